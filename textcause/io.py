@@ -1,0 +1,98 @@
+"""Where files go, and how they are written: cache root, content keys, atomic writes.
+
+Every cache and result is written to a temporary file in the destination folder and renamed into
+place, so a killed process leaves either the old file or the new one, never half a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+# Relative to the project root: ../shared/data (see ../shared/data/README.md).
+_PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def cache_root() -> Path:
+    """The cache folder: ``$TEXTCAUSE_CACHE`` or ``~/.cache/textcause`` (created on demand)."""
+    root = Path(os.environ.get("TEXTCAUSE_CACHE") or Path.home() / ".cache" / "textcause")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def data_root() -> Path:
+    """The folder of the real corpora: ``$TEXTCAUSE_DATA`` or ``../shared/data`` beside the project."""
+    env = os.environ.get("TEXTCAUSE_DATA")
+    if env:
+        return Path(env)
+    return _PROJECT_ROOT.parent / "shared" / "data"
+
+
+#: Short names of the corpora in ../shared/data, usable wherever a corpus path is taken.
+CORPORA = {
+    "twitter": "pan19-twitter-histories.jsonl.gz",
+    "blogs": "blogs-histories.jsonl.gz",
+    "reddit-drunk": "reddit-sample/lifestyle_drunk.csv",
+}
+
+
+def resolve_corpus(source: str | os.PathLike) -> str:
+    """Map a short corpus name (``twitter``, ``blogs``, ``reddit-drunk``) to its path under the data root.
+
+    Anything else (a path, a Hugging Face dataset name) is returned unchanged.
+    """
+    s = str(source)
+    if s in CORPORA:
+        return str(data_root() / CORPORA[s])
+    return s
+
+
+def content_key(*parts: Any) -> str:
+    """A stable SHA-256 hex key of ``parts`` (JSON-serialisable values, bytes or str)."""
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, bytes):
+            data = part
+        elif isinstance(part, str):
+            data = part.encode("utf-8")
+        else:
+            data = json.dumps(part, sort_keys=True, default=str).encode("utf-8")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+@contextmanager
+def atomic_path(dest: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path beside ``dest``; on success it is renamed onto ``dest``.
+
+    On an exception the temporary file is removed and ``dest`` is untouched.
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix + ".tmp", dir=dest.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, dest)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def atomic_write_text(dest: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``dest`` atomically."""
+    with atomic_path(dest) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(dest)
+
+
+def atomic_write_json(dest: str | os.PathLike, obj: Any) -> Path:
+    """Write ``obj`` as indented JSON to ``dest`` atomically."""
+    return atomic_write_text(dest, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")

@@ -1,0 +1,278 @@
+"""Build a :class:`SemiSyntheticTask` from a corpus: the generative process of section 5.1.
+
+Randomness: every draw comes from its own numpy Generator derived from ``seed`` (a
+``SeedSequence(seed, spawn_key=(stream,))`` per stream: classes, fixed posts, edits, treatment,
+outcomes, split, training subsample). So with the same seed every task and level of a corpus gives
+the same users the same latent class, treatment uniforms, outcome uniforms and split (common random
+numbers): levels differ only in what they change. The corpus is never modified.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from textcause.corpus.splits import PAPER_FRACTIONS, split_users
+from textcause.corpus.types import Corpus, History, Split
+from textcause.simulation.bank import PostBank, load_bank
+from textcause.simulation.dgp import (
+    NORMAL_SD,
+    STANDARD_OUTCOME,
+    STANDARD_TREATMENT,
+    assign_classes,
+    check_outcome,
+    check_outcome_table,
+    draw_potential_outcomes,
+    draw_treatment,
+    observed_outcome,
+    population_ate,
+    population_unadjusted,
+)
+from textcause.simulation.edits import (
+    Rewrite,
+    apply_rewrite,
+    as_rewrite,
+    check_insertion,
+    describe_rewrite,
+    insert_posts,
+)
+from textcause.simulation.tasks import TaskSpec, get_spec
+from textcause.simulation.types import SemiSyntheticTask
+from textcause.validation import check_int
+
+#: Fewer users than this cannot hold two balanced classes with treated and untreated users in each split.
+MIN_USERS = 20
+
+# One random stream per purpose, so changing one part of a task never shifts another's draws.
+_CLASSES, _FIXED, _EDITS, _TREATMENT, _OUTCOMES, _SPLIT, _SUBSAMPLE = range(7)
+
+
+def stream(seed: int, purpose: int) -> np.random.Generator:
+    """The Generator of one purpose of a task's seed."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(purpose,)))
+
+
+def make_task(
+    corpus: Corpus,
+    task: str,
+    level: int,
+    seed: int = 0,
+    *,
+    insertion: str | None = None,
+    bank: PostBank | str | os.PathLike | None = None,
+    outcome: str = "binary",
+    split_fractions: tuple[float, float, float] = PAPER_FRACTIONS,
+    rewrite: Sequence[Rewrite] | Mapping[str, Rewrite] | None = None,
+) -> SemiSyntheticTask:
+    """Draw one semi-synthetic task (section 5.2 / Appendix H) on a corpus of real histories.
+
+    Args:
+        corpus: the real user histories (not modified).
+        task: a registered task name (see :func:`list_tasks`), e.g. ``linguistic_complexity``.
+        level: its difficulty level (1 = easiest).
+        seed: the seed of every draw (classes, posts, treatment, outcomes, split).
+        insertion: where synthetic posts go: ``append`` (None, the paper's choice), ``prepend`` or
+            ``replace`` (a random real post per inserted post, keeping the history's length). A task's
+            own choice wins: Order of Text level 2 always prepends f2's post.
+        bank: a :class:`PostBank`, a bank file path, or None for the paper's Appendix C bank.
+        outcome: ``binary`` (Y ~ Bernoulli of the task's table) or ``normal`` (Y ~ Normal with the
+            table's entries as means and sd sqrt(0.3), section 5.3).
+        split_fractions: train / validation / test fractions (the paper's 0.4 / 0.1 / 0.5).
+        rewrite: optional rewriting edits ``(f1, f2)`` or ``{"f1": ..., "f2": ...}``, each a callable
+            (posts -> posts), a mapping of whole-word rules like ``{"happy": "sad"}``, or None. They
+            rewrite the real posts of class-1 / class-2 users before the synthetic posts go in.
+
+    Returns:
+        The task with its texts, classes, treatments, potential outcomes, truth and split.
+    """
+    spec = get_spec(task, level)
+    return build_task(
+        corpus, spec, task=task, level=int(level), seed=seed, insertion=insertion, bank=bank,
+        outcome=outcome, split_fractions=split_fractions, rewrite=rewrite, owner="make_task",
+    )  # fmt: skip
+
+
+def make_rewrite_task(
+    corpus: Corpus,
+    f1: Rewrite,
+    f2: Rewrite,
+    seed: int = 0,
+    *,
+    treat_probs: tuple[float, float] = STANDARD_TREATMENT,
+    outcome_probs: Any = None,
+    name: str = "rewrite",
+    outcome: str = "binary",
+    split_fractions: tuple[float, float, float] = PAPER_FRACTIONS,
+) -> SemiSyntheticTask:
+    """A user-defined rewriting task (section 5.3, "Types of Confounding"): no synthetic posts.
+
+    Args:
+        corpus: the real user histories (not modified).
+        f1: the rewrite of class-1 histories: a callable (list of posts -> list of posts), a mapping of
+            whole-word rules such as ``{"happy": "sad"}`` (case-insensitive, case-following; see
+            :class:`~textcause.simulation.edits.WordRules`), or None for the identity.
+        f2: the rewrite of class-2 histories, e.g. ``{"sad": "happy"}``.
+        seed: the seed of every draw.
+        treat_probs: ``(P(T=1 | class 1), P(T=1 | class 2))``.
+        outcome_probs: the 2x2 outcome table ``((c1 T=0, c1 T=1), (c2 T=0, c2 T=1))`` or
+            ``{1: (T=0, T=1), 2: (...)}``; None for the standard table (true ATE 0.4).
+        name: the task's name in the result.
+        outcome: ``binary`` or ``normal``.
+        split_fractions: train / validation / test fractions.
+
+    Returns:
+        The task (level 1).
+    """
+    spec = TaskSpec(
+        treat_probs=treat_probs,
+        outcome_probs=STANDARD_OUTCOME if outcome_probs is None else outcome_probs,
+        summary=f"User-defined rewriting task {name!r}.",
+    )
+    return build_task(
+        corpus, spec, task=str(name), level=1, seed=seed, outcome=outcome,
+        split_fractions=split_fractions, rewrite=(f1, f2), owner="make_rewrite_task",
+    )  # fmt: skip
+
+
+def build_task(
+    corpus: Corpus,
+    spec: TaskSpec,
+    *,
+    task: str,
+    level: int,
+    seed: int = 0,
+    insertion: str | None = None,
+    bank: PostBank | str | os.PathLike | None = None,
+    outcome: str = "binary",
+    split_fractions: tuple[float, float, float] = PAPER_FRACTIONS,
+    rewrite: Sequence[Rewrite] | Mapping[str, Rewrite] | None = None,
+    owner: str = "build_task",
+) -> SemiSyntheticTask:
+    """Draw a task from any :class:`TaskSpec` (registered or not); see :func:`make_task` for the arguments."""
+    if not isinstance(spec, TaskSpec):
+        raise ValueError(f"The 'spec' parameter of {owner} must be a TaskSpec. Got {type(spec).__name__} instead.")
+    histories = _check_corpus(corpus, owner)
+    seed = check_int(seed, "seed", owner, low=0)
+    where = "append" if insertion is None else check_insertion(insertion, owner)
+    outcome = check_outcome(outcome, owner)
+    if outcome == "binary":
+        check_outcome_table(spec.outcome_probs, owner, outcome="binary")
+    bank = bank if isinstance(bank, PostBank) else load_bank(bank)
+    for edit in (spec.f1, spec.f2):
+        for kind in edit.kinds if edit is not None else ():
+            bank.check_kind(kind)
+    rewrites = _check_rewrite(rewrite, owner)
+    n = len(histories)
+
+    # 1. Latent classes, exactly balanced (a random permutation of n//2 ones and the rest twos).
+    latent = assign_classes(n, stream(seed, _CLASSES), class1_share=spec.class1_share)
+
+    # 2. Class-specific edits: rewrite real posts, then insert synthetic posts.
+    fixed_rng = stream(seed, _FIXED)
+    fixed = {c: (f.draw(bank, fixed_rng) if f is not None and f.fixed else None) for c, f in ((1, spec.f1), (2, spec.f2))}
+    edit_rng = stream(seed, _EDITS)
+    texts: list[list[str]] = []
+    inserted_at: list[tuple[int, ...]] = []
+    for h, c in zip(histories, latent.tolist()):
+        posts = list(h.posts)
+        if rewrites[c - 1] is not None:
+            posts = apply_rewrite(rewrites[c - 1], posts, f"f{c}")
+        f = spec.f1 if c == 1 else spec.f2
+        at: tuple[int, ...] = ()
+        if f is not None:
+            new = fixed[c] if f.fixed else f.draw(bank, edit_rng)
+            posts, at = insert_posts(posts, new, f.where or where, edit_rng)
+        texts.append(posts)
+        inserted_at.append(at)
+
+    # 3. Treatment given class; 4. both potential outcomes given class; observed outcome.
+    t, propensity = draw_treatment(latent, spec.treat_probs, stream(seed, _TREATMENT))
+    y0, y1 = draw_potential_outcomes(latent, spec.outcome_probs, stream(seed, _OUTCOMES), outcome=outcome)
+    y = observed_outcome(t, y0, y1)
+
+    # 5. Split, with the training part subsampled (nested across fractions) for the Sample Size task.
+    split_seed = int(np.random.SeedSequence(seed, spawn_key=(_SPLIT,)).generate_state(1)[0])
+    full = split_users(n, seed=split_seed, fractions=split_fractions)
+    split = full
+    if spec.train_fraction < 1.0:
+        n_keep = max(1, int(round(spec.train_fraction * len(full.train))))
+        kept = stream(seed, _SUBSAMPLE).permutation(full.train)[:n_keep]
+        split = Split(train=np.sort(kept), val=full.val, test=full.test)
+
+    info = {
+        "description": spec.describe(where, outcome),
+        "treat_probs": list(spec.treat_probs),
+        "outcome": outcome,
+        ("outcome_probs" if outcome == "binary" else "outcome_means"): [list(r) for r in spec.outcome_probs],
+        "class1_share": spec.class1_share,
+        "population_unadjusted": population_unadjusted(spec.treat_probs, spec.outcome_probs, spec.class1_share),
+        "insertion": where,
+        "f1": "identity" if spec.f1 is None else spec.f1.describe(where),
+        "f2": "identity" if spec.f2 is None else spec.f2.describe(where),
+        "rewrite": {"f1": describe_rewrite(rewrites[0]), "f2": describe_rewrite(rewrites[1])},
+        "bank": bank.name,
+        "fixed_posts": {f"f{c}": posts for c, posts in fixed.items() if posts is not None},
+        "inserted_at": inserted_at,
+        "train_fraction": spec.train_fraction,
+        "n_train_full": len(full.train),
+        "split_seed": split_seed,
+        "split_fractions": list(split_fractions),
+        "corpus_source": getattr(corpus, "source", ""),
+    }
+    if outcome == "normal":
+        info["outcome_sd"] = NORMAL_SD
+    return SemiSyntheticTask(
+        task=task,
+        level=level,
+        seed=seed,
+        user_ids=[h.user_id for h in histories],
+        texts=texts,
+        latent_class=latent,
+        treatment=t,
+        outcome=y,
+        y0=y0,
+        y1=y1,
+        propensity=propensity,
+        true_ate=population_ate(spec.outcome_probs, spec.class1_share),
+        sample_ate=float(np.mean(y1 - y0)),
+        split=split,
+        n_inserted=np.array([len(a) for a in inserted_at], dtype=np.int64),
+        info=info,
+    )
+
+
+def _check_corpus(corpus: Any, owner: str) -> tuple[History, ...]:
+    if isinstance(corpus, Corpus):
+        histories = corpus.histories
+    elif isinstance(corpus, Sequence) and all(isinstance(h, History) for h in corpus):
+        histories = tuple(corpus)
+    else:
+        raise ValueError(
+            f"The 'corpus' parameter of {owner} must be a textcause Corpus (see textcause.corpus). "
+            f"Got {type(corpus).__name__} instead."
+        )
+    if len(histories) < MIN_USERS:
+        raise ValueError(
+            f"The corpus has {len(histories)} users; a semi-synthetic task needs at least {MIN_USERS}."
+        )
+    return histories
+
+
+def _check_rewrite(rewrite: Any, owner: str) -> tuple[Callable | None, Callable | None]:
+    if rewrite is None:
+        return None, None
+    if isinstance(rewrite, Mapping):
+        unknown = set(rewrite) - {"f1", "f2"}
+        if unknown:
+            raise ValueError(f"The 'rewrite' parameter of {owner} takes the keys 'f1' and 'f2'. Got {sorted(unknown)} instead.")
+        pair = (rewrite.get("f1"), rewrite.get("f2"))
+    elif isinstance(rewrite, Sequence) and not isinstance(rewrite, str) and len(rewrite) == 2:
+        pair = (rewrite[0], rewrite[1])
+    else:
+        raise ValueError(
+            f"The 'rewrite' parameter of {owner} must be a pair (f1, f2) or a mapping with keys 'f1' and 'f2'. "
+            f"Got {type(rewrite).__name__} instead."
+        )
+    return as_rewrite(pair[0], "f1", owner), as_rewrite(pair[1], "f2", owner)
