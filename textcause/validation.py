@@ -61,7 +61,7 @@ def check_propensity(p: Any, name: str = "propensity") -> np.ndarray:
     if np.any(bad):
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(
-            f"The '{name}' values must lie strictly between 0 and 1. Got {arr[i]!r} at index {i} "
+            f"The '{name}' values must lie strictly between 0 and 1. Got {float(arr[i])!r} at index {i} "
             f"({int(bad.sum())} values out of range)."
         )
     return arr
@@ -73,7 +73,7 @@ def check_probability(p: Any, name: str = "propensity") -> np.ndarray:
     bad = (arr < 0.0) | (arr > 1.0)
     if np.any(bad):
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"The '{name}' values must lie in [0, 1]. Got {arr[i]!r} at index {i}.")
+        raise ValueError(f"The '{name}' values must lie in [0, 1]. Got {float(arr[i])!r} at index {i}.")
     return arr
 
 

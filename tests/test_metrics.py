@@ -1,0 +1,193 @@
+"""Metrics: references from scikit-learn, scipy and torchmetrics, hand computations, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from textcause.estimators import Estimate, ipw
+from textcause.metrics import (
+    Bounds,
+    arbour_dimmery_bounds,
+    bias,
+    brier_score,
+    causal_metrics,
+    expected_calibration_error,
+    interval_tighter_than_bounds,
+    iptw_weight_mse,
+    propensity_brier,
+    spearman,
+    treatment_accuracy,
+)
+
+
+@pytest.fixture(scope="module")
+def units() -> dict[str, np.ndarray]:
+    """The paper's DGP (true propensity 0.9 / 0.1) with a noisy estimated propensity."""
+    rng = np.random.default_rng(0)
+    n = 5000
+    class1 = rng.random(n) < 0.5
+    p = np.where(class1, 0.9, 0.1)
+    t = (rng.random(n) < p).astype(np.int64)
+    y = (rng.random(n) < np.where(class1 & (t == 0), 0.1, 0.9)).astype(np.float64)
+    p_hat = np.clip(p + rng.normal(0, 0.1, n), 0.02, 0.98)
+    return {"t": t, "y": y, "p": p, "p_hat": p_hat}
+
+
+def test_brier_score_equals_sklearn(units):
+    from sklearn.metrics import brier_score_loss
+
+    ref = brier_score_loss(units["t"], units["p_hat"])
+    assert brier_score(units["t"], units["p_hat"]) == pytest.approx(ref, abs=1e-12)
+    assert propensity_brier(units["p_hat"], units["p"]) == pytest.approx(np.mean((units["p_hat"] - units["p"]) ** 2))
+    assert propensity_brier(units["p"], units["p"]) == 0.0
+
+
+@pytest.mark.parametrize("n_bins", [1, 10, 15])
+def test_ece_equals_torchmetrics(units, n_bins):
+    import torch
+    from torchmetrics.classification import BinaryCalibrationError
+
+    # include propensities of exactly 0, 1 and bin edges
+    p = np.r_[units["p_hat"], 0.0, 1.0, 0.5, 0.2]
+    t = np.r_[units["t"], 1, 0, 1, 0]
+    ref = BinaryCalibrationError(n_bins=n_bins, norm="l1")(torch.tensor(p), torch.tensor(t)).item()
+    assert expected_calibration_error(t, p, n_bins=n_bins) == pytest.approx(ref, abs=1e-9)
+
+
+def test_ece_hand_computation():
+    t = np.array([1, 0, 1, 1])
+    p = np.array([0.1, 0.2, 0.8, 0.9])
+    # 2 bins: [0, .5): gap |1 - .3| ; [.5, 1): gap |2 - 1.7|
+    assert expected_calibration_error(t, p, n_bins=2) == pytest.approx((0.7 + 0.3) / 4)
+
+
+def test_treatment_accuracy(units):
+    import torch
+    from torchmetrics.classification import BinaryAccuracy
+
+    ref = BinaryAccuracy(threshold=0.5)(torch.tensor(units["p_hat"]), torch.tensor(units["t"])).item()
+    assert treatment_accuracy(units["t"], units["p_hat"]) == pytest.approx(ref, abs=1e-6)
+    assert treatment_accuracy([1, 0, 1, 0], [0.9, 0.5, 0.5, 0.2]) == 0.75  # 0.5 predicts 0
+    assert treatment_accuracy([1, 0, 1, 0], [0.9, 0.5, 0.5, 0.2], threshold=0.4) == 0.75
+
+
+def test_spearman_equals_scipy_with_ties(units):
+    from scipy.stats import spearmanr
+
+    # the true propensity is two-valued: massive ties
+    assert spearman(units["p_hat"], units["p"]) == pytest.approx(spearmanr(units["p_hat"], units["p"]).statistic, abs=1e-12)
+    rounded = np.round(units["p_hat"], 1)
+    assert spearman(rounded, units["p_hat"]) == pytest.approx(spearmanr(rounded, units["p_hat"]).statistic, abs=1e-12)
+    assert spearman(units["p"], units["p"]) == pytest.approx(1.0)
+    assert spearman(1 - units["p_hat"], units["p_hat"]) == pytest.approx(-1.0)
+
+
+def test_spearman_constant_input_is_zero_not_nan(units):
+    assert spearman(np.full(units["p"].size, 0.5), units["p"]) == 0.0
+    assert spearman(units["p_hat"], np.full(units["p"].size, 0.3)) == 0.0
+
+
+def test_iptw_weight_mse_hand_computation():
+    t = np.array([1, 0, 1])
+    p_hat = np.array([0.5, 0.25, 0.8])
+    p = np.array([0.4, 0.5, 0.5])
+    inv_hat = np.array([1 / 0.5, 1 / 0.75, 1 / 0.8])
+    inv = np.array([1 / 0.4, 1 / 0.5, 1 / 0.5])
+    expected = sum((inv_hat[i] / inv_hat.sum() - inv[i] / inv.sum()) ** 2 for i in range(3))  # a SUM
+    assert iptw_weight_mse(t, p_hat, p) == pytest.approx(expected, abs=1e-15)
+    assert iptw_weight_mse(t, p, p) == 0.0
+    # a rescaled propensity is not a rescaled weight: the normalisation cancels only a constant
+    assert iptw_weight_mse(t, np.full(3, 0.3), np.full(3, 0.3)) == 0.0
+
+
+def test_bias_sign():
+    est = Estimate(ate=0.3, method="ipw", n_used=10)
+    assert bias(est, 0.4) == pytest.approx(-0.1)
+    assert bias(0.5, 0.4) == pytest.approx(0.1)
+
+
+def test_arbour_dimmery_bounds_hand_computation():
+    t = np.array([1, 0, 1, 0])
+    y = np.array([1.0, 0.5, 2.0, 1.0])
+    p_hat = np.array([0.6, 0.3, 0.5, 0.6])
+    p = np.array([0.5, 0.4, 0.7, 0.5])
+    s = (p_hat - p) ** 2
+    b1 = abs((y[0] / p[0] * s[0] / p_hat[0] ** 2 + y[2] / p[2] * s[2] / p_hat[2] ** 2) / 4)
+    b0 = abs((y[1] / (1 - p[1]) * s[1] / (1 - p_hat[1]) ** 2 + y[3] / (1 - p[3]) * s[3] / (1 - p_hat[3]) ** 2) / 4)
+    b = arbour_dimmery_bounds(t, y, p_hat, p)
+    est = ipw(t, y, p_hat)
+    assert (b.b0, b.b1) == (pytest.approx(b0, abs=1e-15), pytest.approx(b1, abs=1e-15))
+    assert b.lower == pytest.approx(est.ate - b0 - b1, abs=1e-12)
+    assert b.upper == pytest.approx(est.ate + b0 + b1, abs=1e-12)
+    assert b.width == pytest.approx(2 * (b0 + b1))
+
+
+def test_bounds_collapse_with_the_true_propensity(units):
+    b = arbour_dimmery_bounds(units["t"], units["y"], units["p"], units["p"])
+    assert b.b0 == b.b1 == 0.0
+    assert b.lower == b.upper == pytest.approx(ipw(units["t"], units["y"], units["p"]).ate)
+    noisy = arbour_dimmery_bounds(units["t"], units["y"], units["p_hat"], units["p"])
+    assert noisy.lower < noisy.upper
+    assert interval_tighter_than_bounds(noisy.lower + 0.01, noisy.upper - 0.01, noisy)
+    assert not interval_tighter_than_bounds(noisy.lower - 0.01, noisy.upper, noisy)
+
+
+def test_causal_metrics_keys(units):
+    base = causal_metrics(units["t"], units["y"], units["p_hat"])
+    assert set(base) == {"treatment_accuracy", "brier", "ece", "ate_unadjusted", "ate_ipw", "ate_stratified",
+                         "ate_matching"}
+    full = causal_metrics(units["t"], units["y"], units["p_hat"], units["p"], true_ate=0.4)
+    assert full["bias_ipw"] == pytest.approx(full["ate_ipw"] - 0.4)
+    assert {"spearman", "iptw_weight_mse", "propensity_brier", "bound_lower", "bound_upper"} <= set(full)
+    assert all(np.isfinite(v) for v in full.values())
+
+
+def test_torchmetrics_wrapper_gathers_all_units(units):
+    import torch
+
+    from textcause.metrics.torch import CausalMetrics, PropensityOutputs
+
+    outputs = PropensityOutputs()
+    assert outputs.full_state_update is False
+    assert all(outputs._reductions[k].__name__ == "dim_zero_cat" for k in ("propensity", "t", "y", "true_propensity"))
+    metric = CausalMetrics(true_ate=0.4)
+    for start in range(0, units["t"].size, 1234):
+        sl = slice(start, start + 1234)
+        batch = [torch.tensor(units[k][sl]) for k in ("p_hat", "t", "y", "p")]
+        outputs.update(*batch[:3])
+        assert metric(*batch) is None  # forward only accumulates
+    arrays = outputs.compute()
+    assert set(arrays) == {"propensity", "t", "y"}
+    np.testing.assert_array_equal(arrays["propensity"], units["p_hat"])
+    got = metric.compute()
+    ref = causal_metrics(units["t"], units["y"], units["p_hat"], units["p"], true_ate=0.4)
+    assert got == pytest.approx(ref, abs=1e-12)
+    metric.reset()
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match=r"CausalMetrics.compute\(\) was called before"):
+        metric.compute()
+
+
+def test_metric_error_messages(units):
+    t, p = units["t"], units["p_hat"]
+    with pytest.raises(ValueError, match=r"The 'threshold' parameter of treatment_accuracy must be a float >= 0\.0 and <= 1\.0"):
+        treatment_accuracy(t, p, threshold=1.5)
+    with pytest.raises(ValueError, match=r"The 'n_bins' parameter of expected_calibration_error must be an int >= 1\. Got 0"):
+        expected_calibration_error(t, p, n_bins=0)
+    with pytest.raises(ValueError, match=r"The 'propensity' values must lie in \[0, 1\]"):
+        brier_score(t, p + 1)
+    with pytest.raises(ValueError, match=r"The 'true_propensity' values must lie strictly between 0 and 1"):
+        iptw_weight_mse(t, p, np.zeros_like(p))
+    with pytest.raises(ValueError, match=r"inconsistent numbers of samples"):
+        spearman(p, p[:-1])
+    with pytest.raises(ValueError, match=r"inconsistent numbers of samples"):
+        arbour_dimmery_bounds(t, units["y"], p, units["p"][:-1])
+    with pytest.raises(ValueError, match=r"has only one class"):
+        treatment_accuracy(np.ones_like(t), p)
+    with pytest.raises(ValueError, match=r"'propensity' contains NaN"):
+        spearman(np.r_[np.nan, p[1:]], p)
+    with pytest.raises(ValueError, match=r"The 'true_ate' parameter of bias must be a float"):
+        bias(0.3, float("nan"))
+    bounds = Bounds(lower=-1.0, upper=1.0, b0=0.5, b1=0.5, y0_hat=0.0, y1_hat=0.0)
+    with pytest.raises(ValueError, match=r"The 'ci_high' parameter of interval_tighter_than_bounds must be a float >= 0\.2"):
+        interval_tighter_than_bounds(0.2, 0.1, bounds)

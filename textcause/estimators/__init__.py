@@ -1,0 +1,27 @@
+"""ATE estimators: pure functions ``(t, y, propensity, ...) -> Estimate``, and the bootstrap.
+
+Every estimate is ATE = E[Y(1)] - E[Y(0)]. ``ESTIMATORS`` maps names to functions, so a config
+or :func:`bootstrap_ci` can choose one by name.
+"""
+
+from textcause.estimators.bootstrap import bootstrap_ci, bootstrap_indices
+from textcause.estimators.matching import matching, nearest_opposite
+from textcause.estimators.registry import ESTIMATORS, get_estimator
+from textcause.estimators.stratification import propensity_strata, stratified
+from textcause.estimators.types import Estimate
+from textcause.estimators.weighting import aipw, ipw, unadjusted
+
+__all__ = [
+    "ESTIMATORS",
+    "Estimate",
+    "aipw",
+    "bootstrap_ci",
+    "bootstrap_indices",
+    "get_estimator",
+    "ipw",
+    "matching",
+    "nearest_opposite",
+    "propensity_strata",
+    "stratified",
+    "unadjusted",
+]

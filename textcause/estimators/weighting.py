@@ -1,0 +1,182 @@
+"""Estimators that average (weighted) outcomes per arm: unadjusted, IPW (Hajek) and AIPW.
+
+Each is also written as ratios of per-unit column sums (``*_columns`` + ``ratio_difference``), so
+that :func:`textcause.estimators.bootstrap_ci` can compute all bootstrap replicates at once as
+``counts @ columns``.
+"""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+from textcause.estimators._common import effect, prepare
+from textcause.estimators.types import Estimate
+from textcause.validation import check_consistent_length, check_probability, check_real
+
+
+def unadjusted_columns(t: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Columns ``[T*Y, T, (1-T)*Y, 1-T]``: their sums give the difference in means."""
+    tf = t.astype(np.float64)
+    return np.column_stack([tf * y, tf, (1.0 - tf) * y, 1.0 - tf])
+
+
+def ipw_columns(t: np.ndarray, y: np.ndarray, propensity: np.ndarray) -> np.ndarray:
+    """Columns ``[T*Y/p, T/p, (1-T)*Y/(1-p), (1-T)/(1-p)]``: their sums give the Hajek ATE."""
+    w1 = t / propensity
+    w0 = (1 - t) / (1.0 - propensity)
+    return np.column_stack([w1 * y, w1, w0 * y, w0])
+
+
+def ratio_difference(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """ATE = S0/S1 - S2/S3 for each row of column sums, and which rows are defined.
+
+    A row is undefined when an arm has zero total weight (no treated or no untreated unit); its
+    ATE is returned as 0.0 and must be discarded using the mask.
+    """
+    sums = np.atleast_2d(sums)
+    ok = (sums[:, 1] > 0) & (sums[:, 3] > 0)
+    d1 = np.where(ok, sums[:, 1], 1.0)
+    d0 = np.where(ok, sums[:, 3], 1.0)
+    ate = np.where(ok, effect(sums[:, 0] / d1, sums[:, 2] / d0), 0.0)
+    return ate, ok
+
+
+def unadjusted(t: Any, y: Any) -> Estimate:
+    """Difference in means between treated and untreated units (no adjustment at all).
+
+    Args:
+        t: binary treatment (0/1 or bool), both classes present.
+        y: outcomes (binary or continuous).
+
+    Returns:
+        ``Estimate`` with ``ate = mean(Y | T=1) - mean(Y | T=0)``; details hold both arm means
+        and arm sizes.
+
+    Raises:
+        ValueError: invalid or inconsistent inputs (see ``textcause.validation``).
+    """
+    t, y = prepare(t, y)
+    treated = t == 1
+    m1, m0 = float(y[treated].mean()), float(y[~treated].mean())
+    return Estimate(
+        ate=float(effect(m1, m0)),
+        method="unadjusted",
+        n_used=int(t.size),
+        details={"mean_treated": m1, "mean_control": m0,
+                 "n_treated": int(treated.sum()), "n_control": int((~treated).sum())},
+    )
+
+
+def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estimate:
+    """Inverse probability of treatment weighting, Hajek (self-normalised) form.
+
+    ``ATE = sum_i T_i Y_i / p_i / sum_i T_i / p_i - sum_i (1-T_i) Y_i / (1-p_i) / sum_i (1-T_i) / (1-p_i)``:
+    the weighted mean outcome of the treated (weights 1/p) minus that of the untreated (weights
+    1/(1-p)), each arm normalised by its own weight sum.
+
+    Relation to the paper (Weld et al., section 6.2): the displayed formula divides the signed
+    weighted sum by ONE total ``W = W1 + W0`` over both arms, i.e. it equals
+    ``(W1 * m1 - W0 * m0) / (W1 + W0)`` with ``m1, m0`` the arm means above. Since ``E[W1] = E[W0] = n``,
+    that expression tends to ATE / 2 (and is not a difference of means when ``W1 != W0``); the
+    per-arm normalisation here is the standard Hajek estimator the paper names. With a constant
+    propensity (randomised treatment) the weights cancel and the result equals the difference in
+    means exactly.
+
+    Args:
+        t: binary treatment (0/1 or bool), both classes present.
+        y: outcomes (binary or continuous).
+        propensity: estimated P(T=1 | X) per unit, strictly inside (0, 1) (inside [0, 1] when
+            ``clip`` is given).
+        clip: if given, propensities are trimmed to ``[clip, 1 - clip]`` before weighting
+            (``0 < clip <= 0.5``); the number of changed units is ``details['n_clipped']``.
+
+    Returns:
+        ``Estimate`` (method ``ipw``); details: ``mean_treated``, ``mean_control`` (the weighted arm
+        means), ``n_clipped``, ``clip``, ``max_weight`` and Kish effective sample sizes
+        ``ess_treated`` / ``ess_control``.
+
+    Raises:
+        ValueError: invalid inputs, or ``clip`` outside (0, 0.5].
+    """
+    n_clipped = 0
+    if clip is None:
+        t, y, p = prepare(t, y, propensity)
+    else:
+        clip = check_real(clip, "clip", "ipw", low=0.0, high=0.5, low_open=True)
+        t, y = prepare(t, y)
+        p = check_probability(propensity, "propensity")  # 0 and 1 allowed: they are clipped
+        check_consistent_length(t, y, p)
+        clipped = np.clip(p, clip, 1.0 - clip)
+        n_clipped = int(np.count_nonzero(clipped != p))
+        p = clipped
+    cols = ipw_columns(t, y, p)
+    sums = cols.sum(axis=0)
+    ate, _ = ratio_difference(sums)
+    w = cols[:, 1] + cols[:, 3]
+    treated = t == 1
+    return Estimate(
+        ate=float(ate[0]),
+        method="ipw",
+        n_used=int(t.size),
+        details={
+            "mean_treated": float(sums[0] / sums[1]),
+            "mean_control": float(sums[2] / sums[3]),
+            "n_clipped": n_clipped,
+            "clip": clip,
+            "max_weight": float(w.max()),
+            "ess_treated": _kish(w[treated]),
+            "ess_control": _kish(w[~treated]),
+        },
+    )
+
+
+def aipw_psi(t: np.ndarray, y: np.ndarray, p: np.ndarray, mu0: np.ndarray, mu1: np.ndarray) -> np.ndarray:
+    """Per-unit AIPW scores ``mu1 - mu0 + T (Y - mu1) / p - (1 - T)(Y - mu0) / (1 - p)``."""
+    return mu1 - mu0 + t * (y - mu1) / p - (1 - t) * (y - mu0) / (1.0 - p)
+
+
+def aipw(t: Any, y: Any, propensity: Any, mu0: Any, mu1: Any, *, level: float = 0.95) -> Estimate:
+    """Augmented IPW (doubly robust) estimate with its influence-function interval.
+
+    ``ATE = mean(psi_i)`` with ``psi_i = mu1_i - mu0_i + T_i (Y_i - mu1_i) / p_i
+    - (1 - T_i)(Y_i - mu0_i) / (1 - p_i)``. It is consistent when either the propensity model or
+    the outcome model (``mu0``, ``mu1``) is right. The influence function of the estimator is
+    ``psi_i - ATE``, so its standard error is ``se = std(psi, ddof=1) / sqrt(n)`` and the interval
+    is the normal approximation ``ATE +/- z_{(1+level)/2} * se``.
+
+    Args:
+        t: binary treatment (0/1 or bool), both classes present.
+        y: outcomes (binary or continuous).
+        propensity: estimated P(T=1 | X), strictly inside (0, 1).
+        mu0: predicted E[Y | T=0, X] per unit.
+        mu1: predicted E[Y | T=1, X] per unit.
+        level: coverage of the normal-approximation interval, in (0, 1).
+
+    Returns:
+        ``Estimate`` (method ``aipw``) with ``ci_low``/``ci_high``; details: ``se``, ``level``.
+
+    Raises:
+        ValueError: invalid inputs, or ``level`` outside (0, 1).
+    """
+    level = check_real(level, "level", "aipw", low=0.0, high=1.0, low_open=True, high_open=True)
+    t, y, p, mu0, mu1 = prepare(t, y, propensity, ("mu0", mu0), ("mu1", mu1))
+    psi = aipw_psi(t, y, p, mu0, mu1)
+    ate = float(psi.mean())
+    se = float(psi.std(ddof=1) / np.sqrt(psi.size)) if psi.size > 1 else 0.0
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    return Estimate(
+        ate=ate,
+        method="aipw",
+        n_used=int(t.size),
+        ci_low=ate - z * se,
+        ci_high=ate + z * se,
+        details={"se": se, "level": level},
+    )
+
+
+def _kish(w: np.ndarray) -> float:
+    """Kish effective sample size ``(sum w)^2 / sum w^2``."""
+    return float(w.sum() ** 2 / np.square(w).sum())

@@ -1,0 +1,74 @@
+"""How well a propensity model predicts the observed treatment: accuracy, Brier score, ECE."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from textcause.validation import check_consistent_length, check_int, check_probability, check_real, check_treatment
+
+
+def _inputs(t: Any, propensity: Any) -> tuple[np.ndarray, np.ndarray]:
+    t = check_treatment(t)
+    p = check_probability(propensity)
+    check_consistent_length(t, p)
+    return t, p
+
+
+def treatment_accuracy(t: Any, propensity: Any, threshold: float = 0.5) -> float:
+    """Share of units whose predicted treatment ``propensity > threshold`` equals ``t``.
+
+    The strict ``>`` is torchmetrics' ``BinaryAccuracy`` rule (a propensity of exactly 0.5 predicts 0).
+
+    Args:
+        t: observed binary treatment, both classes present.
+        propensity: estimated P(T=1 | X) in [0, 1].
+        threshold: decision threshold in [0, 1].
+
+    Returns:
+        Accuracy in [0, 1] (higher is better).
+
+    Raises:
+        ValueError: invalid inputs or threshold.
+    """
+    threshold = check_real(threshold, "threshold", "treatment_accuracy", low=0.0, high=1.0)
+    t, p = _inputs(t, propensity)
+    return float(np.mean((p > threshold) == (t == 1)))
+
+
+def brier_score(t: Any, propensity: Any) -> float:
+    """Mean squared error of the propensity against the observed treatment, ``mean((p - t)^2)``.
+
+    Equal to ``sklearn.metrics.brier_score_loss(t, propensity)``; lower is better. For the error
+    against the true propensity see :func:`textcause.metrics.propensity_brier`.
+
+    Raises:
+        ValueError: invalid inputs.
+    """
+    t, p = _inputs(t, propensity)
+    return float(np.mean(np.square(p - t)))
+
+
+def expected_calibration_error(t: Any, propensity: Any, n_bins: int = 15) -> float:
+    """Expected calibration error of the propensity, with ``n_bins`` equal-width bins.
+
+    ``ECE = sum_k (n_k / n) |mean_k(t) - mean_k(p)| = sum_k |sum_{i in k} (t_i - p_i)| / n``, where
+    unit i is in bin ``k`` with ``edge_k <= p_i < edge_{k+1}``, ``edges = linspace(0, 1, n_bins + 1)``
+    and ``p_i = 1`` in a bin of its own: exactly torchmetrics' ``BinaryCalibrationError(n_bins,
+    norm='l1')`` (which compares the positive-class probability with the label). Lower is better.
+
+    Args:
+        t: observed binary treatment, both classes present.
+        propensity: estimated P(T=1 | X) in [0, 1].
+        n_bins: number of equal-width bins, >= 1.
+
+    Raises:
+        ValueError: invalid inputs or ``n_bins`` < 1.
+    """
+    n_bins = check_int(n_bins, "n_bins", "expected_calibration_error", low=1)
+    t, p = _inputs(t, propensity)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    k = np.searchsorted(edges, p, side="right") - 1
+    gap = np.bincount(k, weights=t - p, minlength=n_bins + 1)
+    return float(np.abs(gap).sum() / p.size)

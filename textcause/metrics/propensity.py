@@ -1,0 +1,84 @@
+"""How close estimated propensities are to the true ones (known in semi-synthetic tasks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from textcause.estimators.stratification import tie_groups
+from textcause.validation import check_consistent_length, check_probability, check_propensity, check_treatment
+
+
+def propensity_brier(propensity: Any, true_propensity: Any) -> float:
+    """Mean squared difference between estimated and true propensity, ``mean((p_hat - p)^2)``.
+
+    Lower is better. This is the average of the per-unit score S of appendix A.
+
+    Raises:
+        ValueError: values outside [0, 1], NaN, or different lengths.
+    """
+    p_hat = check_probability(propensity, "propensity")
+    p = check_probability(true_propensity, "true_propensity")
+    check_consistent_length(p_hat, p)
+    return float(np.mean(np.square(p_hat - p)))
+
+
+def received_arm_probability(t: np.ndarray, propensity: np.ndarray) -> np.ndarray:
+    """``p_T(X)``: the probability of the treatment each unit actually received."""
+    return np.where(t == 1, propensity, 1.0 - propensity)
+
+
+def iptw_weight_mse(t: Any, propensity: Any, true_propensity: Any) -> float:
+    """Squared error of the normalised IPTW weights (Weld et al., appendix F.2).
+
+    ``sum_i (w_hat_i - w_i)^2`` with ``w_i = (1 / p_Ti) / sum_j (1 / p_Tj)``, ``p_T`` the
+    probability of the received arm, and ``w_hat`` the same with estimated propensities. The
+    paper calls it a mean squared error but its formula is a SUM over units; it is implemented as
+    written (divide by n for the mean). Lower is better.
+
+    Args:
+        t: observed binary treatment, both classes present.
+        propensity: estimated P(T=1 | X), strictly inside (0, 1).
+        true_propensity: true P(T=1 | X), strictly inside (0, 1).
+
+    Raises:
+        ValueError: invalid or inconsistent inputs.
+    """
+    t = check_treatment(t)
+    p_hat = check_propensity(propensity, "propensity")
+    p = check_propensity(true_propensity, "true_propensity")
+    check_consistent_length(t, p_hat, p)
+    inv_hat = 1.0 / received_arm_probability(t, p_hat)
+    inv = 1.0 / received_arm_probability(t, p)
+    return float(np.sum(np.square(inv_hat / inv_hat.sum() - inv / inv.sum())))
+
+
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks with ties given their mean rank (``scipy.stats.rankdata(method='average')``)."""
+    order, starts, ends = tie_groups(x)
+    ranks = np.empty(x.size)
+    ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
+    return ranks
+
+
+def spearman(propensity: Any, true_propensity: Any) -> float:
+    """Spearman rank correlation between estimated and true propensities, tie-aware.
+
+    The Pearson correlation of the average ranks: equal to ``scipy.stats.spearmanr``. When either
+    input is constant the correlation is undefined (scipy returns NaN); here it is **0.0**: a
+    constant score carries no ranking information. Higher is better (1 = perfect ranking).
+
+    Raises:
+        ValueError: values outside [0, 1], NaN, or different lengths.
+    """
+    a = check_probability(propensity, "propensity")
+    b = check_probability(true_propensity, "true_propensity")
+    check_consistent_length(a, b)
+    ra, rb = average_ranks(a), average_ranks(b)
+    ra -= ra.mean()
+    rb -= rb.mean()
+    denom = np.sqrt(np.dot(ra, ra) * np.dot(rb, rb))
+    if denom == 0.0:
+        return 0.0
+    return float(np.clip(np.dot(ra, rb) / denom, -1.0, 1.0))

@@ -1,0 +1,23 @@
+"""LightningModules for propensity scores; the networks themselves live in ``components``.
+
+- :class:`PropensityModel`: trains an injected network (``LogisticRegression``, ``MLP``, ...).
+- :class:`OracleModel`, :class:`UnadjustedModel`: the paper's reference baselines.
+- :class:`PredictionCollector`: the per-unit outputs a callback turns into ATEs and metrics.
+"""
+
+from textcause.models.baselines import OracleModel, UnadjustedModel
+from textcause.models.collect import PredictionCollector
+from textcause.models.components import MLP, LogisticRegression
+from textcause.models.propensity import PropensityModel, PropensityModule, build_net, net_config
+
+__all__ = [
+    "MLP",
+    "LogisticRegression",
+    "OracleModel",
+    "PredictionCollector",
+    "PropensityModel",
+    "PropensityModule",
+    "UnadjustedModel",
+    "build_net",
+    "net_config",
+]
