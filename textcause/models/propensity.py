@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from textcause.models.collect import PredictionCollector
-from textcause.validation import check_real
+from textcause.validation import check_int, check_real
 
 EPS = 1e-6
 Batch = dict[str, Any]
@@ -152,6 +152,9 @@ class PropensityModule(L.LightningModule):
         return {k: v.detach() for k, v in self._outputs(batch, p).items()}
 
 
+OPTIMIZERS = ("adam", "lbfgs")
+
+
 class PropensityModel(PropensityModule):
     """A propensity model trained with binary cross-entropy on T (Adam, Weld et al. appendix E.3).
 
@@ -160,14 +163,32 @@ class PropensityModel(PropensityModule):
             ``textcause.models.components.LogisticRegression`` or ``MLP``); picked in YAML by
             ``class_path``. A ``{"class_path", "init_args"}`` dict, as stored in checkpoints, is
             also accepted.
-        lr: Adam learning rate (> 0).
-        weight_decay: Adam weight decay (L2 penalty, >= 0).
+        lr: learning rate (> 0); for ``lbfgs`` the initial step length (1.0 is usual).
+        weight_decay: L2 penalty (>= 0): Adam's weight decay, or ``weight_decay / 2 * ||w||^2`` added
+            to the loss for ``lbfgs`` (the same gradient).
+        optimizer: ``adam`` (mini-batch, the paper's choice) or ``lbfgs`` (quasi-Newton: solves an
+            L2-regularised logistic regression to convergence like scikit-learn; use it with a batch
+            size that holds the whole training split and a few epochs).
+        lbfgs_max_iter: L-BFGS iterations per optimizer step (per batch).
     """
 
-    def __init__(self, net: nn.Module, lr: float = 1e-3, weight_decay: float = 0.0) -> None:
+    def __init__(
+        self,
+        net: nn.Module,
+        lr: float = 1e-3,
+        weight_decay: float = 0.0,
+        optimizer: str = "adam",
+        lbfgs_max_iter: int = 50,
+    ) -> None:
         super().__init__()
         self.lr = check_real(lr, "lr", "PropensityModel", low=0.0, low_open=True)
         self.weight_decay = check_real(weight_decay, "weight_decay", "PropensityModel", low=0.0)
+        if optimizer not in OPTIMIZERS:
+            raise ValueError(
+                f"The 'optimizer' parameter of PropensityModel must be one of {list(OPTIMIZERS)}. Got {optimizer!r} instead."
+            )
+        self.optimizer_name = optimizer
+        self.lbfgs_max_iter = check_int(lbfgs_max_iter, "lbfgs_max_iter", "PropensityModel", low=1)
         config = net if isinstance(net, dict) else None
         module = build_net(net) if config is not None else net
         if not isinstance(module, nn.Module):
@@ -210,8 +231,15 @@ class PropensityModel(PropensityModule):
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         _, loss = self.propensity_and_loss(batch)
+        if self.optimizer_name == "lbfgs" and self.weight_decay > 0:
+            loss = loss + 0.5 * self.weight_decay * sum((w**2).sum() for w in self.parameters())
         self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True, batch_size=int(batch["t"].shape[0]))
         return loss
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
+        if self.optimizer_name == "lbfgs":
+            return torch.optim.LBFGS(
+                self.parameters(), lr=self.lr, max_iter=self.lbfgs_max_iter, history_size=20,
+                line_search_fn="strong_wolfe",
+            )
         return torch.optim.Adam(self.parameters(), lr=self.lr, weight_decay=self.weight_decay)

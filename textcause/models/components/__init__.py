@@ -2,9 +2,15 @@
 
 Each component stores every ``__init__`` argument as an attribute of the same name, so a
 LightningModule can record how to rebuild it (see ``textcause.models.propensity.net_config``).
+
+* ``LogisticRegression``, ``MLP``: over n-gram / topic features (sparse or dense).
+* ``SHERBERT``: hierarchical attention over frozen-encoder token states and post vectors (Weld et al., E.1).
+* ``OrderCountNet``: position-aware attention with counting pools, for order and signal intensity.
 """
 
+from textcause.models.components.hierarchical import SHERBERT
 from textcause.models.components.linear import LogisticRegression
 from textcause.models.components.mlp import MLP
+from textcause.models.components.order_count import OrderCountNet
 
-__all__ = ["LogisticRegression", "MLP"]
+__all__ = ["LogisticRegression", "MLP", "OrderCountNet", "SHERBERT"]

@@ -1,0 +1,152 @@
+"""Speed of the frozen-encoder post-embedding cache: posts/s, fraction of the FLOP ceiling, peak memory.
+
+The ceiling is measured, not assumed: the best of a few timed square matmuls gives this machine's
+fp32 and bf16 GFLOP/s, and the model's FLOPs per token come from its config. Per layer and token,
+the projections cost 2 x (4 h^2 + 2 h i) FLOPs (Q, K, V, output: 4 h^2 multiply-adds; the feed-forward
+block: 2 h i) and attention 2 x 2 h s (scores and weighted sum over s tokens): 24 h^2 + 4 h s when
+i = 4 h, about 21.5 MFLOP for all-MiniLM-L6-v2 at s = 34. The ceiling in posts/s is the matmul peak
+divided by (FLOPs per token x mean real tokens per post); padding and everything that is not a
+matmul count against the fraction.
+
+    .venv/bin/python benchmarks/bench_encode.py                       # 20,000 distinct Twitter posts, temp cache
+    .venv/bin/python benchmarks/bench_encode.py --n 5000
+    .venv/bin/python benchmarks/bench_encode.py --all --corpus twitter # fill the real cache (corpus + bank)
+    .venv/bin/python benchmarks/bench_encode.py --all --corpus twitter --store-tokens --token-cap 32
+
+``--all`` encodes every distinct post of the corpus's users (first 60 posts each) and of the
+synthetic post bank into ``textcause.io.cache_root()/embeddings`` (resumable: rerun after a kill).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def matmul_peak(dtype_name: str, n: int = 2048, repeats: int = 5) -> tuple[float, float]:
+    """GFLOP/s of the best of ``repeats`` timed (n x n) @ (n x n) products: per wall second and
+    per CPU second of this process (the second is what a busy machine leaves comparable)."""
+    import torch
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(n, n, generator=gen).to(dtype)
+    b = torch.randn(n, n, generator=gen).to(dtype)
+    torch.mm(a, b)  # warm-up
+    best = best_cpu = float("inf")
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - t0)
+        best_cpu = min(best_cpu, time.process_time() - c0)
+    return 2 * n**3 / best / 1e9, 2 * n**3 / best_cpu / 1e9
+
+
+def flops_per_token(config: dict, seq: float) -> float:
+    """Forward FLOPs per token of a BERT-style encoder at sequence length ``seq`` (see module doc)."""
+    h = config["hidden_size"]
+    i = config.get("intermediate_size", 4 * h)
+    layers = config["num_hidden_layers"]
+    return layers * (2 * (4 * h * h + 2 * h * i) + 4 * h * seq)
+
+
+def corpus_posts(corpus: str, max_posts: int, with_bank: bool) -> list[str]:
+    """Every distinct post of ``corpus`` (first ``max_posts`` per user) and of the synthetic bank."""
+    from textcause.corpus import load_histories
+
+    posts: dict[str, None] = {}
+    for history in load_histories(corpus, max_posts=max_posts):
+        posts.update(dict.fromkeys(history.posts))
+    if with_bank:
+        from textcause.simulation import load_bank
+
+        posts.update(dict.fromkeys(load_bank().all_posts()))
+    return list(posts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", default="twitter", help="a corpus name or path for load_histories")
+    parser.add_argument("--encoder", default=None, help="a Hugging Face name or path (default all-MiniLM-L6-v2)")
+    parser.add_argument("--n", type=int, default=20000, help="distinct posts to encode (ignored with --all)")
+    parser.add_argument("--all", action="store_true", help="encode the whole corpus + bank into the real cache")
+    parser.add_argument("--max-posts", type=int, default=60, help="posts per user read from the corpus")
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--precision", default="auto", choices=("auto", "bf16", "bf16-full", "fp32"))
+    parser.add_argument("--store-tokens", action="store_true", help="also store token states")
+    parser.add_argument("--token-cap", type=int, default=32)
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args()
+
+    import numpy as np
+
+    from textcause.features.embeddings import PostEmbeddingCache
+
+    load = os.getloadavg()[0]
+    peak = {p: matmul_peak(p) for p in ("fp32", "bf16")}
+    t0 = time.perf_counter()
+    posts = corpus_posts(args.corpus, args.max_posts, with_bank=args.all)
+    read_s = time.perf_counter() - t0
+    n_corpus = len(posts)
+    if not args.all:
+        rng = np.random.default_rng(0)
+        posts = [posts[i] for i in np.sort(rng.choice(len(posts), size=min(args.n, len(posts)), replace=False))]
+    tmp = None if args.all else tempfile.TemporaryDirectory(prefix="bench-encode-")
+    cache = PostEmbeddingCache(args.encoder, max_tokens=args.max_tokens, batch_size=args.batch_size,
+                               precision=args.precision, store_tokens=args.store_tokens,
+                               token_cap=args.token_cap, cache_dir=None if tmp is None else tmp.name,
+                               progress=False if args.no_progress else None)
+    c0 = time.process_time()
+    stats = cache.ensure(posts)
+    encode_cpu_s = time.process_time() - c0
+    # The load changes while we run: the ceiling uses the mean of the peaks before and after.
+    after = {p: matmul_peak(p) for p in ("fp32", "bf16")}
+    peak_cpu = {p: (peak[p][1] + after[p][1]) / 2 for p in peak}
+    peak = {p: (peak[p][0] + after[p][0]) / 2 for p in peak}
+    config = json.loads((cache.spec.path / "config.json").read_text(encoding="utf-8"))
+    usage = cache.disk_usage()
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out = {"encoder": cache.spec.name, "corpus": args.corpus, "distinct_posts_in_corpus": n_corpus,
+           "posts": len(posts), "encoded": stats["n_encoded"], "read_s": round(read_s, 1),
+           "load_average_1min_before": round(load, 2), "matmul_gflops_mean_before_after": {k: round(v) for k, v in peak.items()},
+           "cache_folder": str(cache.folder), "disk_bytes": usage, "peak_rss_mb": round(peak_rss_mb)}
+    if stats["n_encoded"]:
+        mean_tokens = stats["tokens"] / stats["n_encoded"]
+        fpt = flops_per_token(config, mean_tokens)
+        ceiling = {k: v * 1e9 / (fpt * mean_tokens) for k, v in peak.items()}
+        rate = stats["posts_per_s"]
+        out.update({
+            "encode_s": round(stats["seconds"], 1), "posts_per_s": round(rate, 1),
+            "precision": stats["precision"], "mean_tokens_per_post": round(mean_tokens, 1),
+            "mflop_per_token": round(fpt / 1e6, 2),
+            "ceiling_posts_per_s": {k: round(v) for k, v in ceiling.items()},
+            "fraction_of_bf16_ceiling": round(rate / ceiling["bf16"], 3),
+            "achieved_gflops": round(rate * mean_tokens * fpt / 1e9, 1),
+            # The same fraction per CPU second of this process: robust to other processes' load.
+            "fraction_of_bf16_ceiling_cpu_time": round(
+                stats["n_encoded"] * mean_tokens * fpt / encode_cpu_s / (peak_cpu["bf16"] * 1e9), 3),
+            "load_average_1min_after": round(os.getloadavg()[0], 2),
+        })
+        if not args.all:
+            per_post = sum(usage.values()) / len(posts)
+            out["estimate_whole_corpus"] = {"posts": n_corpus, "minutes": round(n_corpus / rate / 60, 1),
+                                            "gb": round(per_post * n_corpus / 1e9, 2)}
+    print(json.dumps(out, indent=2))
+    if tmp is not None:
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,17 @@
+#!/usr/bin/env python
+"""Evaluate a trained run: test-split propensities -> ATE estimates, intervals, bias, metrics.
+
+    python evaluate.py runs/textcause/version_0
+    python evaluate.py runs/textcause/version_0 --n_boot 2000 --out results/
+
+Writes ``results.json`` (all rows and the run's provenance) into the run folder and appends one CSV
+row per estimator to ``results.csv`` in ``--out`` (default: the run folder), then prints a table.
+"""
+
+import sys
+
+from textcause.cli import friendly_errors
+from textcause.evaluate_run import main
+
+if __name__ == "__main__":
+    sys.exit(friendly_errors(lambda: main(sys.argv[1:])))

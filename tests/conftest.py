@@ -1,0 +1,45 @@
+"""Shared fixtures: offline settings, an isolated cache root, and a tiny history corpus on disk."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("WANDB_MODE", "offline")
+os.environ.setdefault("WANDB_SILENT", "true")
+
+WORDS = (
+    "coffee morning train rain music game city park dog cat movie book friend work lunch "
+    "night weekend beach phone news team goal song dinner school summer winter road shop"
+).split()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Every test writes caches under its own temporary cache root, never ~/.cache."""
+    monkeypatch.setenv("TEXTCAUSE_CACHE", str(tmp_path_factory.mktemp("cache")))
+
+
+def write_history_jsonl(path, n_users: int = 240, n_posts: int = 12, seed: int = 0) -> str:
+    """Write a tiny gzipped history JSONL of fake users with short posts of common words."""
+    rng = np.random.default_rng(seed)
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for u in range(n_users):
+            posts = [
+                {"text": " ".join(rng.choice(WORDS, size=rng.integers(4, 9))), "time": None}
+                for _ in range(n_posts)
+            ]
+            fh.write(json.dumps({"user_id": f"u{u}", "posts": posts, "meta": {}}) + "\n")
+    return str(path)
+
+
+@pytest.fixture
+def tiny_corpus(tmp_path) -> str:
+    """Path of a 240-user history JSONL (12 posts each)."""
+    return write_history_jsonl(tmp_path / "tiny.jsonl.gz")

