@@ -60,7 +60,8 @@ def worker(args: argparse.Namespace) -> None:
         "read_s": round(read_s, 1), "fit_transform_s": round(total_s, 1), "cpu_s": round(cpu_s, 1),
         "vocabulary": rep.vocabulary_size, "shape": list(m.shape),
         "nnz": int(m.nnz) if hasattr(m, "nnz") else int(m.size),
-        "rss_after_read_mb": round(rss_after_read), "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "rss_after_read_mb": round(rss_after_read),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }))
 
 

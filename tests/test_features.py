@@ -321,13 +321,15 @@ def test_cache_key_depends_on_texts_train_users_and_parameters(tmp_path):
     }
     assert len(keys) == 5
     # the n-gram kinds ignore the seed, so it does not split their cache
-    assert build_representation("bigram_binary", texts, np.arange(20), min_users=2, seed=9, cache_dir=tmp_path).from_cache
+    reseeded = build_representation("bigram_binary", texts, np.arange(20), min_users=2, seed=9, cache_dir=tmp_path)
+    assert reseeded.from_cache
     # user boundaries are part of the content hash
     assert ngrams.texts_digest([["a", "b"]]) != ngrams.texts_digest([["a"], ["b"]])
 
 
 def test_cache_disabled_writes_nothing(tmp_path):
-    build_representation("unigram_binary", random_texts(20), np.arange(20), min_users=2, cache=False, cache_dir=tmp_path)
+    texts = random_texts(20)
+    build_representation("unigram_binary", texts, np.arange(20), min_users=2, cache=False, cache_dir=tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -229,12 +229,12 @@ def test_init_arguments_are_stored_as_attributes(cls):
 ])
 def test_order_count_net_rejects_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        OrderCountNet(**kwargs)
+        OrderCountNet(**{"input_dim": 384, **kwargs})
 
 
 def test_sherbert_rejects_bad_arguments():
     with pytest.raises(ValueError, match=r"'hidden_size' parameter of SHERBERT must be an int >= 1\. Got 0"):
-        SHERBERT(hidden_size=0)
+        SHERBERT(input_dim=384, hidden_size=0)
 
 
 @pytest.mark.parametrize("net_cls", [SHERBERT, OrderCountNet])

@@ -41,3 +41,61 @@ class FeatureCollate:
         idx = np.asarray(indices, dtype=np.int64)
         i = torch.from_numpy(idx)
         return {"x": self.rows(idx), "t": self.t[i], "y": self.y[i], "p_true": self.p[i], "index": i}
+
+
+class HistoryCollate:
+    """Build batches of padded post-embedding histories from a frozen-encoder cache.
+
+    ``x`` is ``{"posts": (B, P, D), "post_mask": (B, P)}`` with histories padded on the right to the
+    longest in the batch, and with ``use_tokens`` also ``{"tokens": (B, P, L, D), "token_mask":
+    (B, P, L)}`` padded to the longest post in the batch.
+
+    Args:
+        histories: a :class:`~textcause.features.embeddings.HistoryEmbeddings` (unique-post table
+            and each user's rows in it).
+        treatment, outcome, propensity: per-unit arrays, as for :class:`FeatureCollate`.
+        use_tokens: also serve token states (the cache must hold them).
+    """
+
+    def __init__(
+        self, histories: Any, treatment: np.ndarray, outcome: np.ndarray, propensity: np.ndarray, *, use_tokens: bool = False
+    ) -> None:
+        if use_tokens and histories.token_values is None:
+            raise ValueError("Token states were requested but the embedding cache holds none: build it with store_tokens=True.")
+        self.h = histories
+        self.use_tokens = use_tokens
+        self.t = torch.as_tensor(np.asarray(treatment, dtype=np.float32))
+        self.y = torch.as_tensor(np.asarray(outcome, dtype=np.float32))
+        self.p = torch.as_tensor(np.asarray(propensity, dtype=np.float32))
+
+    def inputs(self, idx: np.ndarray) -> dict[str, torch.Tensor]:
+        ids = [self.h.post_ids[i] for i in idx]
+        lengths = np.array([len(a) for a in ids])
+        b, p = len(ids), int(lengths.max())
+        rows = np.repeat(np.arange(b), lengths)
+        cols = np.concatenate([np.arange(n) for n in lengths])
+        flat = np.concatenate(ids)
+        vectors = self.h.vectors
+        posts = np.zeros((b, p, vectors.shape[1]), dtype=np.float32)
+        posts[rows, cols] = vectors[flat]
+        mask = np.zeros((b, p), dtype=bool)
+        mask[rows, cols] = True
+        x = {"posts": torch.from_numpy(posts), "post_mask": torch.from_numpy(mask)}
+        if self.use_tokens:
+            off = self.h.token_offsets
+            n_tok = off[flat + 1] - off[flat]
+            cap = int(n_tok.max()) if len(n_tok) else 1
+            tokens = np.zeros((b, p, cap, vectors.shape[1]), dtype=np.float32)
+            tmask = np.zeros((b, p, cap), dtype=bool)
+            post_of_tok = np.repeat(np.arange(len(flat)), n_tok)
+            pos_in_post = np.arange(int(n_tok.sum())) - np.repeat(np.cumsum(n_tok) - n_tok, n_tok)
+            src = np.repeat(off[flat], n_tok) + pos_in_post
+            tokens[rows[post_of_tok], cols[post_of_tok], pos_in_post] = self.h.token_values[src]
+            tmask[rows[post_of_tok], cols[post_of_tok], pos_in_post] = True
+            x["tokens"], x["token_mask"] = torch.from_numpy(tokens), torch.from_numpy(tmask)
+        return x
+
+    def __call__(self, indices: Sequence[int]) -> dict[str, Any]:
+        idx = np.asarray(indices, dtype=np.int64)
+        i = torch.from_numpy(idx)
+        return {"x": self.inputs(idx), "t": self.t[i], "y": self.y[i], "p_true": self.p[i], "index": i}

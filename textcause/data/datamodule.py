@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from textcause.data.batches import FeatureCollate
+from textcause.data.batches import FeatureCollate, HistoryCollate
 from textcause.validation import check_int
 
 log = logging.getLogger(__name__)
@@ -30,8 +30,9 @@ _BUILT_MAX = 4
 # Settings that change what is built (the rest only changes how it is served).
 _BUILD_KEYS = (
     "corpus", "task", "level", "seed", "representation", "min_users", "n_users",
-    "min_posts", "max_posts", "insertion", "outcome",
+    "min_posts", "max_posts", "insertion", "outcome", "encoder", "max_tokens", "token_cap",
 )
+EMBEDDING_REPRESENTATIONS = ("post_embeddings", "post_tokens")
 
 
 class _Indices(Dataset):
@@ -56,8 +57,10 @@ class CausalTextDataModule(L.LightningDataModule):
         task: the task name (see ``textcause.simulation.list_tasks``).
         level: the task's difficulty level (1 = easiest).
         seed: the task's seed (class assignment, inserted posts, treatments, outcomes, split).
-        representation: ``unigram_binary``, ``bigram_binary``, ``bigram_counts``, ``lda``, or ``none``
-            for models that read no text (oracle, unadjusted).
+        representation: ``unigram_binary``, ``bigram_binary``, ``bigram_counts``, ``lda``;
+            ``post_embeddings`` (frozen-encoder post vectors, for hierarchical models) or
+            ``post_tokens`` (post vectors and token states, for SHERBERT's token attention);
+            or ``none`` for models that read no text (oracle, unadjusted).
         min_users: an n-gram enters the vocabulary when at least this many training users use it.
         n_users: sample this many users from the corpus (None: all that pass the filters).
         min_posts: drop users with fewer posts.
@@ -68,6 +71,10 @@ class CausalTextDataModule(L.LightningDataModule):
         batch_size: users per batch.
         num_workers: DataLoader worker processes.
         cache: reuse fitted representations from the cache root.
+        encoder: for ``post_embeddings`` / ``post_tokens``: the frozen encoder (None: the packaged
+            all-MiniLM-L6-v2; any Hugging Face name or local path).
+        max_tokens: encoder input length per post.
+        token_cap: token states kept per post for ``post_tokens``.
     """
 
     def __init__(
@@ -87,6 +94,9 @@ class CausalTextDataModule(L.LightningDataModule):
         batch_size: int = 64,
         num_workers: int = 0,
         cache: bool = True,
+        encoder: Optional[str] = None,
+        max_tokens: int = 64,
+        token_cap: int = 32,
     ) -> None:
         super().__init__()
         if predict_split not in SPLITS:
@@ -122,6 +132,8 @@ class CausalTextDataModule(L.LightningDataModule):
         if hp.representation == "none":  # baselines (oracle, unadjusted) read no text
             features: Any = np.zeros((len(task), 0), dtype=np.float32)
             info = {"kind": "none", "vocabulary_size": 0, "fit_seconds": 0.0}
+        elif hp.representation in EMBEDDING_REPRESENTATIONS:
+            features, info = self._embed(task.texts)
         else:
             rep = build_representation(
                 hp.representation, task.texts, task.split.train, min_users=hp.min_users, seed=hp.seed, cache=hp.cache
@@ -136,6 +148,21 @@ class CausalTextDataModule(L.LightningDataModule):
         while len(_BUILT) > _BUILT_MAX:
             _BUILT.popitem(last=False)
         log.info("Built %r with %s features of width %d.", task, hp.representation, self.input_dim)
+
+    def _embed(self, texts: list[list[str]]) -> tuple[Any, dict[str, Any]]:
+        import time
+
+        from textcause.features.embeddings import PostEmbeddingCache
+
+        hp = self.hparams
+        tokens = hp.representation == "post_tokens"
+        cache = PostEmbeddingCache(hp.encoder, max_tokens=hp.max_tokens, store_tokens=tokens, token_cap=hp.token_cap)
+        started = time.perf_counter()
+        # float16 in memory: the token table of a 4,000-user corpus is several GB in float32.
+        hist = cache.embed_histories(texts, out_dtype=np.float16 if tokens else np.float32)
+        info = {"kind": hp.representation, "vocabulary_size": 0, "fit_seconds": time.perf_counter() - started,
+                "encoder": cache.spec.name, "cache": str(cache.folder)}
+        return hist, info
 
     def prepare_data(self) -> None:
         # Runs on one process: fills the feature cache so the other ranks get a cache hit.
@@ -155,6 +182,8 @@ class CausalTextDataModule(L.LightningDataModule):
     def input_dim(self) -> int:
         """Width of the feature matrix (linked into the model's ``net.input_dim`` by the CLI)."""
         self._build()
+        if self.hparams.representation in EMBEDDING_REPRESENTATIONS:
+            return int(self.features.vectors.shape[1])
         return int(self.features.shape[1])
 
     @property
@@ -175,7 +204,13 @@ class CausalTextDataModule(L.LightningDataModule):
     # ------------------------------------------------------------------ loaders
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
         task = self.task
-        collate = FeatureCollate(self.features, task.treatment, task.outcome, task.propensity)
+        if self.hparams.representation in EMBEDDING_REPRESENTATIONS:
+            collate: Any = HistoryCollate(
+                self.features, task.treatment, task.outcome, task.propensity,
+                use_tokens=self.hparams.representation == "post_tokens",
+            )
+        else:
+            collate = FeatureCollate(self.features, task.treatment, task.outcome, task.propensity)
         return DataLoader(
             _Indices(task.split[split]),
             batch_size=self.hparams.batch_size,

@@ -5,7 +5,8 @@
 row, cached on disk; :class:`NgramFeaturizer` is the fit/transform object behind it;
 :func:`tokenize` is the data-free Treebank-like tokenizer. ``to_torch_sparse`` and
 ``collate_sparse_rows`` (in :mod:`textcause.features.torch_sparse`, imported on first use so that
-this package does not import torch) turn sparse rows into torch batches.
+this package does not import torch) turn sparse rows into torch batches. ``PostEmbeddingCache``
+keeps frozen-encoder post embeddings on disk, computed once per corpus (also imported on first use).
 """
 
 from typing import Any
@@ -14,9 +15,20 @@ from textcause.features.ngrams import KINDS, NgramFeaturizer, Representation, bu
 from textcause.features.tokenize import TOKENIZER_VERSION, tokenize
 
 _TORCH_NAMES = ("to_torch_sparse", "collate_sparse_rows")
+# The frozen-encoder post-embedding cache imports torch/transformers: loaded on first use too.
+_EMBEDDING_NAMES = {
+    "PostEmbeddingCache": "embeddings", "HistoryEmbeddings": "embeddings",
+    "Encoder": "encoder", "EncoderSpec": "encoder", "EncodedPosts": "encoder", "resolve_encoder": "encoder",
+}
 
 __all__ = [
     "KINDS",
+    "Encoder",
+    "EncodedPosts",
+    "EncoderSpec",
+    "HistoryEmbeddings",
+    "PostEmbeddingCache",
+    "resolve_encoder",
     "TOKENIZER_VERSION",
     "NgramFeaturizer",
     "Representation",
@@ -33,4 +45,8 @@ def __getattr__(name: str) -> Any:
         from textcause.features import torch_sparse
 
         return getattr(torch_sparse, name)
+    if name in _EMBEDDING_NAMES:
+        import importlib
+
+        return getattr(importlib.import_module(f"textcause.features.{_EMBEDDING_NAMES[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

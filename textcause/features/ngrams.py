@@ -294,7 +294,10 @@ class NgramFeaturizer:
             from sklearn.decomposition import LatentDirichletAllocation
 
             self.lda_ = LatentDirichletAllocation(
-                n_components=self.lda_topics, max_iter=self.lda_max_iter, learning_method="batch", random_state=self.seed
+                n_components=self.lda_topics,
+                max_iter=self.lda_max_iter,
+                learning_method="batch",
+                random_state=self.seed,
             ).fit(counts[train_users])
         return self._finish(counts)
 
@@ -363,14 +366,20 @@ def _check_train_idx(train_idx: Any, n_users: int) -> np.ndarray:
     idx = np.asarray(train_idx)
     if idx.dtype == bool:
         if idx.shape != (n_users,):
-            raise ValueError(f"A boolean 'train_idx' must have one entry per user ({n_users}). Got shape {idx.shape} instead.")
+            raise ValueError(
+                f"A boolean 'train_idx' must have one entry per user ({n_users}). Got shape {idx.shape} instead."
+            )
         idx = np.flatnonzero(idx)
     if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
-        raise ValueError(f"Expected 'train_idx' to be a 1-D array of user indices. Got {idx.dtype} with shape {idx.shape} instead.")
+        raise ValueError(
+            f"Expected 'train_idx' to be a 1-D array of user indices. Got {idx.dtype} with shape {idx.shape} instead."
+        )
     if idx.size == 0:
         raise ValueError("The training set is empty: at least one training user is needed to fit a vocabulary.")
     if idx.min() < 0 or idx.max() >= n_users:
-        raise ValueError(f"The 'train_idx' values must lie in [0, {n_users - 1}]. Got values from {idx.min()} to {idx.max()}.")
+        raise ValueError(
+            f"The 'train_idx' values must lie in [0, {n_users - 1}]. Got values from {idx.min()} to {idx.max()}."
+        )
     unique = np.unique(idx)
     if unique.size != idx.size:
         raise ValueError("The 'train_idx' parameter contains duplicate user indices.")

@@ -57,7 +57,9 @@ def to_torch_sparse(matrix: Any, layout: str = "coo") -> torch.Tensor:
     return torch.sparse_coo_tensor(indices, values, size=shape, is_coalesced=True, check_invariants=False)
 
 
-def collate_sparse_rows(matrix: Any, idx: Sequence[int] | np.ndarray | torch.Tensor, layout: str = "coo") -> torch.Tensor:
+def collate_sparse_rows(
+    matrix: Any, idx: Sequence[int] | np.ndarray | torch.Tensor, layout: str = "coo"
+) -> torch.Tensor:
     """The rows ``idx`` of ``matrix`` as one float32 batch tensor (sparse if ``matrix`` is).
 
     Args:

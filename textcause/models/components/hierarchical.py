@@ -167,14 +167,14 @@ class SHERBERT(nn.Module):
     see :class:`~textcause.models.components.order_count.OrderCountNet`.
 
     Args:
-        input_dim: the encoder's vector width D (384 for all-MiniLM-L6-v2).
+        input_dim: the encoder's vector width D (384 for all-MiniLM-L6-v2); the CLI fills it from the data module.
         hidden_size: the post-representation width (1000 in the paper, appendix E.3).
         use_tokens: attend over ``x["tokens"]`` when the batch has them; when False, or when the
             batch has no tokens, use the pooled ``x["posts"]`` vectors.
         dropout: dropout probability on the projected posts and the history vector, in [0, 1).
     """
 
-    def __init__(self, input_dim: int = 384, hidden_size: int = 1000, use_tokens: bool = True,
+    def __init__(self, input_dim: Optional[int] = None, hidden_size: int = 1000, use_tokens: bool = True,
                  dropout: float = 0.1) -> None:
         super().__init__()
         self.input_dim = check_int(input_dim, "input_dim", "SHERBERT", low=1)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Optional
 
 import torch
 from torch import nn
@@ -52,7 +53,7 @@ class OrderCountNet(nn.Module):
     few hundred training histories or more, as its head can memorise a small training set.
 
     Args:
-        input_dim: the encoder's vector width D (384 for all-MiniLM-L6-v2).
+        input_dim: the encoder's vector width D (384 for all-MiniLM-L6-v2); the CLI fills it from the data module.
         hidden_size: the post-representation width; divisible by ``n_heads``.
         n_heads: the number of attention queries and of count detectors.
         max_positions: the number of learned position embeddings (from the end and from the start);
@@ -62,7 +63,7 @@ class OrderCountNet(nn.Module):
             batch has them; otherwise use the pooled ``x["posts"]`` vectors.
     """
 
-    def __init__(self, input_dim: int = 384, hidden_size: int = 128, n_heads: int = 4,
+    def __init__(self, input_dim: Optional[int] = None, hidden_size: int = 128, n_heads: int = 4,
                  max_positions: int = 128, dropout: float = 0.1, use_tokens: bool = False) -> None:
         super().__init__()
         owner = "OrderCountNet"
