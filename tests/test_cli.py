@@ -101,3 +101,14 @@ def test_missing_corpus_is_one_sentence(tmp_path, capsys):
 def test_evaluate_without_a_run_folder_says_so(tmp_path):
     with pytest.raises(FileNotFoundError, match="No config.yaml"):
         evaluate_main([str(tmp_path)])
+
+
+def test_unadjusted_run_evaluates_to_the_difference_in_means(tiny_corpus, tmp_path):
+    cli = make_cli(fit_args(tiny_corpus, tmp_path, "unadjusted.yaml"))
+    result = evaluate_main([str(Path(cli.trainer.log_dir)), "--n_boot", "20"])
+    rows = {r["estimator"]: r for r in result["rows"]}
+    task = cli.datamodule.task
+    test = task.split.test
+    naive = task.outcome[test][task.treatment[test] == 1].mean() - task.outcome[test][task.treatment[test] == 0].mean()
+    for name in ("unadjusted", "ipw", "stratified"):
+        assert rows[name]["ate"] == pytest.approx(naive, abs=1e-9)

@@ -66,3 +66,18 @@ def test_bad_settings_raise_clear_errors(tiny_corpus):
         CausalTextDataModule(corpus=tiny_corpus, batch_size=0)
     with pytest.raises(ValueError, match="no_such_task|Unknown task"):
         CausalTextDataModule(corpus=tiny_corpus, task="no_such_task").setup()
+
+
+def test_maxabs_scaling_uses_training_rows_and_keeps_count_ratios(tiny_corpus):
+    raw = make_dm(tiny_corpus, representation="bigram_counts")
+    scaled = make_dm(tiny_corpus, representation="bigram_counts", scale="maxabs")
+    x, z = raw.features.toarray(), scaled.features.toarray()
+    train = raw.task.split.train
+    col_max = x[train].max(axis=0)
+    used = col_max > 0
+    assert np.allclose(z[:, used], x[:, used] / col_max[used], atol=1e-6)
+    assert np.allclose(z[train].max(axis=0)[used], 1.0)
+    logged = make_dm(tiny_corpus, representation="bigram_counts", scale="log1p")
+    assert np.allclose(logged.features.toarray(), np.log1p(x), atol=1e-6)
+    with pytest.raises(ValueError, match="'scale' parameter"):
+        CausalTextDataModule(corpus=tiny_corpus, scale="zscore")

@@ -11,7 +11,6 @@ from textcause.metrics import (
     arbour_dimmery_bounds,
     bias,
     brier_score,
-    causal_metrics,
     expected_calibration_error,
     interval_tighter_than_bounds,
     iptw_weight_mse,
@@ -131,41 +130,6 @@ def test_bounds_collapse_with_the_true_propensity(units):
     assert noisy.lower < noisy.upper
     assert interval_tighter_than_bounds(noisy.lower + 0.01, noisy.upper - 0.01, noisy)
     assert not interval_tighter_than_bounds(noisy.lower - 0.01, noisy.upper, noisy)
-
-
-def test_causal_metrics_keys(units):
-    base = causal_metrics(units["t"], units["y"], units["p_hat"])
-    assert set(base) == {"treatment_accuracy", "brier", "ece", "ate_unadjusted", "ate_ipw", "ate_stratified",
-                         "ate_matching"}
-    full = causal_metrics(units["t"], units["y"], units["p_hat"], units["p"], true_ate=0.4)
-    assert full["bias_ipw"] == pytest.approx(full["ate_ipw"] - 0.4)
-    assert {"spearman", "iptw_weight_mse", "propensity_brier", "bound_lower", "bound_upper"} <= set(full)
-    assert all(np.isfinite(v) for v in full.values())
-
-
-def test_torchmetrics_wrapper_gathers_all_units(units):
-    import torch
-
-    from textcause.metrics.torch import CausalMetrics, PropensityOutputs
-
-    outputs = PropensityOutputs()
-    assert outputs.full_state_update is False
-    assert all(outputs._reductions[k].__name__ == "dim_zero_cat" for k in ("propensity", "t", "y", "true_propensity"))
-    metric = CausalMetrics(true_ate=0.4)
-    for start in range(0, units["t"].size, 1234):
-        sl = slice(start, start + 1234)
-        batch = [torch.tensor(units[k][sl]) for k in ("p_hat", "t", "y", "p")]
-        outputs.update(*batch[:3])
-        assert metric(*batch) is None  # forward only accumulates
-    arrays = outputs.compute()
-    assert set(arrays) == {"propensity", "t", "y"}
-    np.testing.assert_array_equal(arrays["propensity"], units["p_hat"])
-    got = metric.compute()
-    ref = causal_metrics(units["t"], units["y"], units["p_hat"], units["p"], true_ate=0.4)
-    assert got == pytest.approx(ref, abs=1e-12)
-    metric.reset()
-    with pytest.warns(UserWarning), pytest.raises(ValueError, match=r"CausalMetrics.compute\(\) was called before"):
-        metric.compute()
 
 
 def test_metric_error_messages(units):

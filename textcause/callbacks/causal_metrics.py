@@ -1,7 +1,7 @@
 """ATE estimates, their bias and propensity metrics after every validation (and test) epoch.
 
 The model collects ``index, propensity, t, y, p_true`` per unit (its ``val_outputs`` /
-``test_outputs``, a :class:`~textcause.models.collect.PredictionCollector`); at the end of the epoch
+``test_outputs``, a :class:`~textcause.metrics.torch.PredictionCollector`); at the end of the epoch
 this callback gathers them across DDP ranks, de-duplicated by unit index, and logs, with the same
 value on every rank (so a 2-process run logs the numbers of a 1-process run):
 
@@ -34,7 +34,7 @@ from textcause.metrics import (
     spearman,
     treatment_accuracy,
 )
-from textcause.models.collect import PredictionCollector
+from textcause.metrics.torch import PredictionCollector
 from textcause.validation import check_int, check_real
 
 DEFAULT_ESTIMATORS = ("ipw", "stratified", "matching")

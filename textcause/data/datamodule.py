@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 import lightning as L
 import numpy as np
+import scipy.sparse as sp
 import torch
 from torch.utils.data import DataLoader, Dataset
 
@@ -30,9 +31,28 @@ _BUILT_MAX = 4
 # Settings that change what is built (the rest only changes how it is served).
 _BUILD_KEYS = (
     "corpus", "task", "level", "seed", "representation", "min_users", "n_users",
-    "min_posts", "max_posts", "insertion", "outcome", "encoder", "max_tokens", "token_cap",
+    "min_posts", "max_posts", "insertion", "outcome", "encoder", "max_tokens", "token_cap", "scale",
 )
+SCALES = (None, "maxabs", "log1p")
 EMBEDDING_REPRESENTATIONS = ("post_embeddings", "post_tokens")
+
+
+def scale_features(x: Any, train: np.ndarray, how: Optional[str]) -> Any:
+    """Rescale a sparse or dense feature matrix (``maxabs`` fitted on the training rows only)."""
+    if how is None:
+        return x
+    if how == "log1p":
+        if sp.issparse(x):
+            x = x.copy()
+            x.data = np.log1p(x.data)
+            return x
+        return np.log1p(x)
+    col_max = abs(x[train]).max(axis=0)
+    col_max = np.asarray(col_max.todense() if sp.issparse(col_max) else col_max, dtype=np.float64).ravel()
+    factor = np.where(col_max > 0, 1.0 / np.where(col_max > 0, col_max, 1.0), 1.0).astype(np.float32)
+    if sp.issparse(x):
+        return (x @ sp.diags(factor)).tocsr().astype(np.float32)
+    return (x * factor).astype(np.float32)
 
 
 class _Indices(Dataset):
@@ -62,7 +82,8 @@ class CausalTextDataModule(L.LightningDataModule):
             ``post_tokens`` (post vectors and token states, for SHERBERT's token attention);
             or ``none`` for models that read no text (oracle, unadjusted).
         min_users: an n-gram enters the vocabulary when at least this many training users use it.
-        n_users: sample this many users from the corpus (None: all that pass the filters).
+        n_users: sample this many users from the corpus (None: all that pass the filters); the
+            sample does not depend on ``seed``.
         min_posts: drop users with fewer posts.
         max_posts: keep each user's first ``max_posts`` posts.
         insertion: where synthetic posts go (``append``, ``prepend``, ``replace``; None: the task's own).
@@ -75,6 +96,9 @@ class CausalTextDataModule(L.LightningDataModule):
             all-MiniLM-L6-v2; any Hugging Face name or local path).
         max_tokens: encoder input length per post.
         token_cap: token states kept per post for ``post_tokens``.
+        scale: rescale n-gram/topic features before training: ``maxabs`` divides each column by its
+            largest absolute value among the training users (counts keep their ratios; binary
+            columns are unchanged), ``log1p`` takes log(1 + x); None leaves them as they are.
     """
 
     def __init__(
@@ -97,8 +121,11 @@ class CausalTextDataModule(L.LightningDataModule):
         encoder: Optional[str] = None,
         max_tokens: int = 64,
         token_cap: int = 32,
+        scale: Optional[str] = None,
     ) -> None:
         super().__init__()
+        if scale not in SCALES:
+            raise ValueError(f"The 'scale' parameter must be one of {list(SCALES)}. Got {scale!r} instead.")
         if predict_split not in SPLITS:
             raise ValueError(f"The 'predict_split' parameter must be one of {list(SPLITS)}. Got {predict_split!r} instead.")
         check_int(batch_size, "batch_size", "CausalTextDataModule", low=1)
@@ -106,7 +133,7 @@ class CausalTextDataModule(L.LightningDataModule):
         self.save_hyperparameters()
         self._built = False
         self.task_data: Any = None
-        self.features: Any = None
+        self._features: Any = None
 
     # ------------------------------------------------------------------ building
     def _build(self) -> None:
@@ -119,12 +146,12 @@ class CausalTextDataModule(L.LightningDataModule):
         hp = self.hparams
         key = repr([(k, hp[k]) for k in _BUILD_KEYS])
         if key in _BUILT:
-            self.task_data, self.features, self.representation_info = _BUILT[key]
+            self.task_data, self._features, self.representation_info = _BUILT[key]
             self._built = True
             return
-        corpus = load_histories(
-            hp.corpus, min_posts=hp.min_posts, max_posts=hp.max_posts, n_users=hp.n_users, seed=hp.seed
-        )
+        # The user sample is fixed (seed 0) so that task seeds compare methods on the same users;
+        # the task seed redraws classes, inserted posts, treatments, outcomes and the split.
+        corpus = load_histories(hp.corpus, min_posts=hp.min_posts, max_posts=hp.max_posts, n_users=hp.n_users, seed=0)
         kwargs: dict[str, Any] = {"outcome": hp.outcome}
         if hp.insertion is not None:
             kwargs["insertion"] = hp.insertion
@@ -138,10 +165,10 @@ class CausalTextDataModule(L.LightningDataModule):
             rep = build_representation(
                 hp.representation, task.texts, task.split.train, min_users=hp.min_users, seed=hp.seed, cache=hp.cache
             )
-            features = rep.matrix
+            features = scale_features(rep.matrix, task.split.train, hp.scale)
             info = {"kind": rep.kind, "vocabulary_size": int(rep.vocabulary_size), "fit_seconds": float(rep.fit_seconds)}
         self.task_data = task
-        self.features = features
+        self._features = features
         self.representation_info = info
         self._built = True
         _BUILT[key] = (task, features, info)
@@ -177,6 +204,12 @@ class CausalTextDataModule(L.LightningDataModule):
         """The :class:`~textcause.simulation.types.SemiSyntheticTask` with its truth."""
         self._build()
         return self.task_data
+
+    @property
+    def features(self) -> Any:
+        """The feature matrix of every user (sparse, dense, or a post-embedding table)."""
+        self._build()
+        return self._features
 
     @property
     def input_dim(self) -> int:

@@ -4,7 +4,7 @@ Importing this package does not import torch.
 """
 
 from textcause.metrics.bounds import Bounds, arbour_dimmery_bounds, interval_tighter_than_bounds
-from textcause.metrics.causal import bias, causal_metrics
+from textcause.metrics.causal import bias
 from textcause.metrics.classification import brier_score, expected_calibration_error, treatment_accuracy
 from textcause.metrics.propensity import iptw_weight_mse, propensity_brier, spearman
 
@@ -13,7 +13,6 @@ __all__ = [
     "arbour_dimmery_bounds",
     "bias",
     "brier_score",
-    "causal_metrics",
     "expected_calibration_error",
     "interval_tighter_than_bounds",
     "iptw_weight_mse",

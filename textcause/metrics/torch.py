@@ -1,104 +1,83 @@
-"""torchmetrics wrappers: gather every unit's propensity, treatment and outcome, then compute.
+"""A torchmetrics collector of per-unit predictions for whole-sample statistics (ATE, calibration).
 
-An ATE needs all units at once, so the states are lists concatenated across processes
-(``dist_reduce_fx="cat"``): under DDP, ``compute()`` sees every rank's units. The math is in the
-pure functions of :mod:`textcause.metrics` and :mod:`textcause.estimators`.
+Under DDP the states are concatenated across ranks (``dist_reduce_fx="cat"``) on ``compute()``.
+``DistributedSampler`` pads a split whose size is not divisible by the world size with repeated
+units, so ``compute()`` de-duplicates by unit index: a 2-process run sees exactly the units, and
+gets exactly the numbers, of a 1-process run.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Optional
 
 import numpy as np
 import torch
 from torchmetrics import Metric
 from torchmetrics.utilities import dim_zero_cat
 
-from textcause.metrics.causal import causal_metrics
+FIELDS = ("index", "propensity", "t", "y", "p_true")
+OPTIONAL_FIELDS = ("mu0", "mu1")
 
-_FIELDS = ("propensity", "t", "y", "true_propensity")
 
+class PredictionCollector(Metric):
+    """Collects ``index, propensity, t, y, p_true`` (and optionally ``mu0, mu1``) per unit.
 
-class PropensityOutputs(Metric):
-    """Accumulates ``(propensity, t, y[, true_propensity])`` of every unit seen.
-
-    Call :meth:`update` once per batch; :meth:`compute` returns the concatenated arrays as float64
-    numpy arrays (keys ``propensity``, ``t``, ``y`` and, if it was given, ``true_propensity``).
-    Calling the metric object (``forward``) only updates and returns None: an ATE of one batch is
-    not meaningful and may be undefined (one treatment class).
-
-    Args:
-        **kwargs: passed to ``torchmetrics.Metric`` (e.g. ``dist_sync_on_step``).
+    ``compute()`` returns numpy arrays de-duplicated by ``index`` and sorted by it: ``index``
+    (int64) and float64 ``propensity``, ``t``, ``y``, ``p_true``, plus ``mu0`` and ``mu1`` when
+    outcome predictions were given for every unit. Nothing collected gives empty arrays.
     """
 
-    is_differentiable = False
-    higher_is_better = None
     full_state_update = False
+    is_differentiable = False
+    higher_is_better: Optional[bool] = None
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        for name in _FIELDS:
+    def __init__(self) -> None:
+        super().__init__()
+        for name in FIELDS + OPTIONAL_FIELDS:
             self.add_state(name, default=[], dist_reduce_fx="cat")
 
     def update(
         self,
+        index: torch.Tensor,
         propensity: torch.Tensor,
         t: torch.Tensor,
         y: torch.Tensor,
-        true_propensity: torch.Tensor | None = None,
+        p_true: torch.Tensor,
+        mu0: Optional[torch.Tensor] = None,
+        mu1: Optional[torch.Tensor] = None,
     ) -> None:
-        """Append one batch (any shape; flattened). Give ``true_propensity`` always or never."""
-        values = {"propensity": propensity, "t": t, "y": y, "true_propensity": true_propensity}
-        for name, value in values.items():
-            if value is not None:
-                getattr(self, name).append(torch.as_tensor(value).detach().reshape(-1).to(torch.float64))
+        """Add one batch (all 1-D tensors of the same length; ``mu0``/``mu1`` together or not at all).
 
-    def forward(self, *args: Any, **kwargs: Any) -> None:  # noqa: D102 - see class docstring
-        self.update(*args, **kwargs)
+        Raises:
+            ValueError: tensors of different lengths, or only one of ``mu0``/``mu1``.
+        """
+        values = {"index": index, "propensity": propensity, "t": t, "y": y, "p_true": p_true}
+        if (mu0 is None) != (mu1 is None):
+            raise ValueError("Pass both 'mu0' and 'mu1' to PredictionCollector.update, or neither.")
+        if mu0 is not None:
+            values.update(mu0=mu0, mu1=mu1)
+        lengths = [int(v.reshape(-1).shape[0]) for v in values.values()]
+        if len(set(lengths)) > 1:
+            raise ValueError(f"Found input variables with inconsistent numbers of samples: {lengths}")
+        for name, v in values.items():
+            v = v.detach().reshape(-1)
+            v = v.long() if name == "index" else v.to(torch.float64)
+            getattr(self, name).append(v)
 
     def compute(self) -> dict[str, np.ndarray]:
-        """The accumulated units as numpy arrays (same order within each process)."""
-        out = {}
-        for name in _FIELDS:
-            state = getattr(self, name)
-            if isinstance(state, list) and not state:
-                continue
-            out[name] = dim_zero_cat(state).cpu().numpy()
-        if "propensity" not in out:
-            raise ValueError(f"{type(self).__name__}.compute() was called before any update: no units to evaluate.")
+        """The collected units, one row per distinct index, sorted by index."""
+        index = self._cat("index").to(torch.int64).cpu().numpy()
+        uniq, first = np.unique(index, return_index=True)
+        out: dict[str, np.ndarray] = {"index": uniq}
+        for name in FIELDS[1:]:
+            out[name] = self._cat(name).cpu().numpy().astype(np.float64)[first]
+        mu = [self._cat(name).cpu().numpy().astype(np.float64) for name in OPTIONAL_FIELDS]
+        if all(m.shape[0] == index.shape[0] for m in mu) and index.shape[0] > 0:
+            out["mu0"], out["mu1"] = mu[0][first], mu[1][first]
         return out
 
-
-class CausalMetrics(PropensityOutputs):
-    """Every causal metric of the accumulated units (:func:`textcause.metrics.causal_metrics`).
-
-    ``compute()`` returns a dict of floats: treatment accuracy, Brier score, ECE, the unadjusted,
-    IPW, stratified and matching ATEs, their biases when ``true_ate`` is set, and the
-    true-propensity metrics when ``true_propensity`` was passed to :meth:`update`.
-
-    Args:
-        true_ate: the task's true ATE, or None.
-        n_strata: strata of the stratified estimator.
-        caliper: caliper of the matching estimator (standard deviations; None for none).
-        n_bins: bins of the expected calibration error.
-        threshold: decision threshold of the treatment accuracy.
-        **kwargs: passed to ``torchmetrics.Metric``.
-    """
-
-    def __init__(
-        self,
-        true_ate: float | None = None,
-        n_strata: int = 10,
-        caliper: float | None = 0.2,
-        n_bins: int = 15,
-        threshold: float = 0.5,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.options = {"true_ate": true_ate, "n_strata": n_strata, "caliper": caliper,
-                        "n_bins": n_bins, "threshold": threshold}
-
-    def compute(self) -> dict[str, float]:  # type: ignore[override]
-        """The metrics of all accumulated units."""
-        a = super().compute()
-        return causal_metrics(a["t"], a["y"], a["propensity"], a.get("true_propensity"), **self.options)
+    def _cat(self, name: str) -> torch.Tensor:
+        state = getattr(self, name)
+        if isinstance(state, list):
+            return dim_zero_cat(state) if state else torch.zeros(0, dtype=torch.float64)
+        return state

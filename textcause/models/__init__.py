@@ -6,7 +6,7 @@
 """
 
 from textcause.models.baselines import OracleModel, UnadjustedModel
-from textcause.models.collect import PredictionCollector
+from textcause.metrics.torch import PredictionCollector
 from textcause.models.components import MLP, LogisticRegression
 from textcause.models.propensity import PropensityModel, PropensityModule, build_net, net_config
 

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from textcause.models.collect import PredictionCollector
+from textcause.metrics.torch import PredictionCollector
 from textcause.models.propensity import Batch, PropensityModule, clamp_propensity
 from textcause.validation import check_real
 
@@ -87,17 +87,28 @@ class UnadjustedModel(_Baseline):
     def share_known(self) -> bool:
         return bool(torch.isfinite(self.treated_share))
 
+    def _share_from_datamodule(self) -> bool:
+        """Take the treated share of the data module's training split, when it exposes one."""
+        truth = getattr(getattr(self.trainer, "datamodule", None), "truth", None)
+        if not callable(truth):
+            return False
+        self._set_share(torch.as_tensor(truth("train")["t"], dtype=torch.float64).mean())
+        return True
+
     def on_fit_start(self) -> None:
         if self.hparams.treated_share is not None:
             return
-        truth = getattr(self.trainer.datamodule, "truth", None)
-        if callable(truth):
-            t = torch.as_tensor(truth("train")["t"], dtype=torch.float64)
-            self._set_share(t.mean())
-            self._counting = False
-        else:
+        self._counting = not self._share_from_datamodule()
+        if self._counting:
             self.train_outputs.reset()
-            self._counting = True
+
+    def on_predict_start(self) -> None:
+        # A constant is not a learned weight: evaluating without a checkpoint (baselines save none,
+        # as they take no optimizer step) reads the training split's share again.
+        if not self.share_known:
+            self._share_from_datamodule()
+
+    on_test_start = on_predict_start
 
     def training_step(self, batch: Batch, batch_idx: int) -> None:
         if self._counting:

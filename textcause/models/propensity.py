@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from textcause.models.collect import PredictionCollector
+from textcause.metrics.torch import PredictionCollector
 from textcause.validation import check_int, check_real
 
 EPS = 1e-6
