@@ -27,50 +27,13 @@ from textcause.metrics import (
     spearman,
     treatment_accuracy,
 )
+from toydata import ToyData
+
 from textcause.models import LogisticRegression, OracleModel, PropensityModel, UnadjustedModel
 
 TRAINER = dict(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False,
                enable_checkpointing=False)
 TRUE_ATE = 0.3
-
-
-class ToyData(L.LightningDataModule):
-    """Sparse binary features; feature 0 sets P(T=1) (0.12 or 0.88); Y has a true ATE of 0.3."""
-
-    def __init__(self, n: int = 300, dim: int = 20, n_val: int = 101, batch_size: int = 32, seed: int = 0) -> None:
-        super().__init__()
-        rng = np.random.default_rng(seed)
-        self.x = (rng.random((n, dim)) < 0.3).astype(np.float32)
-        self.p = 1.0 / (1.0 + np.exp(-(4.0 * self.x[:, 0] - 2.0)))
-        self.t = (rng.random(n) < self.p).astype(np.float32)
-        self.y = (rng.random(n) < 0.1 + TRUE_ATE * self.t + 0.4 * self.x[:, 0]).astype(np.float32)
-        self.split = {"train": np.arange(n - n_val), "val": np.arange(n - n_val, n)}
-        self.batch_size = batch_size
-        self.true_ate = TRUE_ATE
-
-    @property
-    def input_dim(self) -> int:
-        return int(self.x.shape[1])
-
-    def truth(self, split: str) -> dict[str, np.ndarray]:
-        idx = self.split[split]
-        return {"index": idx, "t": self.t[idx], "y": self.y[idx], "p_true": self.p[idx]}
-
-    def collate(self, idx: list[int]) -> dict[str, torch.Tensor]:
-        i = np.asarray(idx, dtype=np.int64)
-        as_t = lambda a: torch.from_numpy(np.asarray(a[i], dtype=np.float32))  # noqa: E731
-        return {"x": torch.from_numpy(self.x[i]).to_sparse_coo(), "t": as_t(self.t), "y": as_t(self.y),
-                "p_true": as_t(self.p), "index": torch.from_numpy(i)}
-
-    def loader(self, split: str, shuffle: bool = False) -> DataLoader:
-        return DataLoader(self.split[split].tolist(), batch_size=self.batch_size, shuffle=shuffle,
-                          collate_fn=self.collate, generator=torch.Generator().manual_seed(0) if shuffle else None)
-
-    def train_dataloader(self) -> DataLoader:
-        return self.loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self.loader("val")
 
 
 def val_predictions(model: L.LightningModule, dm: ToyData) -> dict[str, np.ndarray]:

@@ -4,6 +4,9 @@
     textcause train fit --config configs/lr_bigram_binary.yaml   (same as python train.py ...)
     textcause evaluate RUN_DIR       (same as python evaluate.py ...)
     textcause demo                   the quick-start job on the real Twitter corpus
+    textcause benchmark --config configs/benchmark/smoke.yaml [--workers N]   a task x model x seed grid
+    textcause compare --db runs/benchmark/<grid>/results.db A B                      two methods across seeds
+    textcause report --db runs/benchmark/<grid>/results.db --out report/            figures and a report
 
 Light commands (``tasks``, ``--help``) do not import Lightning.
 """
@@ -27,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
         for task, level in list_tasks():
             print(f"{task:<24} level {level}: {describe_task(task, level)}")
         return 0
+    if cmd == "benchmark":  # handles its own errors and exit codes; light --help / --dry-run
+        from textcause.experiments.runner import benchmark_main
+
+        return benchmark_main(rest)
     from textcause.cli import friendly_errors
 
     if cmd == "train":
@@ -37,6 +44,14 @@ def main(argv: list[str] | None = None) -> int:
         from textcause.evaluate_run import main as evaluate_main
 
         return friendly_errors(lambda: evaluate_main(rest))
+    if cmd == "compare":
+        from textcause.experiments.inference import compare_main
+
+        return friendly_errors(lambda: compare_main(rest))
+    if cmd == "report":
+        from textcause.experiments.report import report_main
+
+        return friendly_errors(lambda: report_main(rest))
     if cmd == "demo":
         from textcause.demo import main as demo_main
 

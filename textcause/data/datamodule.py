@@ -7,7 +7,9 @@ representation on the training users (cached by content), and serves batches of
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 from collections import OrderedDict
 from typing import Any, Optional
 
@@ -18,6 +20,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from textcause.data.batches import FeatureCollate, HistoryCollate
+from textcause.io import resolve_corpus
 from textcause.validation import check_int
 
 log = logging.getLogger(__name__)
@@ -35,6 +38,33 @@ _BUILD_KEYS = (
 )
 SCALES = (None, "maxabs", "log1p")
 EMBEDDING_REPRESENTATIONS = ("post_embeddings", "post_tokens")
+
+
+def _load_corpus(source: str, min_posts: int, max_posts: int, n_users: Optional[int]) -> Any:
+    """Read a corpus once per process: a grid of cells reuses it (a Corpus is immutable).
+
+    The memo is keyed by the resolved path and its modification time, so a changed file or data
+    root is read again.
+    """
+    path = resolve_corpus(source)
+    try:
+        stamp = os.stat(path).st_mtime_ns
+    except OSError:
+        stamp = None  # not a local file (a Hugging Face name): load_histories reports problems
+    return _read_corpus(path, stamp, min_posts, max_posts, n_users)
+
+
+@functools.lru_cache(maxsize=2)
+def _read_corpus(path: str, stamp: Optional[int], min_posts: int, max_posts: int, n_users: Optional[int]) -> Any:
+    from textcause.corpus import load_histories
+
+    return load_histories(path, min_posts=min_posts, max_posts=max_posts, n_users=n_users, seed=0)
+
+
+def clear_built_cache() -> None:
+    """Forget the tasks and features built in this process (long-running workers call it between
+    cells to bound memory); the last two corpora read stay in memory."""
+    _BUILT.clear()
 
 
 def scale_features(x: Any, train: np.ndarray, how: Optional[str]) -> Any:
@@ -139,7 +169,6 @@ class CausalTextDataModule(L.LightningDataModule):
     def _build(self) -> None:
         if self._built:
             return
-        from textcause.corpus import load_histories
         from textcause.features import build_representation
         from textcause.simulation import make_task
 
@@ -151,7 +180,7 @@ class CausalTextDataModule(L.LightningDataModule):
             return
         # The user sample is fixed (seed 0) so that task seeds compare methods on the same users;
         # the task seed redraws classes, inserted posts, treatments, outcomes and the split.
-        corpus = load_histories(hp.corpus, min_posts=hp.min_posts, max_posts=hp.max_posts, n_users=hp.n_users, seed=0)
+        corpus = _load_corpus(hp.corpus, hp.min_posts, hp.max_posts, hp.n_users)
         kwargs: dict[str, Any] = {"outcome": hp.outcome}
         if hp.insertion is not None:
             kwargs["insertion"] = hp.insertion

@@ -1,0 +1,321 @@
+"""A benchmark grid declared in YAML: corpora x tasks x levels x models x seeds, one cell each.
+
+    name: smoke                       # the grid's name (default: the file's stem)
+    corpora: [twitter]                # short names or paths; or a mapping {name: path}
+    tasks: all                        # every task and level; or [task, ...] / {task: [levels]}
+    models: [oracle, lr_bigram_binary]   # configs/<model>.yaml, or paths to model YAML files
+    seeds: [0, 1, 2]                  # or an int n: seeds 0 .. n-1
+    overrides: {data.n_users: 300}    # any train.py option, for every cell
+    model_overrides: {order_count: {trainer.max_epochs: 2}}   # per model, after `overrides`
+    evaluation: {n_boot: 1000, split: test, estimators: [ipw, stratified, matching]}
+    threads: 1                        # torch threads per worker (default: cores // workers)
+
+Each :class:`Cell` knows its train.py arguments and its ``config_hash`` (the model YAML text, the
+default configs, the overrides and the evaluation settings), so a finished cell computed under
+another configuration is noticed. Loading a grid imports neither torch nor Lightning.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from textcause.io import content_key
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
+CONFIG_DIR = PROJECT_ROOT / "configs"  # the same folder as textcause.cli.CONFIG_DIR (no Lightning import)
+DEFAULT_CONFIGS = (CONFIG_DIR / "trainer" / "default.yaml", CONFIG_DIR / "data" / "twitter.yaml")
+#: The estimators evaluate.py can run on a propensity model (textcause.evaluation.PROPENSITY_ESTIMATORS).
+ESTIMATORS = ("ipw", "stratified", "matching")
+GRID_KEYS = ("name", "corpora", "tasks", "models", "seeds", "overrides", "model_overrides", "evaluation", "threads")
+EVALUATION_KEYS = ("n_boot", "split", "estimators")
+SPLITS = ("train", "val", "test")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+CONFIG_HASH_VERSION = "textcause-benchmark-cell/v1"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One fit + evaluation of the grid.
+
+    Attributes:
+        grid: the grid's name.
+        corpus: the corpus name used in ids and tables.
+        source: what ``--data.corpus`` receives (a short name or a path).
+        task, level: the semi-synthetic task.
+        model: the model config's name (``lr_bigram_binary``).
+        model_path: the model config file.
+        seed: the task and training seed.
+        overrides: train.py options as ``(dotted key, value)`` pairs, grid-wide first.
+        n_boot, split, estimators: evaluation settings.
+        config_hash: content key of everything above except the cell's own coordinates.
+    """
+
+    grid: str
+    corpus: str
+    source: str
+    task: str
+    level: int
+    model: str
+    model_path: Path
+    seed: int
+    overrides: tuple[tuple[str, Any], ...] = ()
+    n_boot: int = 1000
+    split: str = "test"
+    estimators: tuple[str, ...] = ESTIMATORS
+    config_hash: str = ""
+
+    @property
+    def cell_id(self) -> str:
+        """``<grid>/<corpus>/<task>-<level>/<model>/s<seed>``: unique in a results database."""
+        return f"{self.grid}/{self.corpus}/{self.task}-{self.level}/{self.model}/s{self.seed}"
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The cell's coordinates as Optuna grid parameters."""
+        return {"corpus": self.corpus, "task": f"{self.task}-{self.level}", "model": self.model, "seed": self.seed}
+
+    @property
+    def result_estimators(self) -> tuple[str, ...]:
+        """The ``estimator`` values of this cell's result rows (``unadjusted`` always comes first)."""
+        return ("unadjusted",) + tuple(e for e in self.estimators if e != "unadjusted")
+
+    def fit_args(self, run_dir: str | Path) -> list[str]:
+        """The ``train.py`` arguments of this cell, with its outputs under ``run_dir``."""
+        run_dir = str(run_dir)
+        logger = {"class_path": "lightning.pytorch.loggers.CSVLogger",
+                  "init_args": {"save_dir": run_dir, "name": "fit", "version": 0}}
+        args = ["fit", "--config", str(self.model_path)]
+        for key, value in self.overrides:
+            args += [f"--{key}", value if isinstance(value, str) else json.dumps(value)]
+        return args + [
+            "--data.corpus", self.source, "--data.task", self.task, "--data.level", str(self.level),
+            "--seed_everything", str(self.seed),
+            "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
+            "--trainer.default_root_dir", run_dir, "--trainer.logger", json.dumps(logger),
+        ]
+
+    def evaluate_args(self, log_dir: str | Path, out_dir: str | Path) -> list[str]:
+        """The ``evaluate.py`` arguments of this cell (bootstrap seeded by the cell's seed)."""
+        return [str(log_dir), "--n_boot", str(self.n_boot), "--split", self.split, "--seed", str(self.seed),
+                "--estimators", *self.estimators, "--out", str(out_dir)]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A named set of cells (see the module docstring for the YAML)."""
+
+    name: str
+    cells: tuple[Cell, ...]
+    search_space: dict[str, list[Any]] = field(default_factory=dict)
+    threads: int | None = None
+    source: str = ""
+
+    @property
+    def grid_hash(self) -> str:
+        """A content key of every cell id and config hash (names the Optuna study)."""
+        return content_key(self.name, sorted((c.cell_id, c.config_hash) for c in self.cells))
+
+    @property
+    def study_name(self) -> str:
+        return f"textcause-benchmark:{self.name}:{self.grid_hash[:12]}"
+
+    def cell_for(self, params: Mapping[str, Any]) -> Cell:
+        """The cell of Optuna grid parameters (``corpus``, ``task`` as ``task-level``, ``model``, ``seed``)."""
+        return self._by_params[(params["corpus"], params["task"], params["model"], int(params["seed"]))]
+
+    @property
+    def _by_params(self) -> dict[tuple[Any, ...], Cell]:
+        cached = self.__dict__.get("_index")
+        if cached is None:
+            cached = {tuple(c.params.values()): c for c in self.cells}
+            object.__setattr__(self, "_index", cached)
+        return cached
+
+
+def _fail(source: str, message: str) -> ValueError:
+    return ValueError(f"Benchmark config '{source}': {message}")
+
+
+def _corpora(value: Any, source: str) -> list[tuple[str, str]]:
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, Mapping):
+        items = [(str(k), str(v)) for k, v in value.items()]
+    elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        items = [(_corpus_name(v), v) for v in value]
+    else:
+        raise _fail(source, f"'corpora' must be a non-empty list of corpus names or paths, or a mapping {{name: path}}. Got {value!r} instead.")
+    names = [n for n, _ in items]
+    if not items or len(set(names)) != len(names) or not all(_NAME.match(n) for n in names):
+        raise _fail(source, f"corpus names must be distinct and made of letters, digits, '_', '.', '-'. Got {names} instead.")
+    return items
+
+
+def _corpus_name(source: str) -> str:
+    name = Path(source).name
+    for ext in (".gz", ".jsonl", ".json", ".csv", ".parquet", ".ndjson"):
+        name = name[: -len(ext)] if name.endswith(ext) else name
+    return name
+
+
+def _tasks(value: Any, source: str) -> list[tuple[str, int]]:
+    from textcause.simulation.tasks import list_tasks
+
+    known = list_tasks()
+    levels: dict[str, list[int]] = {}
+    for task, level in known:
+        levels.setdefault(task, []).append(level)
+    if value == "all":
+        return list(known)
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, list):
+        value = {t: "all" for t in value}
+    if not isinstance(value, Mapping) or not value:
+        raise _fail(source, f"'tasks' must be 'all', a list of task names or a mapping {{task: [levels]}}. Got {value!r} instead.")
+    out: list[tuple[str, int]] = []
+    for task, wanted in value.items():
+        if task not in levels:
+            raise _fail(source, f"unknown task {task!r}; known tasks are {sorted(levels)}.")
+        wanted = levels[task] if wanted in ("all", None) else ([wanted] if isinstance(wanted, int) else wanted)
+        for level in wanted:
+            if level not in levels[task]:
+                raise _fail(source, f"task {task!r} has levels {levels[task]}. Got level {level!r} instead.")
+            out.append((task, int(level)))
+    return out
+
+
+def _seeds(value: Any, source: str) -> list[int]:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return list(range(value))
+    if (isinstance(value, list) and value and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value)
+            and len(set(value)) == len(value)):
+        return list(value)
+    raise _fail(source, f"'seeds' must be a list of distinct ints >= 0 or an int >= 1. Got {value!r} instead.")
+
+
+def _models(value: Any, source: str) -> list[tuple[str, Path]]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(m, str) and m for m in value):
+        raise _fail(source, f"'models' must be a non-empty list of model config names. Got {value!r} instead.")
+    out = []
+    for m in value:
+        path = Path(m) if m.endswith((".yaml", ".yml")) else CONFIG_DIR / f"{m}.yaml"
+        out.append((path.stem, path))
+    names = [n for n, _ in out]
+    if len(set(names)) != len(names):
+        raise _fail(source, f"model names must be distinct. Got {names} instead.")
+    return out
+
+
+def _overrides(value: Any, what: str, source: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and k for k in value):
+        raise _fail(source, f"'{what}' must be a mapping of train.py options (e.g. data.n_users: 300). Got {value!r} instead.")
+    return {k.lstrip("-"): v for k, v in value.items()}
+
+
+def _evaluation(value: Any, source: str) -> tuple[int, str, tuple[str, ...]]:
+    value = {} if value is None else value
+    if not isinstance(value, Mapping) or set(value) - set(EVALUATION_KEYS):
+        raise _fail(source, f"'evaluation' takes the keys {list(EVALUATION_KEYS)}. Got {value!r} instead.")
+    n_boot = value.get("n_boot", 1000)
+    if not isinstance(n_boot, int) or isinstance(n_boot, bool) or n_boot < 0:
+        raise _fail(source, f"'evaluation.n_boot' must be an int >= 0. Got {n_boot!r} instead.")
+    split = value.get("split", "test")
+    if split not in SPLITS:
+        raise _fail(source, f"'evaluation.split' must be one of {list(SPLITS)}. Got {split!r} instead.")
+    estimators = value.get("estimators", list(ESTIMATORS))
+    if not isinstance(estimators, list) or not estimators or not set(estimators) <= set(ESTIMATORS):
+        raise _fail(source, f"'evaluation.estimators' must be a non-empty subset of {list(ESTIMATORS)}. Got {estimators!r} instead.")
+    return n_boot, split, tuple(estimators)
+
+
+def _read_text(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+def grid_from_dict(spec: Mapping[str, Any], *, source: str = "<dict>", default_name: str = "grid") -> Grid:
+    """Build a :class:`Grid` from a parsed benchmark config.
+
+    Args:
+        spec: the parsed YAML (see the module docstring).
+        source: where it came from, for error messages.
+        default_name: the grid's name when ``spec`` has none.
+
+    Raises:
+        ValueError: on an unknown key, task, level or a malformed value (one sentence naming it).
+    """
+    if not isinstance(spec, Mapping):
+        raise _fail(source, f"expected a mapping with the keys {list(GRID_KEYS)}. Got {type(spec).__name__} instead.")
+    unknown = sorted(set(spec) - set(GRID_KEYS))
+    if unknown:
+        raise _fail(source, f"unknown key(s) {unknown}; expected some of {list(GRID_KEYS)}.")
+    for key in ("corpora", "models"):
+        if key not in spec:
+            raise _fail(source, f"the key '{key}' is required.")
+    name = spec.get("name", default_name)
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise _fail(source, f"'name' must be made of letters, digits, '_', '.', '-'. Got {name!r} instead.")
+    corpora = _corpora(spec["corpora"], source)
+    tasks = _tasks(spec.get("tasks", "all"), source)
+    models = _models(spec["models"], source)
+    seeds = _seeds(spec.get("seeds", [0]), source)
+    overrides = _overrides(spec.get("overrides"), "overrides", source)
+    per_model = spec.get("model_overrides") or {}
+    if not isinstance(per_model, Mapping) or set(per_model) - {m for m, _ in models}:
+        raise _fail(source, f"'model_overrides' must map model names of 'models' to options. Got {per_model!r} instead.")
+    per_model = {m: _overrides(v, f"model_overrides.{m}", source) for m, v in per_model.items()}
+    n_boot, split, estimators = _evaluation(spec.get("evaluation"), source)
+    threads = spec.get("threads")
+    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+        raise _fail(source, f"'threads' must be an int >= 1. Got {threads!r} instead.")
+
+    defaults_text = [_read_text(p) for p in DEFAULT_CONFIGS]
+    cells = []
+    for corpus, corpus_source in corpora:
+        for task, level in tasks:
+            for model, path in models:
+                merged = {**overrides, **per_model.get(model, {})}
+                config_hash = content_key(
+                    CONFIG_HASH_VERSION, _read_text(path), defaults_text, corpus_source,
+                    sorted(merged.items()), n_boot, split, list(estimators),
+                )
+                for seed in seeds:
+                    cells.append(Cell(
+                        grid=name, corpus=corpus, source=corpus_source, task=task, level=level, model=model,
+                        model_path=path, seed=seed, overrides=tuple(merged.items()), n_boot=n_boot, split=split,
+                        estimators=estimators, config_hash=config_hash,
+                    ))
+    space = {
+        "corpus": [c for c, _ in corpora],
+        "task": [f"{t}-{lv}" for t, lv in tasks],
+        "model": [m for m, _ in models],
+        "seed": seeds,
+    }
+    return Grid(name=name, cells=tuple(cells), search_space=space, threads=threads, source=source)
+
+
+def load_grid(path: str | Path) -> Grid:
+    """Read a benchmark config YAML (see the module docstring).
+
+    Raises:
+        FileNotFoundError: if ``path`` does not exist.
+        ValueError: if the YAML is malformed or names an unknown task or level.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No benchmark config at '{path}': give a YAML file such as configs/benchmark/smoke.yaml.")
+    try:
+        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise ValueError(f"Benchmark config '{path}' is not valid YAML: {err}") from None
+    return grid_from_dict(spec, source=str(path), default_name=path.stem)

@@ -1,0 +1,44 @@
+"""Display names: the paper's model, task and estimator names for config names, and their order."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import pandas as pd
+
+#: Config name -> the paper's name (section 6.1), in the paper's order.
+MODEL_LABELS = {
+    "oracle": "Oracle", "unadjusted": "Unadjusted",
+    "lr_unigram_binary": "LR 1-gram", "lr_bigram_binary": "LR 1,2-gram", "lr_bigram_counts": "LR 1,2-gram counts",
+    "lr_lda": "LR LDA", "nn_unigram_binary": "Simple NN 1-gram", "nn_bigram_binary": "Simple NN 1,2-gram",
+    "nn_bigram_counts": "Simple NN 1,2-gram counts", "nn_lda": "Simple NN LDA",
+    "sherbert": "SHERBERT", "sherbert_pooled": "SHERBERT", "order_count": "OrderCountNet (ours)",
+}
+TASK_LABELS = {
+    "linguistic_complexity": "Linguistic Complexity", "signal_intensity": "Signal Intensity",
+    "selection_strength": "Strength of Selection Effect", "sample_size": "Sample Size",
+    "placebo": "Placebo Test", "order_of_text": "Order of Text",
+}
+ESTIMATOR_LABELS = {"unadjusted": "Unadjusted", "ipw": "IPTW", "stratified": "Stratified", "matching": "Matching",
+                    "aipw": "AIPW"}
+ESTIMATOR_ORDER = tuple(ESTIMATOR_LABELS)
+
+
+def model_order(models: Iterable[str]) -> list[str]:
+    """Models in the paper's order (Oracle, Unadjusted, LR..., NN..., SHERBERT, ours), others last."""
+    models = set(models)
+    known = [m for m in MODEL_LABELS if m in models]
+    return known + sorted(models - set(known))
+
+
+def model_labels(models: Iterable[str]) -> dict[str, str]:
+    """Paper names for config names; names that would collide keep their config name in brackets."""
+    labels = {m: MODEL_LABELS.get(m, m) for m in models}
+    counts = pd.Series(list(labels.values()), dtype=object).value_counts()
+    return {m: (f"{lab} ({m})" if counts[lab] > 1 and m in MODEL_LABELS else lab) for m, lab in labels.items()}
+
+
+def estimator_order(estimators: Iterable[str]) -> list[str]:
+    """Estimators in the order unadjusted, IPTW, stratified, matching, AIPW, others last."""
+    present = set(estimators)
+    return [e for e in ESTIMATOR_ORDER if e in present] + sorted(present - set(ESTIMATOR_ORDER))
