@@ -43,7 +43,7 @@ def worker(args: argparse.Namespace) -> None:
     import numpy as np
 
     from textcause.corpus.splits import split_users
-    from textcause.features.ngrams import build_representation
+    from textcause.features.representation import build_representation
 
     t0 = time.perf_counter()
     texts = read_blogs(args.data, args.users, args.posts)

@@ -16,7 +16,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 
 from textcause.corpus.types import History
 from textcause.features import NgramFeaturizer, build_representation, tokenize
-from textcause.features import ngrams
+from textcause.features import ngrams, representation
 from textcause.features.tokenize import encode
 
 # ------------------------------------------------------------------------------------- helpers
@@ -324,7 +324,7 @@ def test_cache_key_depends_on_texts_train_users_and_parameters(tmp_path):
     reseeded = build_representation("bigram_binary", texts, np.arange(20), min_users=2, seed=9, cache_dir=tmp_path)
     assert reseeded.from_cache
     # user boundaries are part of the content hash
-    assert ngrams.texts_digest([["a", "b"]]) != ngrams.texts_digest([["a"], ["b"]])
+    assert representation.texts_digest([["a", "b"]]) != representation.texts_digest([["a"], ["b"]])
 
 
 def test_cache_disabled_writes_nothing(tmp_path):
@@ -365,7 +365,7 @@ def test_crash_mid_write_leaves_no_file_at_the_final_path(tmp_path):
         fh.write(b"PK\x03\x04 half a zip")
         raise OSError("No space left on device")
 
-    with mock.patch.object(ngrams, "_write_npz", side_effect=half_write):
+    with mock.patch.object(representation, "_write_npz", side_effect=half_write):
         with pytest.warns(RuntimeWarning, match="Could not write the feature cache"):
             rep = build_representation("bigram_binary", texts, np.arange(20), min_users=2, cache_dir=tmp_path)
     assert rep.matrix.shape[0] == 30  # the result is still returned
@@ -375,7 +375,7 @@ def test_crash_mid_write_leaves_no_file_at_the_final_path(tmp_path):
         fh.write(b"PK partial")
         raise KeyboardInterrupt
 
-    with mock.patch.object(ngrams, "_write_npz", side_effect=interrupted), pytest.raises(KeyboardInterrupt):
+    with mock.patch.object(representation, "_write_npz", side_effect=interrupted), pytest.raises(KeyboardInterrupt):
         build_representation("bigram_binary", texts, np.arange(20), min_users=2, cache_dir=tmp_path)
     assert list(tmp_path.iterdir()) == []
     assert not build_representation("bigram_binary", texts, np.arange(20), min_users=2, cache_dir=tmp_path).from_cache

@@ -17,7 +17,8 @@ import yaml
 
 from textcause.experiments import store
 from textcause.experiments.grid import CONFIG_DIR, ESTIMATORS, grid_from_dict, load_grid
-from textcause.experiments.runner import benchmark_main, holder_alive, open_study, worker_loop
+from textcause.experiments.runner import benchmark_main
+from textcause.experiments.worker import holder_alive, open_study, worker_loop
 
 ROOT = Path(__file__).resolve().parent.parent
 N_EST = 4  # unadjusted + ipw, stratified, matching

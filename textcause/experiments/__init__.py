@@ -5,6 +5,7 @@
 * :mod:`textcause.experiments.store`: the results database (any SQLAlchemy URL; SQLite by default):
   the ``cells`` claim ledger and the ``results`` table, one row per cell x estimator.
 * :mod:`textcause.experiments.runner`: ``textcause benchmark``: Optuna-scheduled, resumable workers.
+* :mod:`textcause.experiments.worker`: one worker's loop: claim a cell, fit and evaluate it, store its rows.
 
 Importing this package is cheap (no torch, Lightning or Optuna).
 """

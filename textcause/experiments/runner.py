@@ -20,291 +20,18 @@ on; ``--retry-failed`` runs failed cells again. Rerunning the same command resum
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
-import io
-import logging
 import os
-import random
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import warnings
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
 
 from textcause.experiments import store
-from textcause.experiments.grid import PROJECT_ROOT, Cell, Grid, load_grid
-
-HEARTBEAT_INTERVAL = 10  # seconds between Optuna heartbeats of a running cell
-GRACE_FACTOR = 6  # heartbeats missed before a cell's worker is presumed dead
-GRACE_PERIOD = GRACE_FACTOR * HEARTBEAT_INTERVAL
-MAX_ATTEMPTS = 3  # a cell whose worker died this many times is recorded as failed
-
-
-class CellFailed(Exception):
-    """A cell raised; it is recorded as failed and the run goes on (Optuna marks its trial FAIL)."""
-
-
-@dataclass
-class CellOutcome:
-    """What :func:`run_cell` returns: the rows to store and how the cell went."""
-
-    status: str
-    rows: list[dict[str, Any]]
-    error: str | None = None
-    seconds: float = 0.0
-
-
-@dataclass
-class WorkerStats:
-    """What one worker did."""
-
-    ran: list[str] = field(default_factory=list)
-    refused: int = 0
-
-
-# ---------------------------------------------------------------------------------------- one cell
-def code_version() -> str:
-    """``git describe --always --dirty`` of the checkout, else the package version."""
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(PROJECT_ROOT), "describe", "--always", "--dirty"],
-            capture_output=True, text=True, timeout=10, check=True,
-        )
-        if out.stdout.strip():
-            return out.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
-    from textcause import __version__
-
-    return f"textcause-{__version__}"
-
-
-def _error_line(log: str) -> str:
-    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
-    flagged = [ln for ln in lines if "error:" in ln.lower()]
-    return (flagged or lines or ["(no output)"])[-1][:500]
-
-
-def run_cell(cell: Cell, out_dir: str | Path, *, version: str = "", attempt: int = 1) -> CellOutcome:
-    """Fit and evaluate one cell in-process (its output goes to ``<out>/runs/<cell_id>/cell.log``).
-
-    Never raises for a cell's own error: it comes back as ``status='failed'`` with one row per
-    planned estimator carrying the error.
-    """
-    run_dir = Path(out_dir) / "runs" / cell.cell_id
-    shutil.rmtree(run_dir, ignore_errors=True)  # a previous attempt's checkpoints must not be picked up
-    run_dir.mkdir(parents=True)
-    started, t0 = store.utcnow(), time.perf_counter()
-    train_s = eval_s = None
-    rows: list[dict[str, Any]] = []
-    error = None
-    log = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-            if not cell.model_path.is_file():
-                raise FileNotFoundError(f"No model config '{cell.model}': expected a YAML file at {cell.model_path}.")
-            from textcause.cli import make_cli
-            from textcause.evaluate_run import main as evaluate_main
-
-            cli = make_cli(cell.fit_args(run_dir))
-            train_s = time.perf_counter() - t0
-            result = evaluate_main(cell.evaluate_args(cli.trainer.log_dir, run_dir))
-            eval_s = time.perf_counter() - t0 - train_s
-        rows = [dict(r) for r in result["rows"]]
-    except SystemExit as err:  # the CLI's parser rejected an option (it prints the reason, then exits)
-        error = f"train.py rejected the cell's options (exit {err.code}): {_error_line(log.getvalue())}"
-    except Exception as err:  # noqa: BLE001 - any cell error is data, recorded with its message
-        error = f"{type(err).__name__}: {err}"
-    finally:
-        (run_dir / "cell.log").write_text(log.getvalue(), encoding="utf-8")
-        _release_memory()
-    seconds = time.perf_counter() - t0
-    meta = {
-        "cell_id": cell.cell_id, "grid": cell.grid, "model": cell.model, "config_hash": cell.config_hash,
-        "code_version": version, "n_boot": cell.n_boot, "attempt": attempt, "host": socket.gethostname(),
-        "started_at": started, "finished_at": store.utcnow(), "train_seconds": train_s, "eval_seconds": eval_s,
-        "corpus": cell.corpus, "task": cell.task, "level": cell.level, "seed": cell.seed, "split": cell.split,
-    }
-    if error is None:  # evaluate.py's `model` is the network's class; the grid's model is the config name
-        rows = [{**r, "model_class": r.get("model"), **meta, "status": "ok"} for r in rows]
-        return CellOutcome("ok", rows, seconds=seconds)
-    failed = [{**meta, "run": str(run_dir), "estimator": e, "status": "failed", "error": error} for e in cell.result_estimators]
-    return CellOutcome("failed", failed, error=error, seconds=seconds)
-
-
-def _release_memory() -> None:
-    # The data module memoises up to four built datasets per process (GBs for token tables); a
-    # shuffled grid rarely reuses them, so a long-lived worker drops them between cells.
-    module = sys.modules.get("textcause.data.datamodule")
-    if module is not None:
-        module.clear_built_cache()
-    gc.collect()
-
-
-# ---------------------------------------------------------------------------------------- claims
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a killed child not yet reaped by its parent is a zombie: dead
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def holder_alive(row: Any, storage: Any) -> bool:
-    """Whether the worker holding a ``running`` cell is alive.
-
-    Dead: a process of this host that no longer exists (or is this very process, which holds no
-    claim while it plans), or an Optuna trial that is no longer RUNNING (Optuna fails a trial whose
-    heartbeat stopped for the grace period).
-    """
-    if row.host == socket.gethostname() and row.pid is not None:
-        if row.pid == os.getpid() or not _pid_alive(row.pid):
-            return False
-    if row.trial_id is not None:
-        from optuna.trial import TrialState
-
-        try:
-            return storage.get_trial(row.trial_id).state == TrialState.RUNNING
-        except KeyError:
-            return False
-    return True
-
-
-# ---------------------------------------------------------------------------------------- Optuna
-def open_study(grid: Grid, url: str, *, create: bool, heartbeat_interval: int = HEARTBEAT_INTERVAL,
-               grace_period: int = GRACE_PERIOD) -> Any:
-    """The grid's Optuna study in the database at ``url`` (created when ``create``)."""
-    import optuna
-    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
-
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    if create:
-        store.connect(url)  # creates the SQLite file's folder and the ledger tables
-    sqlite = url.startswith("sqlite")
-    engine_kwargs = {"connect_args": {"timeout": store.SQLITE_TIMEOUT}} if sqlite else {"pool_pre_ping": True}
-    storage = RDBStorage(
-        url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval, grace_period=grace_period,
-        heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=None),
-    )
-    if sqlite:  # Optuna's sessions read then write: make them take the write lock up front
-        store.make_sqlite_transactional(storage.engine)
-        storage.engine.dispose()
-    sampler = _grid_sampler(grid)
-    if create:
-        study = optuna.create_study(study_name=grid.study_name, storage=storage, sampler=sampler,
-                                    direction="minimize", load_if_exists=True)
-        study.set_user_attr("grid", grid.name)
-        study.set_user_attr("n_cells", len(grid.cells))
-        return study
-    return optuna.load_study(study_name=grid.study_name, storage=storage, sampler=sampler)
-
-
-def _grid_sampler(grid: Grid) -> Any:
-    import optuna
-
-    class QueueTolerantGridSampler(optuna.samplers.GridSampler):
-        """GridSampler that survives queued trials: its ``after_trial`` reads a ``grid_id`` that an
-        enqueued trial lacks when one grid point remains (KeyError; optuna/optuna PR #6844)."""
-
-        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
-            with contextlib.suppress(KeyError):
-                super().after_trial(study, trial, state, values)
-
-    return QueueTolerantGridSampler(grid.search_space, seed=0)
-
-
-def worker_loop(
-    grid: Grid, url: str, out_dir: str | Path, *, since: datetime, retry_failed: bool = False,
-    max_attempts: int = MAX_ATTEMPTS, poll: float = 2.0, heartbeat_interval: int = HEARTBEAT_INTERVAL,
-    grace_period: int = GRACE_PERIOD,
-) -> WorkerStats:
-    """Ask Optuna for cells and run them until every cell of ``grid`` is finished."""
-    import optuna
-
-    engine = store.connect(url)
-    study = open_study(grid, url, create=False, heartbeat_interval=heartbeat_interval, grace_period=grace_period)
-    storage = study._storage
-    by_id = {c.cell_id: c for c in grid.cells}
-    version = code_version()
-    rng = random.Random(f"{socket.gethostname()}:{os.getpid()}")  # which cell to re-queue: scheduling only
-    stats = WorkerStats()
-    state = {"refused": False}
-    alive = lambda row: holder_alive(row, storage)  # noqa: E731
-
-    def decide(row: Any) -> str:
-        return store.claim_decision(row, alive=alive, retry_failed=retry_failed, since=since, max_attempts=max_attempts)
-
-    def give_up(cell_id: str, row: Any) -> None:
-        store.give_up(engine, cell_id, row, f"The worker running this cell died {row.attempts} times "
-                                            "(killed, or out of memory?); rerun with --retry-failed.")
-
-    def objective(trial: Any) -> float:
-        params = {name: trial.suggest_categorical(name, values) for name, values in grid.search_space.items()}
-        cell = grid.cell_for(params)
-        trial.set_user_attr("cell_id", cell.cell_id)
-        row = store.ledger(engine, grid.name).get(cell.cell_id)
-        decision = decide(row)
-        if decision == "give_up":
-            give_up(cell.cell_id, row)
-        token = None
-        if decision == "run":
-            token = store.try_claim(engine, cell.cell_id, grid.name, cell.config_hash,
-                                    store.Claimant.current(trial._trial_id), previous=row)
-        if token is None:
-            state["refused"] = True
-            raise optuna.TrialPruned(f"{cell.cell_id} is finished or held by a live worker")
-        if row is not None and row.status == "running" and row.trial_id is not None:
-            with contextlib.suppress(Exception):  # the dead holder's trial: FAIL, so it is not re-queued
-                storage.set_trial_state_values(row.trial_id, state=optuna.trial.TrialState.FAIL)
-        outcome = run_cell(cell, out_dir, version=version, attempt=(row.attempts + 1) if row is not None else 1)
-        try:
-            store.finish_cell(engine, cell.cell_id, token, status=outcome.status, rows=outcome.rows, error=outcome.error)
-        except store.ClaimLost:
-            state["refused"] = True
-            raise optuna.TrialPruned(f"{cell.cell_id} was taken over by another worker") from None
-        stats.ran.append(cell.cell_id)
-        if outcome.status == "failed":
-            raise CellFailed(outcome.error)
-        return outcome.seconds
-
-    while True:
-        rows = store.ledger(engine, grid.name)
-        plan = {cid: decide(rows.get(cid)) for cid in by_id}
-        for cid in [c for c, d in plan.items() if d == "give_up"]:
-            give_up(cid, rows[cid])
-        runnable = [c for c, d in plan.items() if d == "run"]
-        if not runnable:
-            if "wait" not in plan.values():
-                break
-            optuna.storages.fail_stale_trials(study)  # lets a dead holder's cell be taken over
-            time.sleep(poll)
-            continue
-        # The sampler's last point was taken, or it has handed out every point (a grid resumed with
-        # --retry-failed, a dead worker's cell): queue a cell that still needs running.
-        if state["refused"] or study.sampler.is_exhausted(study):
-            study.enqueue_trial(by_id[rng.choice(runnable)].params)
-        stats.refused += state["refused"]
-        state["refused"] = False
-        try:
-            study.optimize(objective, n_trials=1, catch=(CellFailed,))
-        except optuna.exceptions.UpdateFinishedTrialError:
-            pass  # our trial was failed as stale while it ran; the ledger decides what happens to the cell
-    return stats
+from textcause.experiments.grid import Grid, load_grid
+from textcause.experiments.worker import GRACE_FACTOR, HEARTBEAT_INTERVAL, die_with_parent, open_study, run_worker
 
 
 # ---------------------------------------------------------------------------------------- progress
@@ -345,18 +72,6 @@ def _worker_command(args: argparse.Namespace, url: str, out: Path, since: dateti
     return cmd + (["--retry-failed"] if args.retry_failed else [])
 
 
-def _die_with_parent(parent_pid: int | None) -> None:
-    """A worker process ends when the command that started it is killed (Linux), never orphaned."""
-    if parent_pid is None:
-        return
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent_pid:
-        os._exit(1)
-
-
 def _check_config_unchanged(grid: Grid, engine: Any) -> None:
     rows = store.ledger(engine, grid.name)
     changed = [c.cell_id for c in grid.cells if c.cell_id in rows and rows[c.cell_id].status in ("ok", "failed")
@@ -395,7 +110,7 @@ def run_benchmark(args: argparse.Namespace) -> int:
         shower = threading.Thread(target=show, daemon=True)
         shower.start()
         try:
-            _run_worker(grid, url, out, since, args, threads)
+            run_worker(grid, url, out, since, threads=threads, retry_failed=args.retry_failed, heartbeat=args.heartbeat)
         finally:
             stop.set()
             shower.join()
@@ -420,24 +135,6 @@ def run_benchmark(args: argparse.Namespace) -> int:
         print(f"error: {p.total - p.ok - failed} cells were left unfinished.", file=sys.stderr)
         status = 1
     return status
-
-
-def _run_worker(grid: Grid, url: str, out: Path, since: datetime, args: argparse.Namespace, threads: int) -> WorkerStats:
-    import torch
-
-    old_threads = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    quiet = [logging.getLogger(n) for n in ("lightning.pytorch", "lightning.fabric")]
-    levels = [lg.level for lg in quiet]
-    for lg in quiet:
-        lg.setLevel(logging.WARNING)
-    try:
-        return worker_loop(grid, url, out, since=since, retry_failed=args.retry_failed,
-                           heartbeat_interval=args.heartbeat, grace_period=GRACE_FACTOR * args.heartbeat)
-    finally:
-        torch.set_num_threads(old_threads)
-        for lg, level in zip(quiet, levels):
-            lg.setLevel(level)
 
 
 def _dry_run(grid: Grid, url: str) -> int:
@@ -480,10 +177,11 @@ def benchmark_main(argv: Sequence[str]) -> int:
         if args.threads is not None and args.threads < 1:
             raise ValueError(f"The '--threads' option must be an int >= 1. Got {args.threads} instead.")
         if args.worker:
-            _die_with_parent(args.parent_pid)
+            die_with_parent(args.parent_pid)
             grid = load_grid(args.config)
             since = datetime.fromisoformat(args.since) if args.since else store.utcnow()
-            stats = _run_worker(grid, args.db, Path(args.out), since, args, args.threads or 1)
+            stats = run_worker(grid, args.db, Path(args.out), since, threads=args.threads or 1,
+                               retry_failed=args.retry_failed, heartbeat=args.heartbeat)
             print(f"worker {os.getpid()}: ran {len(stats.ran)} cells", flush=True)
             return 0
         return run_benchmark(args)

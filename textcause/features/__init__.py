@@ -11,7 +11,8 @@ keeps frozen-encoder post embeddings on disk, computed once per corpus (also imp
 
 from typing import Any
 
-from textcause.features.ngrams import KINDS, NgramFeaturizer, Representation, build_representation, texts_digest
+from textcause.features.ngrams import KINDS, NgramFeaturizer
+from textcause.features.representation import Representation, build_representation, texts_digest
 from textcause.features.tokenize import TOKENIZER_VERSION, tokenize
 
 _TORCH_NAMES = ("to_torch_sparse", "collate_sparse_rows")
