@@ -21,7 +21,7 @@ install: $(STAMP)
 
 # The main job on the default real corpus (Twitter histories in ../shared/data).
 demo: $(STAMP)
-	$(PY) -m textcause.demo
+	$(PY) -m textcause demo
 
 # The test suite (fast tests and the slow ones that fit CI's budget).
 test: $(STAMP)

@@ -69,3 +69,11 @@ def main(argv: Sequence[str] = ()) -> None:
     print(f"trained in {time.perf_counter() - t1:.1f} s; run folder {run_dir}")
     evaluate_main([str(run_dir), "--n_boot", str(args.n_boot), "--out", str(out)])
     print(f"\ndemo finished in {time.perf_counter() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    import sys
+
+    from textcause.cli import friendly_errors
+
+    sys.exit(friendly_errors(lambda: main(sys.argv[1:])))
