@@ -35,6 +35,7 @@ _BUILT_MAX = 4
 _BUILD_KEYS = (
     "corpus", "task", "level", "seed", "representation", "min_users", "n_users",
     "min_posts", "max_posts", "insertion", "outcome", "encoder", "max_tokens", "token_cap", "scale",
+    "encoder_layer",
 )
 SCALES = (None, "maxabs", "log1p")
 EMBEDDING_REPRESENTATIONS = ("post_embeddings", "post_tokens")
@@ -126,6 +127,9 @@ class CausalTextDataModule(L.LightningDataModule):
             all-MiniLM-L6-v2; any Hugging Face name or local path).
         max_tokens: encoder input length per post.
         token_cap: token states kept per post for ``post_tokens``.
+        encoder_layer: for ``post_tokens``: serve the token states after this encoder layer (None:
+            the last layer). A SHERBERT with ``unfreeze_top=k`` needs ``n_layers - k`` (5 for the
+            6-layer all-MiniLM-L6-v2 with k = 1).
         scale: rescale n-gram/topic features before training: ``maxabs`` divides each column by its
             largest absolute value among the training users (counts keep their ratios; binary
             columns are unchanged), ``log1p`` takes log(1 + x); None leaves them as they are.
@@ -152,6 +156,7 @@ class CausalTextDataModule(L.LightningDataModule):
         max_tokens: int = 64,
         token_cap: int = 32,
         scale: Optional[str] = None,
+        encoder_layer: Optional[int] = None,
     ) -> None:
         super().__init__()
         if scale not in SCALES:
@@ -212,7 +217,8 @@ class CausalTextDataModule(L.LightningDataModule):
 
         hp = self.hparams
         tokens = hp.representation == "post_tokens"
-        cache = PostEmbeddingCache(hp.encoder, max_tokens=hp.max_tokens, store_tokens=tokens, token_cap=hp.token_cap)
+        cache = PostEmbeddingCache(hp.encoder, max_tokens=hp.max_tokens, store_tokens=tokens, token_cap=hp.token_cap,
+                                   layer=hp.encoder_layer if tokens else None)
         started = time.perf_counter()
         # float16 in memory: the token table of a 4,000-user corpus is several GB in float32.
         hist = cache.embed_histories(texts, out_dtype=np.float16 if tokens else np.float32)

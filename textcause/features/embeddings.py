@@ -12,7 +12,9 @@ reuses it:
 Layout: ``cache_root()/embeddings/<key>/`` per (encoder identity, max_tokens, pooling, normalize,
 dtype), holding ``meta.json``, ``pooled/`` (one vector per post, always) and, with
 ``store_tokens=True``, ``tokens-cap<token_cap>/`` (each post's first ``token_cap`` last-layer token
-states, ragged, for SHERBERT's token-attention layer). Posts are keyed by a BLAKE2b hash of their
+states, ragged, for SHERBERT's token-attention layer), or ``tokens-cap<token_cap>-layer<k>/`` for the
+states after layer k (``layer=k``, for SHERBERT with unfrozen top layers; pooled vectors are always
+the last layer's, so they are shared, and caches without ``layer`` keep their folders). Posts are keyed by a BLAKE2b hash of their
 text, so a post shared by two corpora (or the synthetic bank) is stored once. Shards of
 ``shard_size`` posts are written atomically as they finish (see :mod:`textcause.features.embed_cache`):
 a killed encode keeps its finished shards, and a rerun encodes only what is missing.
@@ -84,6 +86,8 @@ class PostEmbeddingCache:
         precision: ``"auto"`` (bf16 autocast where it matches fp32), ``"bf16"`` or ``"fp32"``.
         cache_dir: the folder of all embedding caches; default ``cache_root()/"embeddings"``.
         progress: show a progress bar (posts/s, ETA); None shows it only on a terminal.
+        layer: the token states to store: None for the last layer, k for the hidden state after
+            transformer layer k (see :class:`~textcause.features.encoder.Encoder`).
     """
 
     def __init__(
@@ -101,6 +105,7 @@ class PostEmbeddingCache:
         precision: str = "auto",
         cache_dir: str | os.PathLike | None = None,
         progress: bool | None = None,
+        layer: int | None = None,
     ) -> None:
         owner = "PostEmbeddingCache"
         if dtype not in DTYPES:
@@ -108,7 +113,7 @@ class PostEmbeddingCache:
         if pooling not in POOLINGS:
             raise ValueError(f"The 'pooling' parameter of {owner} must be one of {list(POOLINGS)}. Got {pooling!r} instead.")
         self.encoder = Encoder(encoder, max_tokens=max_tokens, pooling=pooling, normalize=normalize,
-                               precision=precision, batch_size=batch_size)
+                               precision=precision, batch_size=batch_size, layer=layer)
         self.spec = self.encoder.spec
         self.store_tokens = bool(store_tokens)
         self.token_cap = check_int(token_cap, "token_cap", owner, low=1)
@@ -137,10 +142,21 @@ class PostEmbeddingCache:
         return self.encoder.dim
 
     @property
+    def layer(self) -> int | None:
+        """The encoder layer whose token states are stored (None: the last)."""
+        return self.encoder.layer
+
+    @property
+    def tokens_folder(self) -> Path:
+        """The token-state folder of this ``token_cap`` and ``layer`` (the layer is named only when set)."""
+        suffix = "" if self.layer is None else f"-layer{self.layer}"
+        return self.folder / f"tokens-cap{self.token_cap}{suffix}"
+
+    @property
     def tokens(self) -> ShardStore:
-        """The token-state store of this ``token_cap`` (opened on first use)."""
+        """The token-state store of this ``token_cap`` and ``layer`` (opened on first use)."""
         if self._tokens is None:
-            self._tokens = ShardStore(self.folder / f"tokens-cap{self.token_cap}", "tokens", self.dtype)
+            self._tokens = ShardStore(self.tokens_folder, "tokens", self.dtype)
         return self._tokens
 
     def embed(self, posts: Sequence[str], *, out_dtype: type = np.float32) -> np.ndarray:
@@ -276,10 +292,10 @@ class PostEmbeddingCache:
                              f"{free / 1e9:.2f} GB is free under {str(self.folder)!r}.")
 
     def disk_usage(self) -> dict[str, int]:
-        """Bytes on disk of this cache: ``pooled`` and ``tokens`` (this token_cap)."""
+        """Bytes on disk of this cache: ``pooled`` and ``tokens`` (this token_cap and layer)."""
         self.pooled.refresh()
         out = {"pooled": self.pooled.nbytes(), "tokens": 0}
-        if self.store_tokens or (self.folder / f"tokens-cap{self.token_cap}").exists():
+        if self.store_tokens or self.tokens_folder.exists():
             self.tokens.refresh()
             out["tokens"] = self.tokens.nbytes()
         return out

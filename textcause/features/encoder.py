@@ -177,7 +177,7 @@ class EncodedPosts:
 
     Attributes:
         vectors: (n, d) float32 pooled vectors.
-        token_values: (sum of token counts, d) float32 last-layer states, or None.
+        token_values: (sum of token counts, d) float32 token states (of the encoder's ``layer``), or None.
         token_offsets: (n + 1,) int64: post i's tokens are ``token_values[off[i]:off[i+1]]``, or None.
     """
 
@@ -201,6 +201,9 @@ class Encoder:
             (residual stream and LayerNorm too): faster still on CPU, but only cosine ~0.9998 to fp32.
         batch_size: posts per forward pass (batches are length-sorted and padded to their longest).
         num_threads: torch threads while encoding (restored after); None uses ``os.cpu_count()``.
+        layer: the token states returned by ``encode(token_cap=...)``: None for the last layer, k for
+            the hidden state after transformer layer k (0 = the embedding output; k = the number
+            of layers is the last layer and becomes None). Pooled vectors always use the last layer.
     """
 
     def __init__(
@@ -213,6 +216,7 @@ class Encoder:
         precision: str = "auto",
         batch_size: int = 128,
         num_threads: int | None = None,
+        layer: int | None = None,
     ) -> None:
         owner = "Encoder"
         self.spec = encoder if isinstance(encoder, EncoderSpec) else resolve_encoder(encoder)
@@ -227,6 +231,12 @@ class Encoder:
         self.num_threads = None if num_threads is None else check_int(num_threads, "num_threads", owner, low=1)
         config = json.loads((self.spec.path / "config.json").read_text(encoding="utf-8"))
         self.dim = int(config.get("hidden_size") or config.get("d_model") or config.get("dim") or 0)
+        self.n_layers = config.get("num_hidden_layers") or config.get("n_layers") or config.get("num_layers")
+        if layer is not None:
+            layer = check_int(layer, "layer", owner, low=0, high=self.n_layers if isinstance(self.n_layers, int) else None)
+            if layer == self.n_layers:
+                layer = None
+        self.layer = layer
         limit = config.get("max_position_embeddings")
         if isinstance(limit, int) and config.get("model_type") in ("roberta", "xlm-roberta", "camembert"):
             limit -= 2  # RoBERTa's positions start after the padding index
@@ -274,7 +284,7 @@ class Encoder:
 
         Args:
             posts: the texts.
-            token_cap: also return each post's first ``token_cap`` last-layer token states.
+            token_cap: also return each post's first ``token_cap`` token states (of ``layer``).
             progress: called with the number of posts after each batch.
 
         Returns:
@@ -313,10 +323,10 @@ class Encoder:
                 for start in range(0, n, self.batch_size):
                     idx = order[start:start + self.batch_size]
                     input_ids, mask = _pad(ids, lengths, idx, pad_id)
-                    states = self._forward(input_ids, mask)
+                    states, layer_states = self._forward_states(input_ids, mask, bool(token_cap))
                     vectors[idx] = self._pool(states, mask).numpy()
                     if token_cap:
-                        states_np = states.numpy()
+                        states_np = layer_states.numpy()
                         for row, i in enumerate(idx):
                             values[offsets[i]:offsets[i + 1]] = states_np[row, :kept[i]]
                     if progress is not None:
@@ -327,6 +337,15 @@ class Encoder:
         """Last-layer states (float32) of one padded batch, under the caller's autocast setting."""
         self.forward_calls += 1
         return self.model(input_ids=input_ids, attention_mask=mask).last_hidden_state.float()
+
+    def _forward_states(self, input_ids: Any, mask: Any, tokens: bool) -> tuple[Any, Any]:
+        """Last-layer states and the token states of ``layer`` (the same tensor when ``layer`` is None)."""
+        if not tokens or self.layer is None:
+            states = self._forward(input_ids, mask)
+            return states, states
+        self.forward_calls += 1
+        out = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True)
+        return out.last_hidden_state.float(), out.hidden_states[self.layer].float()
 
     def _pool(self, states: Any, mask: Any) -> Any:
         import torch

@@ -172,15 +172,31 @@ class SHERBERT(nn.Module):
         use_tokens: attend over ``x["tokens"]`` when the batch has them; when False, or when the
             batch has no tokens, use the pooled ``x["posts"]`` vectors.
         dropout: dropout probability on the projected posts and the history vector, in [0, 1).
+        unfreeze_top: fine-tune the encoder's top ``k`` transformer layers (0: a frozen encoder, the
+            default). The pretrained layers are loaded from ``encoder`` and applied to each post's
+            token states before the token attention, so the data must serve the states after layer
+            ``n_layers - k``, not the last layer: set ``data.encoder_layer`` accordingly (5 for the
+            6-layer all-MiniLM-L6-v2 with k = 1); nothing can check this from the tensors' width.
+            Approximation: the cache keeps each post's first ``token_cap`` tokens, so the unfrozen
+            layers attend over those only (exact when ``token_cap`` >= the post's length).
+            BERT-like models only (``model.encoder.layer``).
+        encoder: the encoder's name or path (for ``resolve_encoder``; None: all-MiniLM-L6-v2);
+            read only when ``unfreeze_top > 0``.
     """
 
     def __init__(self, input_dim: Optional[int] = None, hidden_size: int = 1000, use_tokens: bool = True,
-                 dropout: float = 0.1) -> None:
+                 dropout: float = 0.1, unfreeze_top: int = 0, encoder: Optional[str] = None) -> None:
         super().__init__()
         self.input_dim = check_int(input_dim, "input_dim", "SHERBERT", low=1)
         self.hidden_size = check_int(hidden_size, "hidden_size", "SHERBERT", low=1)
         self.use_tokens = bool(use_tokens)
         self.dropout = check_real(dropout, "dropout", "SHERBERT", low=0.0, high=1.0, high_open=True)
+        self.unfreeze_top = check_int(unfreeze_top, "unfreeze_top", "SHERBERT", low=0)
+        self.encoder = encoder
+        if self.unfreeze_top and not self.use_tokens:
+            raise ValueError("The 'unfreeze_top' parameter of SHERBERT needs use_tokens=True: the unfrozen "
+                             "layers run on token states.")
+        self.top_layers = _load_top_layers(encoder, self.unfreeze_top, self.input_dim) if self.unfreeze_top else None
         self.token_attention = TokenAttention(self.input_dim)
         self.project = nn.Linear(self.input_dim, self.hidden_size)
         self.post_query = nn.Parameter(torch.randn(self.hidden_size) * 0.02)
@@ -201,8 +217,12 @@ class SHERBERT(nn.Module):
         batch = history_batch(x, self.input_dim, "SHERBERT", self.use_tokens)
         attention: dict[str, torch.Tensor] = {}
         posts = batch.posts
+        if self.top_layers is not None and batch.tokens is None:
+            raise ValueError("SHERBERT with unfreeze_top > 0 needs token states: serve the representation "
+                             "'post_tokens' (with data.encoder_layer = n_layers - unfreeze_top).")
         if batch.tokens is not None:
-            posts, attention["tokens"] = self.token_attention(batch.tokens, batch.token_mask)
+            tokens = self.encode_tokens(batch.tokens, batch.token_mask)
+            posts, attention["tokens"] = self.token_attention(tokens, batch.token_mask)
         h = self.drop(torch.tanh(self.project(posts)))
         scores = h @ self.post_query / math.sqrt(self.hidden_size)
         weights = masked_softmax(scores, batch.post_mask, dim=-1)
@@ -210,3 +230,46 @@ class SHERBERT(nn.Module):
         history = torch.einsum("bp,bph->bh", weights, h)
         logits = self.out(self.drop(history)).squeeze(-1)
         return (logits, attention) if return_attention else logits
+
+    def encode_tokens(self, tokens: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
+        """Apply the unfrozen top layers (if any) to zero-padded token states (B, P, L, D).
+
+        Each post is one sequence with its token mask as the attention mask; posts with no valid
+        token are skipped and, like every padded token, come out as zeros.
+        """
+        if self.top_layers is None:
+            return tokens
+        b, p, length, d = tokens.shape
+        flat, mask = tokens.reshape(b * p, length, d), token_mask.reshape(b * p, length)
+        rows = mask.any(dim=-1).nonzero(as_tuple=True)[0]
+        out = torch.zeros_like(flat)
+        if len(rows):
+            h, m = flat[rows], mask[rows]
+            # the additive (n, 1, 1, L) mask BertLayer adds to its attention scores
+            additive = torch.zeros(m.shape, dtype=h.dtype, device=h.device).masked_fill(~m, torch.finfo(h.dtype).min)
+            additive = additive[:, None, None, :]
+            for layer in self.top_layers:
+                h = layer(h, attention_mask=additive)
+                h = h[0] if isinstance(h, tuple) else h
+            out = out.index_copy(0, rows, h.masked_fill(~m.unsqueeze(-1), 0.0))
+        return out.reshape(b, p, length, d)
+
+
+def _load_top_layers(encoder: Optional[str], k: int, input_dim: int) -> nn.ModuleList:
+    """The top ``k`` pretrained transformer layers of ``encoder`` (BERT-like), trainable."""
+    from transformers import AutoModel
+
+    from textcause.features.encoder import resolve_encoder
+
+    model = AutoModel.from_pretrained(str(resolve_encoder(encoder).path))
+    layers = getattr(getattr(model, "encoder", None), "layer", None)
+    if not isinstance(layers, nn.ModuleList):
+        raise ValueError(f"The 'unfreeze_top' parameter of SHERBERT needs a BERT-like encoder (model.encoder.layer). "
+                         f"Got {type(model).__name__} instead.")
+    if k > len(layers):
+        raise ValueError(f"The 'unfreeze_top' parameter of SHERBERT must be an int in [0, {len(layers)}] for this "
+                         f"encoder. Got {k} instead.")
+    if int(model.config.hidden_size) != input_dim:
+        raise ValueError(f"The encoder's width {model.config.hidden_size} does not match SHERBERT's input_dim "
+                         f"{input_dim}: the token states must come from the same encoder.")
+    return nn.ModuleList(list(layers[-k:])).train().requires_grad_(True)
