@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 import torch
 from lightning.pytorch.strategies import DDPStrategy
-from torch.utils.data import DataLoader
 
 from textcause.callbacks import CausalMetricsCallback
 from textcause.estimators import aipw, ipw, matching, stratified, unadjusted

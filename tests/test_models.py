@@ -19,7 +19,6 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 from torch import nn
-from torch.utils.data import DataLoader
 
 from textcause.estimators import ipw, unadjusted
 from toydata import ToyData

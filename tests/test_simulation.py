@@ -17,7 +17,6 @@ from textcause.simulation import (
     STANDARD_OUTCOME,
     TASKS,
     Insert,
-    PostBank,
     TaskSpec,
     WordRules,
     assign_classes,

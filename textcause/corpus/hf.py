@@ -8,7 +8,6 @@ only when a Hugging Face source is read.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 

@@ -43,7 +43,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from textcause.features.embed_cache import DTYPES, ShardStore, ranges, post_key, to_storage
-from textcause.features.encoder import POOLINGS, Encoder, EncoderSpec, resolve_encoder
+from textcause.features.encoder import POOLINGS, Encoder, EncoderSpec
 from textcause.io import atomic_write_json, cache_root, content_key
 from textcause.validation import check_int
 
