@@ -386,7 +386,7 @@ def test_disk_usage_reports_bytes(tiny):
 def test_missing_model_gives_one_clear_error(tmp_path):
     with pytest.raises(ValueError, match="was not found"):
         resolve_encoder(tmp_path / "no-such-model")
-    with pytest.raises(ValueError, match="HF_HUB_OFFLINE is set"):
+    with pytest.raises(ValueError, match="only the local Hugging Face cache was searched; set TEXTCAUSE_ALLOW_DOWNLOADS=1"):
         resolve_encoder("no-such-org/no-such-model-xyz")
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "config.json").write_text("{}")

@@ -103,8 +103,13 @@ def resolve_encoder(name_or_path: str | os.PathLike | None = None) -> EncoderSpe
 
 
 def _hub_folder(name: str) -> Path:
-    """The local snapshot folder of a Hugging Face model name (one clear error when absent)."""
-    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    """The local snapshot folder of a Hugging Face model name (one clear error when absent).
+
+    Only the local Hugging Face cache is read: nothing is downloaded unless the user sets
+    ``TEXTCAUSE_ALLOW_DOWNLOADS=1`` (and ``HF_HUB_OFFLINE`` is not set).
+    """
+    allowed = os.environ.get("TEXTCAUSE_ALLOW_DOWNLOADS", "").lower() in ("1", "true", "yes", "on")
+    offline = not allowed or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
     looks_like_path = name.startswith((".", "/", "~")) or name.count("/") > 1 or (os.sep != "/" and os.sep in name)
     if not looks_like_path:
         try:
@@ -116,7 +121,8 @@ def _hub_folder(name: str) -> Path:
                     return folder
         except Exception:  # noqa: BLE001 - every hub failure becomes the one error below
             pass
-    hint = " (HF_HUB_OFFLINE is set, so nothing is downloaded)" if offline else ""
+    hint = (" (only the local Hugging Face cache was searched; set TEXTCAUSE_ALLOW_DOWNLOADS=1 on a machine with "
+            "network access to download it)") if offline else ""
     raise ValueError(
         f"The encoder {name!r} was not found: it is neither a local folder with config.json and "
         f"weights nor a Hugging Face model in the local cache{hint}."
