@@ -144,3 +144,29 @@ def test_unfreeze_config_trains_through_the_cli(tiny_corpus, tiny_encoder, tmp_p
     assert cli.datamodule.hparams.encoder_layer == 1
     assert (Path(cli.datamodule.representation_info["cache"]) / "tokens-cap8-layer1").is_dir()
     assert torch.isfinite(cli.trainer.callback_metrics["val_loss"])
+
+
+def test_unfrozen_layers_check_the_data_module(tiny_encoder):
+    """A wrong data.encoder_layer, representation or encoder is refused before training starts."""
+    from types import SimpleNamespace
+
+    from textcause.models import PropensityModel
+
+    net = SHERBERT(input_dim=32, hidden_size=8, unfreeze_top=1, encoder=tiny_encoder)
+    assert net.n_encoder_layers == 2
+
+    def data(**hp):
+        return SimpleNamespace(hparams={"representation": "post_tokens", "encoder": tiny_encoder, "encoder_layer": 1, **hp})
+
+    net.check_data(data())  # layer 1 = 2 layers - 1 unfrozen: accepted
+    with pytest.raises(ValueError, match=r"needs data.encoder_layer=1 \(n_layers - unfreeze_top\). Got None instead"):
+        net.check_data(data(encoder_layer=None))
+    with pytest.raises(ValueError, match="needs data.representation 'post_tokens'. Got 'post_embeddings' instead"):
+        net.check_data(data(representation="post_embeddings"))
+    with pytest.raises(ValueError, match="is not the data module's encoder"):
+        net.check_data(data(encoder=None))  # the packaged MiniLM, not the tiny BERT
+    SHERBERT(input_dim=32, hidden_size=8).check_data(data(encoder_layer=None))  # frozen: anything goes
+    model = PropensityModel(net)
+    model._trainer = SimpleNamespace(datamodule=data(encoder_layer=2))
+    with pytest.raises(ValueError, match="needs data.encoder_layer=1"):
+        model.setup("fit")

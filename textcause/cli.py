@@ -90,6 +90,7 @@ def quiet_lightning() -> None:
         r"The number of training batches .* is smaller than the logging interval",
         r".*does not have many workers which may be a bottleneck",
         r"Sparse invariant checks are implicitly disabled",
+        r"Precision bf16-mixed is not supported by the model summary",
     ):
         warnings.filterwarnings("ignore", message=message)
     logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(

@@ -219,6 +219,14 @@ class PropensityModel(PropensityModule):
         else:
             self.save_hyperparameters({**self.hparams, "net": config})
 
+    def setup(self, stage: str) -> None:
+        # A net that depends on how the data were built (e.g. SHERBERT with unfrozen encoder layers
+        # needs the token states of a given layer of the same encoder) checks the data module here.
+        check = getattr(self.net, "check_data", None)
+        datamodule = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
+        if callable(check) and datamodule is not None:
+            check(datamodule)
+
     def forward(self, x: Any) -> torch.Tensor:
         """Logits of P(T=1 | x), shape (B,)."""
         return self.net(x)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import NamedTuple, Optional, Union
+from typing import Any, NamedTuple, Optional, Union
 
 import torch
 from torch import nn
@@ -196,7 +196,10 @@ class SHERBERT(nn.Module):
         if self.unfreeze_top and not self.use_tokens:
             raise ValueError("The 'unfreeze_top' parameter of SHERBERT needs use_tokens=True: the unfrozen "
                              "layers run on token states.")
-        self.top_layers = _load_top_layers(encoder, self.unfreeze_top, self.input_dim) if self.unfreeze_top else None
+        self.n_encoder_layers = 0
+        self.top_layers = None
+        if self.unfreeze_top:
+            self.top_layers, self.n_encoder_layers = _load_top_layers(encoder, self.unfreeze_top, self.input_dim)
         self.token_attention = TokenAttention(self.input_dim)
         self.project = nn.Linear(self.input_dim, self.hidden_size)
         self.post_query = nn.Parameter(torch.randn(self.hidden_size) * 0.02)
@@ -231,6 +234,31 @@ class SHERBERT(nn.Module):
         logits = self.out(self.drop(history)).squeeze(-1)
         return (logits, attention) if return_attention else logits
 
+    def check_data(self, datamodule: Any) -> None:
+        """Refuse a data module whose token states do not fit the unfrozen layers.
+
+        With ``unfreeze_top = k`` the data must serve ``post_tokens`` from the same encoder, taken
+        after layer ``n_layers - k``; the tensors' width cannot tell, so a wrong ``encoder_layer``
+        would otherwise train silently on the wrong states. A frozen SHERBERT accepts any data.
+        """
+        if not self.unfreeze_top:
+            return
+        hp = getattr(datamodule, "hparams", {})
+        if "representation" not in hp:
+            return  # not a CausalTextDataModule: nothing to check against
+        from textcause.features.encoder import resolve_encoder
+
+        if hp["representation"] != "post_tokens":
+            raise ValueError(f"SHERBERT with unfreeze_top={self.unfreeze_top} needs data.representation "
+                             f"'post_tokens'. Got {hp['representation']!r} instead.")
+        if resolve_encoder(hp.get("encoder")).identity != resolve_encoder(self.encoder).identity:
+            raise ValueError(f"SHERBERT's encoder {self.encoder!r} is not the data module's encoder "
+                             f"{hp.get('encoder')!r}: the unfrozen layers must come from the encoder that made the token states.")
+        wanted = self.n_encoder_layers - self.unfreeze_top
+        if hp.get("encoder_layer") != wanted:
+            raise ValueError(f"SHERBERT with unfreeze_top={self.unfreeze_top} on a {self.n_encoder_layers}-layer encoder "
+                             f"needs data.encoder_layer={wanted} (n_layers - unfreeze_top). Got {hp.get('encoder_layer')!r} instead.")
+
     def encode_tokens(self, tokens: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
         """Apply the unfrozen top layers (if any) to zero-padded token states (B, P, L, D).
 
@@ -255,8 +283,8 @@ class SHERBERT(nn.Module):
         return out.reshape(b, p, length, d)
 
 
-def _load_top_layers(encoder: Optional[str], k: int, input_dim: int) -> nn.ModuleList:
-    """The top ``k`` pretrained transformer layers of ``encoder`` (BERT-like), trainable."""
+def _load_top_layers(encoder: Optional[str], k: int, input_dim: int) -> tuple[nn.ModuleList, int]:
+    """The top ``k`` pretrained transformer layers of ``encoder`` (BERT-like), trainable, and its layer count."""
     from transformers import AutoModel
 
     from textcause.features.encoder import resolve_encoder
@@ -272,4 +300,4 @@ def _load_top_layers(encoder: Optional[str], k: int, input_dim: int) -> nn.Modul
     if int(model.config.hidden_size) != input_dim:
         raise ValueError(f"The encoder's width {model.config.hidden_size} does not match SHERBERT's input_dim "
                          f"{input_dim}: the token states must come from the same encoder.")
-    return nn.ModuleList(list(layers[-k:])).train().requires_grad_(True)
+    return nn.ModuleList(list(layers[-k:])).train().requires_grad_(True), len(layers)
