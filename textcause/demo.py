@@ -1,16 +1,18 @@
-"""``make demo``: the quick-start job on the real Twitter corpus.
+"""``make demo``: the smoke benchmark and its report, on the real Twitter corpus.
 
-1. Reads the PAN 2019 Twitter histories, draws Linguistic Complexity level 2 (a random sickness post
-   appended to class-1 users), and prints the true ATE beside the unadjusted, oracle-IPTW and
-   oracle-stratified estimates with bootstrap intervals on the test split.
-2. Trains logistic regression on 1,2-gram binary features with the real CLI (``train.py fit``) and
-   evaluates its best checkpoint (``evaluate.py``), printing and writing the results table.
+1. ``textcause benchmark --config configs/benchmark/smoke.yaml``: every task and level x the oracle,
+   the unadjusted estimate, logistic regression and a small network on 1,2-grams, SHERBERT and
+   OrderCountNet on frozen MiniLM post vectors; 300 real PAN 2019 Twitter users, one seed; each
+   cell a real ``train.py fit`` + ``evaluate.py``, results in SQLite. Resumable: a rerun skips the
+   finished cells (delete the output folder to start over).
+2. ``textcause report``: figures (PNG + SVG), ``report.md`` and ``report.html``.
+3. Prints the headline: stratified bias per task level and model, and the placebo false discoveries.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import time
 from pathlib import Path
 from typing import Sequence
@@ -19,56 +21,35 @@ from textcause.cli import CONFIG_DIR, PROJECT_ROOT
 
 
 def main(argv: Sequence[str] = ()) -> None:
-    parser = argparse.ArgumentParser(prog="textcause demo", description=__doc__)
-    parser.add_argument("--corpus", default="twitter")
-    parser.add_argument("--task", default="linguistic_complexity")
-    parser.add_argument("--level", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--model", default="lr_bigram_binary", help="a model config in configs/")
-    parser.add_argument("--out", default=str(PROJECT_ROOT / "runs" / "demo"))
-    parser.add_argument("--n_boot", type=int, default=1000)
+    parser = argparse.ArgumentParser(prog="textcause demo", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default=str(CONFIG_DIR / "benchmark" / "smoke.yaml"), help="a benchmark grid YAML")
+    parser.add_argument("--out", default=str(PROJECT_ROOT / "runs" / "demo"), help="output folder")
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
     args = parser.parse_args(list(argv))
 
-    from textcause.corpus import corpus_summary, load_histories
-    from textcause.evaluation import evaluate_propensities, format_table
-    from textcause.simulation import make_task
-
-    t0 = time.perf_counter()
-    corpus = load_histories(args.corpus)
-    s = corpus_summary(corpus)
-    print(f"corpus {args.corpus}: {s['n_users']} users, {s['posts_per_user_mean']:.1f} posts per user "
-          f"(read in {time.perf_counter() - t0:.1f} s)")
-    task = make_task(corpus, args.task, args.level, seed=args.seed)
-    test = task.split.test
-    print(f"task {task.name}, seed {args.seed}: true ATE {task.true_ate:+.3f}, sample ATE {task.sample_ate:+.3f}, "
-          f"split {task.split.sizes()}")
-    rows = evaluate_propensities(
-        task.treatment[test], task.outcome[test], task.propensity[test],
-        true_propensity=task.propensity[test], true_ate=task.true_ate,
-        estimators=("ipw", "stratified"), n_boot=args.n_boot, seed=args.seed,
-    )
-    print(format_table(rows, title="\nOracle (true propensities) on the test split; 'unadjusted' ignores them:"))
-
-    from textcause.cli import make_cli
-    from textcause.evaluate_run import main as evaluate_main
+    from textcause.experiments.frame import load_results
+    from textcause.experiments.headline import format_headline
+    from textcause.experiments.inference import seed_summary
+    from textcause.experiments.report import write_report
+    from textcause.experiments.runner import benchmark_main
 
     out = Path(args.out)
-    print(f"\nTraining {args.model} with train.py fit ...")
-    t1 = time.perf_counter()
-    cli = make_cli(
-        [
-            "fit", "--config", str(CONFIG_DIR / f"{args.model}.yaml"),
-            "--data.corpus", args.corpus, "--data.task", args.task, "--data.level", str(args.level),
-            "--seed_everything", str(args.seed),
-            "--trainer.default_root_dir", str(out),
-            "--trainer.logger", json.dumps({"class_path": "lightning.pytorch.loggers.CSVLogger",
-                                            "init_args": {"save_dir": str(out), "name": "textcause"}}),
-        ]
-    )
-    run_dir = Path(cli.trainer.log_dir)
-    print(f"trained in {time.perf_counter() - t1:.1f} s; run folder {run_dir}")
-    evaluate_main([str(run_dir), "--n_boot", str(args.n_boot), "--out", str(out)])
-    print(f"\ndemo finished in {time.perf_counter() - t0:.1f} s")
+    db = out / "results.db"
+    t0 = time.perf_counter()
+    code = benchmark_main(["--config", args.config, "--out", str(out), "--workers", str(args.workers)])
+    if code != 0:
+        raise RuntimeError(f"The benchmark stopped with exit code {code}; rerun `make demo` to resume it.")
+    bench_s = time.perf_counter() - t0
+    written = write_report(db, out / "report")
+    data = load_results(db)
+    summary = seed_summary(data)
+    print()
+    for corpus in sorted(set(summary["corpus"])):
+        print(format_headline(summary, corpus))
+    n_fig = sum(len(v) for v in written["figures"].values())
+    print(f"\nbenchmark {bench_s:.0f} s, report {time.perf_counter() - t0 - bench_s:.0f} s; results in {db}")
+    print(f"report: {written['markdown']} (and .html), {n_fig} figure files in {out / 'report'}")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import pandas as pd
 from textcause.experiments.agreement import bound_tightness, cross_corpus_agreement
 from textcause.experiments.figures import INTERVAL_LABELS, agreement_figure, draw_figures, resolve_interval, save_figure
 from textcause.experiments.frame import ci_label, load_results, task_order
+from textcause.experiments.headline import bias_rows, placebo_table
 from textcause.experiments.inference import compare, seed_summary
 from textcause.experiments.markup import Block, Bullets, Heading, Image, Para, Table, to_html, to_markdown
 from textcause.experiments.names import (
@@ -121,6 +122,25 @@ def comparison_section(data: pd.DataFrame, estimator: str, alpha: float = 0.05) 
                "t (corrected)", "p (corrected)", "p (Holm)", "p (naive)", "Verdict"], detail,
               ["l", "l", "l"] + ["r"] * 9 + ["l"]),
     ]
+    return blocks
+
+
+def headline_section(summary: pd.DataFrame, estimator: str = "stratified") -> list[Block]:
+    """Per corpus: mean bias of ``estimator`` per task level and model, and the placebo false-discovery rates."""
+    blocks: list[Block] = []
+    for corpus in sorted(set(summary["corpus"])):
+        if not (summary.loc[summary["corpus"] == corpus, "estimator"] == estimator).any():
+            continue
+        header, rows = bias_rows(summary, corpus, estimator)
+        blocks += [Heading(2, f"Headline ({corpus})"),
+                   Para(f"{ESTIMATOR_LABELS.get(estimator, estimator)} bias (estimate - true ATE): the mean over seeds, ± the sd when there are several."),
+                   Table(header, rows, ["l"] + ["r"] * (len(header) - 1))]
+        placebo = placebo_table(summary, corpus)
+        if not placebo.empty:
+            body = [[str(m)] + [fmt(v, 2) for v in placebo.loc[m]] for m in placebo.index]
+            blocks += [Para(f"Placebo test: share of {placebo.attrs['n_seeds']} seed(s) whose 95% interval excludes the "
+                            "true ATE of 0 (false discoveries)."),
+                       Table(["Model"] + list(placebo.columns), body, ["l"] + ["r"] * len(placebo.columns))]
     return blocks
 
 
@@ -248,6 +268,7 @@ def build_report(data: pd.DataFrame, out_dir: str | Path, *, interval: str = "au
         "Claims about methods use the seeds: means and spreads over seeds, and paired comparisons with the "
         "corrected resampled t-test and Holm's correction.",
     ])]
+    blocks += headline_section(summary, estimator)
     written: dict[str, list[Path]] = {}
     if summary.empty:
         blocks.append(Para("**No cell produced an estimate**: see the failed cells below."))
