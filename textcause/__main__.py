@@ -7,6 +7,7 @@
     textcause benchmark --config configs/benchmark/smoke.yaml [--workers N]   a task x model x seed grid
     textcause compare --db runs/benchmark/<grid>/results.db A B                      two methods across seeds
     textcause report --db runs/benchmark/<grid>/results.db --out report/            figures and a report
+    textcause observe --config configs/observational/twitter_gender.yaml   every model on real T and Y (no truth)
 
 Light commands (``tasks``, ``--help``) do not import Lightning.
 """
@@ -34,6 +35,10 @@ def main(argv: list[str] | None = None) -> int:
         from textcause.experiments.runner import benchmark_main
 
         return benchmark_main(rest)
+    if cmd == "observe":  # handles its own errors and exit codes; light --help / --dry-run
+        from textcause.observational.run import observe_main
+
+        return observe_main(rest)
     from textcause.cli import friendly_errors
 
     if cmd == "train":

@@ -90,9 +90,11 @@ def main(argv: Sequence[str]) -> dict[str, Any]:
     started = time.perf_counter()
     pred = predict_propensities(trainer, model, data, ckpt)
     task = data.task
+    # Observational data (textcause observe) have no true propensities or ATE: no truth-based columns.
+    p_true = pred["p_true"] if np.isfinite(pred["p_true"]).all() else None
     rows = evaluate_propensities(
         pred["t"], pred["y"], pred["propensity"],
-        true_propensity=pred["p_true"], true_ate=task.true_ate,
+        true_propensity=p_true, true_ate=task.true_ate,
         estimators=args.estimators, n_boot=args.n_boot, seed=args.seed,
     )
     hp = data.hparams
@@ -116,7 +118,7 @@ def main(argv: Sequence[str]) -> dict[str, Any]:
     _append_csv(out_dir / "results.csv", rows)
     title = (
         f"{model_name} ({hp.representation}) on {hp.corpus} {hp.task}-{hp.level}, seed {hp.seed}, "
-        f"{args.split} split: true ATE {task.true_ate:+.3f}"
+        f"{args.split} split: " + ("no true ATE (observational)" if task.true_ate is None else f"true ATE {task.true_ate:+.3f}")
     )
     print(format_table(rows, title=title))
     print(f"wrote {run_dir / 'results.json'} and {out_dir / 'results.csv'}")

@@ -76,6 +76,7 @@ def atomic_path(dest: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix + ".tmp", dir=dest.parent)
+    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; the result gets the mode a plain open() would give
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -84,6 +85,12 @@ def atomic_path(dest: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_text(dest: str | os.PathLike, text: str) -> Path:

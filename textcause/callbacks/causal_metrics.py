@@ -147,9 +147,10 @@ class CausalMetricsCallback(L.Callback):
             "treatment_accuracy": lambda: treatment_accuracy(t, p),
             "ece": lambda: expected_calibration_error(t, p, self.n_bins),
             "brier": lambda: brier_score(t, p),
-            "iptw_weight_mse": lambda: iptw_weight_mse(t, p, p_true),
-            "spearman": lambda: spearman(p, p_true),
         }
+        if np.isfinite(p_true).all():  # observational data have no true propensities: nothing to compare
+            metrics["iptw_weight_mse"] = lambda: iptw_weight_mse(t, p, p_true)
+            metrics["spearman"] = lambda: spearman(p, p_true)
         for name, fn in metrics.items():
             value = self._safe(name, fn)
             if value is not None:

@@ -11,6 +11,7 @@ import functools
 import logging
 import os
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any, Optional
 
 import lightning as L
@@ -20,7 +21,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from textcause.data.batches import FeatureCollate, HistoryCollate
-from textcause.io import resolve_corpus
+from textcause.io import content_key, resolve_corpus
 from textcause.validation import check_int
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ _BUILT_MAX = 4
 _BUILD_KEYS = (
     "corpus", "task", "level", "seed", "representation", "min_users", "n_users",
     "min_posts", "max_posts", "insertion", "outcome", "encoder", "max_tokens", "token_cap", "scale",
-    "encoder_layer",
+    "encoder_layer", "observational",
 )
 SCALES = (None, "maxabs", "log1p")
 EMBEDDING_REPRESENTATIONS = ("post_embeddings", "post_tokens")
@@ -133,6 +134,11 @@ class CausalTextDataModule(L.LightningDataModule):
         scale: rescale n-gram/topic features before training: ``maxabs`` divides each column by its
             largest absolute value among the training users (counts keep their ratios; binary
             columns are unchanged), ``log1p`` takes log(1 + x); None leaves them as they are.
+        observational: a path to an observational study config (``configs/observational/*.yaml``,
+            see :mod:`textcause.observational`): serve its real treatment, text and later-post
+            outcome instead of a semi-synthetic task (``corpus``, ``task``, ``level``, ``n_users``,
+            ``min_posts``, ``max_posts``, ``insertion`` and ``outcome`` are then ignored). It has no
+            true propensity (``p_true`` is NaN) and no true ATE.
     """
 
     def __init__(
@@ -157,6 +163,7 @@ class CausalTextDataModule(L.LightningDataModule):
         token_cap: int = 32,
         scale: Optional[str] = None,
         encoder_layer: Optional[int] = None,
+        observational: Optional[str] = None,
     ) -> None:
         super().__init__()
         if scale not in SCALES:
@@ -179,17 +186,25 @@ class CausalTextDataModule(L.LightningDataModule):
 
         hp = self.hparams
         key = repr([(k, hp[k]) for k in _BUILD_KEYS])
+        study = Path(hp.observational) if hp.observational else None
+        if study is not None and study.is_file():  # the study file's content, not only its path, decides what is built
+            key += content_key(study.read_bytes())
         if key in _BUILT:
             self.task_data, self._features, self.representation_info = _BUILT[key]
             self._built = True
             return
         # The user sample is fixed (seed 0) so that task seeds compare methods on the same users;
         # the task seed redraws classes, inserted posts, treatments, outcomes and the split.
-        corpus = _load_corpus(hp.corpus, hp.min_posts, hp.max_posts, hp.n_users)
-        kwargs: dict[str, Any] = {"outcome": hp.outcome}
-        if hp.insertion is not None:
-            kwargs["insertion"] = hp.insertion
-        task = make_task(corpus, hp.task, hp.level, seed=hp.seed, **kwargs)
+        if hp.observational:
+            from textcause.observational.task import load_task
+
+            task = load_task(hp.observational, seed=hp.seed)
+        else:
+            corpus = _load_corpus(hp.corpus, hp.min_posts, hp.max_posts, hp.n_users)
+            kwargs: dict[str, Any] = {"outcome": hp.outcome}
+            if hp.insertion is not None:
+                kwargs["insertion"] = hp.insertion
+            task = make_task(corpus, hp.task, hp.level, seed=hp.seed, **kwargs)
         if hp.representation == "none":  # baselines (oracle, unadjusted) read no text
             features: Any = np.zeros((len(task), 0), dtype=np.float32)
             info = {"kind": "none", "vocabulary_size": 0, "fit_seconds": 0.0}
@@ -255,8 +270,10 @@ class CausalTextDataModule(L.LightningDataModule):
         return int(self.features.shape[1])
 
     @property
-    def true_ate(self) -> float:
-        return float(self.task.true_ate)
+    def true_ate(self) -> Optional[float]:
+        """The task's true ATE (None for an observational task)."""
+        value = self.task.true_ate
+        return None if value is None else float(value)
 
     def truth(self, split: str = "test") -> dict[str, np.ndarray]:
         """Treatment, outcome, true propensity and indices of the users of ``split``."""

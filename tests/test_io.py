@@ -1,0 +1,50 @@
+"""Cache root, content keys and atomic writes (a failed write leaves the old file and no debris)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from textcause.io import atomic_path, atomic_write_json, atomic_write_text, cache_root, content_key, resolve_corpus
+
+
+def test_atomic_write_replaces_whole_files_with_the_umask_mode(tmp_path):
+    dest = tmp_path / "sub" / "r.json"
+    atomic_write_json(dest, {"a": 1})
+    assert dest.read_text(encoding="utf-8").strip().startswith("{") and '"a": 1' in dest.read_text(encoding="utf-8")
+    old = os.umask(0o027)
+    try:
+        atomic_write_text(dest, "new")
+    finally:
+        os.umask(old)
+    assert dest.read_text(encoding="utf-8") == "new"
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o640  # not mkstemp's 0600
+    assert [p.name for p in dest.parent.iterdir()] == ["r.json"]
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp_file(tmp_path):
+    dest = tmp_path / "r.txt"
+    atomic_write_text(dest, "old")
+    with pytest.raises(RuntimeError, match="killed"):
+        with atomic_path(dest) as tmp:
+            tmp.write_text("half", encoding="utf-8")
+            raise RuntimeError("killed")
+    assert dest.read_text(encoding="utf-8") == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.txt"]
+
+
+def test_content_key_is_stable_and_separates_parts():
+    assert content_key("a", 1, {"y": 2, "x": 1}) == content_key("a", 1, {"x": 1, "y": 2})
+    assert content_key("ab", "c") != content_key("a", "bc")  # lengths are part of the key
+    assert content_key(b"a") == content_key("a") and content_key("a") != content_key(["a"])
+    assert len(content_key()) == 64
+
+
+def test_cache_root_and_corpus_names(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEXTCAUSE_CACHE", str(tmp_path / "c"))
+    assert cache_root() == tmp_path / "c" and (tmp_path / "c").is_dir()
+    monkeypatch.setenv("TEXTCAUSE_DATA", str(tmp_path / "d"))
+    assert resolve_corpus("twitter") == str(tmp_path / "d" / "pan19-twitter-histories.jsonl.gz")
+    assert resolve_corpus("my/own.jsonl") == "my/own.jsonl"
