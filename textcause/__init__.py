@@ -2,6 +2,30 @@
 
 Data flows one way: corpus -> simulation -> features -> data -> models -> estimators/metrics
 -> experiments. Importing the top-level package is cheap: it does not import torch or Lightning.
+
+Evaluate your own method (see docs/methods.md):
+
+    >>> import textcause
+    >>> table = textcause.evaluate(my_method, tasks={"linguistic_complexity": [1]}, seeds=[0])  # doctest: +SKIP
+
+:func:`evaluate`, the protocols :class:`PropensityMethod` and :class:`EffectMethod`, :class:`EffectResult`,
+the adapters :class:`SklearnPropensity`, :class:`ConfigPropensity`, :class:`FunctionEffect` and
+:func:`as_method` are loaded on first use from :mod:`textcause.methods`.
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
+
+_METHODS = ("evaluate", "PropensityMethod", "EffectMethod", "EffectResult", "SklearnPropensity", "ConfigPropensity",
+            "FunctionEffect", "as_method")
+
+__all__ = ["__version__", *_METHODS]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _METHODS:
+        import textcause.methods as methods
+
+        return getattr(methods, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,6 +3,7 @@
     textcause benchmark --config configs/benchmark/smoke.yaml                  # one worker, SQLite
     textcause benchmark --config configs/benchmark/weld.yaml --workers 2       # two processes
     textcause benchmark --config configs/benchmark/weld.yaml --db postgresql://host/textcause  # on each machine
+    textcause benchmark --config configs/benchmark/smoke.yaml --method mypkg.methods:MyMethod  # add a method
 
 Scheduling is Optuna's: one study per grid (named by the grid's content hash) in the same database,
 a ``GridSampler`` over the grid's dimensions, heartbeats on running trials, and
@@ -13,7 +14,8 @@ cell runs twice at once, a finished cell is never rerun, and results are written
 
 Each cell is ``train.py fit --config configs/<model>.yaml ...`` followed by ``evaluate.py`` on its best
 checkpoint, in-process, exactly as ``benchmarks/model_table.py`` does; its files go to
-``<out>/runs/<cell_id>/``. A cell that raises is recorded as failed (with its error) and the run goes
+``<out>/runs/<cell_id>/``. A method (``--method package.module:Name``, or such an entry in the YAML's
+``models`` / ``methods``) is fitted and evaluated by :mod:`textcause.methods` instead. A cell that raises is recorded as failed (with its error) and the run goes
 on; ``--retry-failed`` runs failed cells again. Rerunning the same command resumes a killed run.
 """
 
@@ -69,6 +71,8 @@ def _worker_command(args: argparse.Namespace, url: str, out: Path, since: dateti
     cmd = [sys.executable, "-m", "textcause.experiments.runner", "--config", str(args.config), "--db", url,
            "--out", str(out), "--worker", "--since", since.isoformat(), "--threads", str(threads),
            "--parent-pid", str(os.getpid()), "--heartbeat", str(args.heartbeat)]
+    for spec in args.method or ():
+        cmd += ["--method", spec]
     return cmd + (["--retry-failed"] if args.retry_failed else [])
 
 
@@ -86,7 +90,7 @@ def _check_config_unchanged(grid: Grid, engine: Any) -> None:
 
 def run_benchmark(args: argparse.Namespace) -> int:
     """The parent process: prepare the database and the study, run the workers, show progress."""
-    grid = load_grid(args.config)
+    grid = load_grid(args.config, methods=args.method or ())
     out = Path(args.out or Path("runs") / "benchmark" / grid.name).resolve()
     url = args.db or store.default_url(out)
     if args.dry_run:
@@ -157,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", default=None, help="run folders go to <out>/runs/ (default: runs/benchmark/<grid>)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes on this machine")
     parser.add_argument("--threads", type=int, default=None, help="torch threads per worker (default: cores // workers)")
+    parser.add_argument("--method", action="append", default=None, metavar="PACKAGE.MODULE:NAME",
+                        help="also evaluate this importable method (a textcause.methods propensity or effect "
+                             "method; repeatable)")
     parser.add_argument("--retry-failed", action="store_true", help="run failed cells again")
     parser.add_argument("--dry-run", action="store_true", help="list the cells and their status, run nothing")
     parser.add_argument("--heartbeat", type=int, default=HEARTBEAT_INTERVAL, help=argparse.SUPPRESS)
@@ -178,7 +185,7 @@ def benchmark_main(argv: Sequence[str]) -> int:
             raise ValueError(f"The '--threads' option must be an int >= 1. Got {args.threads} instead.")
         if args.worker:
             die_with_parent(args.parent_pid)
-            grid = load_grid(args.config)
+            grid = load_grid(args.config, methods=args.method or ())
             since = datetime.fromisoformat(args.since) if args.since else store.utcnow()
             stats = run_worker(grid, args.db, Path(args.out), since, threads=args.threads or 1,
                                retry_failed=args.retry_failed, heartbeat=args.heartbeat)

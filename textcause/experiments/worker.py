@@ -85,8 +85,13 @@ def run_cell(cell: Cell, out_dir: str | Path, *, version: str = "", attempt: int
     """Fit and evaluate one cell in-process (its output goes to ``<out>/runs/<cell_id>/cell.log``).
 
     Never raises for a cell's own error: it comes back as ``status='failed'`` with one row per
-    planned estimator carrying the error.
+    planned estimator carrying the error. A method cell (``cell.method`` set) is run by
+    :func:`textcause.methods.run.run_method_cell` instead of train.py.
     """
+    if cell.method is not None:
+        from textcause.methods.run import run_method_cell
+
+        return run_method_cell(cell, None, out_dir, version=version, attempt=attempt)
     run_dir = Path(out_dir) / "runs" / cell.cell_id
     shutil.rmtree(run_dir, ignore_errors=True)  # a previous attempt's checkpoints must not be picked up
     run_dir.mkdir(parents=True)
