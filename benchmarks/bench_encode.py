@@ -83,7 +83,9 @@ def main() -> None:
     parser.add_argument("--all", action="store_true", help="encode the whole corpus + bank into the real cache")
     parser.add_argument("--max-posts", type=int, default=60, help="posts per user read from the corpus")
     parser.add_argument("--max-tokens", type=int, default=64)
-    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=512, help="at most this many posts per batch")
+    parser.add_argument("--batch-tokens", type=int, default=8192,
+                        help="at most this many padded tokens per batch (0: --batch-size posts whatever their length)")
     parser.add_argument("--precision", default="auto", choices=("auto", "bf16", "bf16-full", "fp32"))
     parser.add_argument("--store-tokens", action="store_true", help="also store token states")
     parser.add_argument("--token-cap", type=int, default=32)
@@ -105,6 +107,7 @@ def main() -> None:
         posts = [posts[i] for i in np.sort(rng.choice(len(posts), size=min(args.n, len(posts)), replace=False))]
     tmp = None if args.all else tempfile.TemporaryDirectory(prefix="bench-encode-")
     cache = PostEmbeddingCache(args.encoder, max_tokens=args.max_tokens, batch_size=args.batch_size,
+                               batch_tokens=args.batch_tokens or None,
                                precision=args.precision, store_tokens=args.store_tokens,
                                token_cap=args.token_cap, cache_dir=None if tmp is None else tmp.name,
                                progress=False if args.no_progress else None)

@@ -81,9 +81,11 @@ class PostEmbeddingCache:
         store_tokens: also keep each post's token states (ragged) for token attention.
         token_cap: keep at most this many token states per post (the first ones, [CLS] included).
         dtype: ``"float16"`` or ``"bfloat16"`` on disk.
-        batch_size: posts per forward pass.
+        batch_size: at most this many posts per forward pass.
+        batch_tokens: at most this many padded tokens per forward pass (None: ``batch_size`` posts).
         shard_size: posts per shard (the work a kill can lose).
-        precision: ``"auto"`` (bf16 autocast where it matches fp32), ``"bf16"`` or ``"fp32"``.
+        precision: ``"auto"`` (the fastest bf16 mode that matches fp32 on a probe batch),
+            ``"bf16-full"``, ``"bf16"`` or ``"fp32"`` (see :class:`~textcause.features.encoder.Encoder`).
         cache_dir: the folder of all embedding caches; default ``cache_root()/"embeddings"``.
         progress: show a progress bar (posts/s, ETA); None shows it only on a terminal.
         layer: the token states to store: None for the last layer, k for the hidden state after
@@ -100,7 +102,8 @@ class PostEmbeddingCache:
         store_tokens: bool = False,
         token_cap: int = 32,
         dtype: str = "float16",
-        batch_size: int = 128,
+        batch_size: int = 512,
+        batch_tokens: int | None = 8192,
         shard_size: int = 4096,
         precision: str = "auto",
         cache_dir: str | os.PathLike | None = None,
@@ -113,7 +116,7 @@ class PostEmbeddingCache:
         if pooling not in POOLINGS:
             raise ValueError(f"The 'pooling' parameter of {owner} must be one of {list(POOLINGS)}. Got {pooling!r} instead.")
         self.encoder = Encoder(encoder, max_tokens=max_tokens, pooling=pooling, normalize=normalize,
-                               precision=precision, batch_size=batch_size, layer=layer)
+                               precision=precision, batch_size=batch_size, batch_tokens=batch_tokens, layer=layer)
         self.spec = self.encoder.spec
         self.store_tokens = bool(store_tokens)
         self.token_cap = check_int(token_cap, "token_cap", owner, low=1)

@@ -201,11 +201,16 @@ class Encoder:
         pooling: ``"mean"`` (over the attention mask) or ``"cls"`` (first token).
         normalize: L2-normalise the pooled vectors; None follows the model's sentence-transformers
             config (True for all-MiniLM-L6-v2).
-        precision: ``"bf16"`` (CPU autocast; Linear weights are cast to bf16 once), ``"fp32"``, or
-            ``"auto"``: bf16 when a probe batch's bf16 vectors match fp32 to cosine >= 0.999, else
-            fp32 with a warning. ``"bf16-full"`` runs the whole model in bf16 without autocast
-            (residual stream and LayerNorm too): faster still on CPU, but only cosine ~0.9998 to fp32.
-        batch_size: posts per forward pass (batches are length-sorted and padded to their longest).
+        precision: ``"bf16-full"`` (the whole model in bf16: residual stream and LayerNorm too;
+            the fastest on CPU), ``"bf16"`` (CPU autocast: Linear weights in bf16, LayerNorm,
+            softmax and the residual stream in fp32), ``"fp32"``, or ``"auto"``: on a probe batch,
+            ``bf16-full`` if its vectors match fp32 to cosine >= 0.999 (all-MiniLM-L6-v2 here:
+            0.99987 pooled, 0.99975 per token at worst), else ``bf16`` if that matches, else fp32
+            with a warning.
+        batch_size: at most this many posts per forward pass (batches are length-sorted and
+            padded to their longest post).
+        batch_tokens: at most this many padded tokens per forward pass (None: ``batch_size``
+            posts whatever their length): short posts go in large batches, long ones in smaller.
         num_threads: torch threads while encoding (restored after); None uses ``os.cpu_count()``.
         layer: the token states returned by ``encode(token_cap=...)``: None for the last layer, k for
             the hidden state after transformer layer k (0 = the embedding output; k = the number
@@ -220,7 +225,8 @@ class Encoder:
         pooling: str = "mean",
         normalize: bool | None = None,
         precision: str = "auto",
-        batch_size: int = 128,
+        batch_size: int = 512,
+        batch_tokens: int | None = 8192,
         num_threads: int | None = None,
         layer: int | None = None,
     ) -> None:
@@ -234,6 +240,7 @@ class Encoder:
         self.pooling, self.precision = pooling, precision
         self.normalize = self.spec.normalize if normalize is None else bool(normalize)
         self.batch_size = check_int(batch_size, "batch_size", owner, low=1)
+        self.batch_tokens = None if batch_tokens is None else check_int(batch_tokens, "batch_tokens", owner, low=1)
         self.num_threads = None if num_threads is None else check_int(num_threads, "num_threads", owner, low=1)
         config = json.loads((self.spec.path / "config.json").read_text(encoding="utf-8"))
         self.dim = int(config.get("hidden_size") or config.get("d_model") or config.get("dim") or 0)
@@ -326,8 +333,7 @@ class Encoder:
                 self.precision_used = self._choose_precision(*_pad(ids, lengths, probe, pad_id))
             bf16 = self._set_precision(self.precision_used)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                for start in range(0, n, self.batch_size):
-                    idx = order[start:start + self.batch_size]
+                for idx in _batches(order, lengths, self.batch_size, self.batch_tokens):
                     input_ids, mask = _pad(ids, lengths, idx, pad_id)
                     states, layer_states = self._forward_states(input_ids, mask, bool(token_cap))
                     vectors[idx] = self._pool(states, mask).numpy()
@@ -380,20 +386,42 @@ class Encoder:
         return precision == "bf16"
 
     def _choose_precision(self, input_ids: Any, mask: Any) -> str:
-        """bf16 when its pooled vectors on this probe batch match fp32 to ``BF16_MIN_COSINE``."""
+        """The fastest precision whose pooled vectors on this probe batch match fp32 to ``BF16_MIN_COSINE``."""
+        import copy
+
         import torch
+
+        def cosine(model: Any, autocast: bool) -> float:
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                low = self._pool(model(input_ids=input_ids, attention_mask=mask).last_hidden_state.float(), mask)
+            return float(torch.nn.functional.cosine_similarity(ref, low, dim=-1).min())
 
         with torch.autocast("cpu", enabled=False):
             ref = self._pool(self._forward(input_ids, mask), mask)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            low = self._pool(self._forward(input_ids, mask), mask)
-        cos = float(torch.nn.functional.cosine_similarity(ref, low, dim=-1).min())
-        self.bf16_cosine = cos
-        if cos >= BF16_MIN_COSINE:
+        full = cosine(copy.deepcopy(self.model).to(torch.bfloat16), autocast=False)
+        if full >= BF16_MIN_COSINE:
+            self.bf16_cosine = full
+            return "bf16-full"
+        self.bf16_cosine = cosine(self.model, autocast=True)
+        if self.bf16_cosine >= BF16_MIN_COSINE:
             return "bf16"
-        warnings.warn(f"bf16 autocast changes this encoder's vectors (cosine {cos:.5f} < "
+        warnings.warn(f"bf16 changes this encoder's vectors (cosine {self.bf16_cosine:.5f} < "
                       f"{BF16_MIN_COSINE}): encoding in fp32.", stacklevel=3)
         return "fp32"
+
+
+def _batches(order: np.ndarray, lengths: np.ndarray, max_posts: int, max_tokens: int | None) -> Iterator[np.ndarray]:
+    """Consecutive slices of ``order`` (posts sorted by length, shortest first) holding at most
+    ``max_posts`` posts and, padded to their longest, at most ``max_tokens`` tokens (at least one post)."""
+    n, start = len(order), 0
+    while start < n:
+        end = min(start + max_posts, n)
+        if max_tokens is not None:
+            # the longest post of order[start:end] is the last: shrink until count x length fits
+            fits = (np.arange(1, end - start + 1) * lengths[order[start:end]]) <= max_tokens
+            end = start + max(1, int(np.argmin(fits)) if not fits.all() else len(fits))
+        yield order[start:end]
+        start = end
 
 
 def _pad(ids: Sequence[Sequence[int]], lengths: np.ndarray, idx: np.ndarray, pad_id: int) -> tuple[Any, Any]:
