@@ -83,8 +83,8 @@ def main() -> None:
     parser.add_argument("--all", action="store_true", help="encode the whole corpus + bank into the real cache")
     parser.add_argument("--max-posts", type=int, default=60, help="posts per user read from the corpus")
     parser.add_argument("--max-tokens", type=int, default=64)
-    parser.add_argument("--batch-size", type=int, default=512, help="at most this many posts per batch")
-    parser.add_argument("--batch-tokens", type=int, default=8192,
+    parser.add_argument("--batch-size", type=int, default=64, help="at most this many posts per batch")
+    parser.add_argument("--batch-tokens", type=int, default=0,
                         help="at most this many padded tokens per batch (0: --batch-size posts whatever their length)")
     parser.add_argument("--precision", default="auto", choices=("auto", "bf16", "bf16-full", "fp32"))
     parser.add_argument("--store-tokens", action="store_true", help="also store token states")

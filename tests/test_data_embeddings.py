@@ -65,3 +65,29 @@ def test_hierarchical_models_train_through_the_cli(config, tiny_corpus, tiny_enc
     assert cli.model.net.input_dim == 32  # sized from the data module, not the 384 default
     metrics = cli.trainer.callback_metrics
     assert torch.isfinite(metrics["val_loss"]) and "val/ate_stratified" in metrics
+
+
+def test_bf16_token_batches_under_bf16_training(tiny_corpus, tiny_encoder):
+    """Under bf16-mixed the token tensor comes as bfloat16 (the same values, rounded); SHERBERT takes
+    bf16 tokens in float32 training too, with nearly the float32 logits."""
+    from types import SimpleNamespace
+
+    from textcause.data.memory import keep_freed_memory
+    from textcause.models.components import SHERBERT
+
+    dm = make_dm(tiny_corpus, tiny_encoder, "post_tokens")
+    fp32 = next(iter(dm.test_dataloader()))["x"]
+    dm.trainer = SimpleNamespace(precision="bf16-mixed")
+    bf16 = next(iter(dm.test_dataloader()))["x"]
+    assert fp32["tokens"].dtype == torch.float32 and bf16["tokens"].dtype == torch.bfloat16
+    assert torch.equal(bf16["tokens"], fp32["tokens"].to(torch.bfloat16))
+    assert torch.equal(bf16["token_mask"], fp32["token_mask"]) and torch.equal(bf16["posts"], fp32["posts"])
+    torch.manual_seed(0)
+    net = SHERBERT(input_dim=32, hidden_size=16).eval()
+    with torch.no_grad():
+        ref, low = net(fp32), net(bf16)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            mixed = net(bf16).float()
+    assert low.dtype == torch.float32 and torch.allclose(low, ref, atol=2e-2)
+    assert torch.allclose(mixed, ref, atol=5e-2)
+    assert keep_freed_memory() is True and keep_freed_memory() is True  # glibc on Linux; idempotent

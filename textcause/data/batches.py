@@ -55,15 +55,19 @@ class HistoryCollate:
             and each user's rows in it).
         treatment, outcome, propensity: per-unit arrays, as for :class:`FeatureCollate`.
         use_tokens: also serve token states (the cache must hold them).
+        token_dtype: the dtype of ``tokens`` (float32, or bfloat16 for bf16-mixed training: the
+            (B, P, L, D) token tensor is most of a batch's bytes, and autocast would cast it anyway).
     """
 
     def __init__(
-        self, histories: Any, treatment: np.ndarray, outcome: np.ndarray, propensity: np.ndarray, *, use_tokens: bool = False
+        self, histories: Any, treatment: np.ndarray, outcome: np.ndarray, propensity: np.ndarray, *,
+        use_tokens: bool = False, token_dtype: torch.dtype = torch.float32,
     ) -> None:
         if use_tokens and histories.token_values is None:
             raise ValueError("Token states were requested but the embedding cache holds none: build it with store_tokens=True.")
         self.h = histories
         self.use_tokens = use_tokens
+        self.token_dtype = token_dtype
         self.t = torch.as_tensor(np.asarray(treatment, dtype=np.float32))
         self.y = torch.as_tensor(np.asarray(outcome, dtype=np.float32))
         self.p = torch.as_tensor(np.asarray(propensity, dtype=np.float32))
@@ -85,14 +89,15 @@ class HistoryCollate:
             off = self.h.token_offsets
             n_tok = off[flat + 1] - off[flat]
             cap = int(n_tok.max()) if len(n_tok) else 1
-            tokens = np.zeros((b, p, cap, vectors.shape[1]), dtype=np.float32)
-            tmask = np.zeros((b, p, cap), dtype=bool)
             post_of_tok = np.repeat(np.arange(len(flat)), n_tok)
             pos_in_post = np.arange(int(n_tok.sum())) - np.repeat(np.cumsum(n_tok) - n_tok, n_tok)
             src = np.repeat(off[flat], n_tok) + pos_in_post
-            tokens[rows[post_of_tok], cols[post_of_tok], pos_in_post] = self.h.token_values[src]
-            tmask[rows[post_of_tok], cols[post_of_tok], pos_in_post] = True
-            x["tokens"], x["token_mask"] = torch.from_numpy(tokens), torch.from_numpy(tmask)
+            at = (torch.from_numpy(rows[post_of_tok]), torch.from_numpy(cols[post_of_tok]), torch.from_numpy(pos_in_post))
+            tokens = torch.zeros((b, p, cap, vectors.shape[1]), dtype=self.token_dtype)
+            tokens[at] = torch.from_numpy(np.ascontiguousarray(self.h.token_values[src])).to(self.token_dtype)
+            tmask = torch.zeros((b, p, cap), dtype=torch.bool)
+            tmask[at] = True
+            x["tokens"], x["token_mask"] = tokens, tmask
         return x
 
     def __call__(self, indices: Sequence[int]) -> dict[str, Any]:

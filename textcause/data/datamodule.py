@@ -21,6 +21,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from textcause.data.batches import FeatureCollate, HistoryCollate
+from textcause.data.memory import keep_freed_memory
 from textcause.io import content_key, resolve_corpus
 from textcause.validation import check_int
 
@@ -290,9 +291,12 @@ class CausalTextDataModule(L.LightningDataModule):
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
         task = self.task
         if self.hparams.representation in EMBEDDING_REPRESENTATIONS:
+            tokens = self.hparams.representation == "post_tokens"
+            if tokens:
+                keep_freed_memory()
             collate: Any = HistoryCollate(
                 self.features, task.treatment, task.outcome, task.propensity,
-                use_tokens=self.hparams.representation == "post_tokens",
+                use_tokens=tokens, token_dtype=self._token_dtype(),
             )
         else:
             collate = FeatureCollate(self.features, task.treatment, task.outcome, task.propensity)
@@ -305,6 +309,12 @@ class CausalTextDataModule(L.LightningDataModule):
             persistent_workers=self.hparams.num_workers > 0,
             generator=torch.Generator().manual_seed(self.hparams.seed) if shuffle else None,
         )
+
+    def _token_dtype(self) -> torch.dtype:
+        """bfloat16 token batches under bf16-mixed training (autocast would cast them anyway), else float32."""
+        trainer = getattr(self, "trainer", None)
+        precision = str(getattr(trainer, "precision", "")) if trainer is not None else ""
+        return torch.bfloat16 if precision.startswith("bf16") else torch.float32
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", shuffle=True)

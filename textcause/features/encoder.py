@@ -225,8 +225,8 @@ class Encoder:
         pooling: str = "mean",
         normalize: bool | None = None,
         precision: str = "auto",
-        batch_size: int = 512,
-        batch_tokens: int | None = 8192,
+        batch_size: int = 64,
+        batch_tokens: int | None = None,
         num_threads: int | None = None,
         layer: int | None = None,
     ) -> None:

@@ -224,7 +224,10 @@ class SHERBERT(nn.Module):
             raise ValueError("SHERBERT with unfreeze_top > 0 needs token states: serve the representation "
                              "'post_tokens' (with data.encoder_layer = n_layers - unfreeze_top).")
         if batch.tokens is not None:
-            tokens = self.encode_tokens(batch.tokens, batch.token_mask)
+            tokens = batch.tokens
+            if tokens.dtype != self.token_attention.query.dtype and not torch.is_autocast_enabled(tokens.device.type):
+                tokens = tokens.to(self.token_attention.query.dtype)  # e.g. bf16 token batches in fp32 training
+            tokens = self.encode_tokens(tokens, batch.token_mask)
             posts, attention["tokens"] = self.token_attention(tokens, batch.token_mask)
         h = self.drop(torch.tanh(self.project(posts)))
         scores = h @ self.post_query / math.sqrt(self.hidden_size)
