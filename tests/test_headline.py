@@ -54,3 +54,12 @@ def test_format_headline_and_errors(data):
     assert placebo_table(no_placebo, "twitter").empty
     assert "Placebo" not in format_headline(no_placebo, "twitter")
     assert np.isfinite(bias_table(no_placebo, "twitter").iloc[0, 0])
+
+
+def test_effect_methods_show_their_own_estimate(data):
+    effect = data[(data["model"] == "lr_bigram_binary") & data["estimator"].isin(["unadjusted", "ipw"])].copy()
+    effect["model"] = "my_dr"
+    effect.loc[effect["estimator"] == "ipw", "estimator"] = "aipw_crossfit"
+    table = bias_table(seed_summary(pd.concat([data, effect])), "twitter", "stratified")
+    assert table.loc["Linguistic Complexity 2", ("my_dr", "mean")] == pytest.approx(
+        bias_table(seed_summary(data), "twitter", "ipw").loc["Linguistic Complexity 2", ("LR 1,2-gram", "mean")])

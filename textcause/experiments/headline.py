@@ -43,7 +43,12 @@ def bias_table(summary: pd.DataFrame, corpus: str, estimator: str = "stratified"
         Two-level columns ``(model, "mean" | "sd" | "n_seeds")``, index = task-level labels; a model
         without that estimator (an effect method) or level is NaN.
     """
-    sub = summary[(summary["corpus"] == corpus) & (summary["estimator"] == estimator)]
+    here = summary[summary["corpus"] == corpus]
+    sub = here[here["estimator"] == estimator]
+    # Effect methods (textcause.methods) have no propensity estimators: their own estimate stands in.
+    own = here[~here["model"].isin(set(sub["model"])) & (here["estimator"] != "unadjusted")]
+    single = own.groupby("model")["estimator"].nunique()
+    sub = pd.concat([sub, own[own["model"].isin(single[single == 1].index)]])
     if sub.empty:
         raise ValueError(f"No {estimator!r} results for corpus {corpus!r}; the results have corpora "
                          f"{sorted(set(summary['corpus']))} and estimators {sorted(set(summary['estimator']))}.")
