@@ -339,3 +339,33 @@ def test_the_smoke_grid(tmp_path):
     assert set(df["status"]) == {"ok"}, df.loc[df.status != "ok", ["cell_id", "error"]].drop_duplicates().to_string()
     assert (df.loc[df.model == "oracle", "spearman"] > 0.999).all()
     print(f"smoke grid: {len(grid.cells)} cells in {seconds:.0f} s")
+
+
+def test_a_sigterm_during_a_cell_leaves_it_for_the_resume(tmp_path, tiny_corpus, monkeypatch):
+    """Lightning turns SIGTERM into SIGTERMException (a SystemExit): the worker stops without
+    recording the cell as failed, and a rerun runs it (not 'rejected options', not skipped)."""
+    from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+    import textcause.cli
+    from textcause.experiments.worker import run_cell
+
+    grid = load_grid(write_grid(tmp_path, tiny_corpus, models=("unadjusted",), levels=(1,)))
+    real = textcause.cli.make_cli
+
+    def stopped(*args, **kwargs):
+        raise SIGTERMException()
+
+    monkeypatch.setattr(textcause.cli, "make_cli", stopped)
+    with pytest.raises(SIGTERMException):
+        run_cell(grid.cells[0], tmp_path / "out")
+    url = store.default_url(tmp_path / "out")
+    open_study(grid, url, create=True)
+    with pytest.raises(SIGTERMException):
+        worker_loop(grid, url, tmp_path / "out", since=store.utcnow())
+    row = store.ledger(db(tmp_path), "tiny")[grid.cells[0].cell_id]
+    assert row.status == "running" and store.read_results(db(tmp_path), "tiny").empty  # nothing recorded
+    monkeypatch.setattr(textcause.cli, "make_cli", real)
+    stats = worker_loop(grid, url, tmp_path / "out", since=store.utcnow())  # this process's own dead claim
+    assert stats.ran == [grid.cells[0].cell_id]
+    assert store.ledger(db(tmp_path), "tiny")[grid.cells[0].cell_id].status == "ok"
+    assert len(store.read_results(db(tmp_path), "tiny")) == N_EST

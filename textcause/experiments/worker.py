@@ -113,6 +113,10 @@ def run_cell(cell: Cell, out_dir: str | Path, *, version: str = "", attempt: int
             eval_s = time.perf_counter() - t0 - train_s
         rows = [dict(r) for r in result["rows"]]
     except SystemExit as err:  # the CLI's parser rejected an option (it prints the reason, then exits)
+        from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+        if isinstance(err, SIGTERMException):  # the worker was told to stop: not the cell's fault; a
+            raise  # rerun finds its claim held by a dead process and runs the cell again
         error = f"train.py rejected the cell's options (exit {err.code}): {_error_line(log.getvalue())}"
     except Exception as err:  # noqa: BLE001 - any cell error is data, recorded with its message
         error = f"{type(err).__name__}: {err}"
@@ -186,14 +190,17 @@ def open_study(grid: Grid, url: str, *, create: bool, heartbeat_interval: int = 
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    if create:
-        store.connect(url)  # creates the SQLite file's folder and the ledger tables
+    engine = store.connect(url) if create else None  # creates the SQLite file's folder and the ledger tables
     sqlite = url.startswith("sqlite")
     engine_kwargs = {"connect_args": {"timeout": store.SQLITE_TIMEOUT}} if sqlite else {"pool_pre_ping": True}
-    storage = RDBStorage(
-        url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval, grace_period=grace_period,
-        heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=None),
-    )
+    # Optuna creates its tables as it opens the storage: machines starting together take turns
+    with store.schema_lock(engine) if engine is not None else contextlib.nullcontext():
+        storage = RDBStorage(
+            url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval, grace_period=grace_period,
+            heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=None),
+        )
+    if engine is not None:
+        engine.dispose()
     if sqlite:  # Optuna's sessions read then write: make them take the write lock up front
         store.make_sqlite_transactional(storage.engine)
         storage.engine.dispose()
