@@ -16,18 +16,21 @@ Two tables, written with SQLAlchemy Core:
 A cell's result rows and its ``cells`` status are written in one transaction, guarded by the
 claim's token: they appear all together or not at all, and a worker whose claim was taken over
 (it was presumed dead) writes nothing. On SQLite every transaction starts with ``BEGIN IMMEDIATE``
-(SQLAlchemy's documented pysqlite recipe) so concurrent writers queue instead of failing.
+(SQLAlchemy's documented pysqlite recipe) so concurrent writers queue instead of failing. On
+PostgreSQL, tables are created under an advisory lock (:func:`schema_lock`): its ``CREATE TABLE``
+checks, then creates, so machines starting together on an empty database would otherwise collide.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import socket
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import sqlalchemy as sa
 
@@ -35,6 +38,7 @@ from textcause.evaluate_run import RESULT_COLUMNS
 
 STATUSES = ("running", "ok", "failed")
 SQLITE_TIMEOUT = 120.0  # seconds a SQLite writer waits for the lock before giving up
+SCHEMA_LOCK_KEY = 7_461_726_795_634_001  # the PostgreSQL advisory lock serialising table creation
 
 _INT_COLUMNS = {"level", "seed", "n_used", "n_dropped"}
 _BOOL_COLUMNS = {"ci_tighter_than_bound", "covers_truth"}
@@ -150,6 +154,27 @@ def make_sqlite_transactional(engine: sa.Engine) -> sa.Engine:
     return engine
 
 
+@contextlib.contextmanager
+def schema_lock(engine: sa.Engine) -> Iterator[None]:
+    """Hold a database-wide lock while tables are created (PostgreSQL; elsewhere it does nothing).
+
+    PostgreSQL's ``CREATE TABLE`` and ``CREATE TYPE`` check, then create: two processes creating the
+    same table at once make one fail with a unique violation on ``pg_type``. A session-level advisory
+    lock on a connection of its own makes them take turns (the others then find the tables made);
+    the lock goes with the connection if the process dies. On SQLite, creating the results tables
+    already takes the write lock (``BEGIN IMMEDIATE``).
+    """
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(sa.text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+        try:
+            yield
+        finally:
+            conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK_KEY})
+
+
 def connect(url: str) -> sa.Engine:
     """An engine for ``url``; creates the SQLite file's folder and both tables if missing."""
     try:
@@ -162,7 +187,8 @@ def connect(url: str) -> sa.Engine:
         engine = make_sqlite_transactional(sa.create_engine(url, connect_args={"timeout": SQLITE_TIMEOUT}))
     else:
         engine = sa.create_engine(url, pool_pre_ping=True)
-    metadata.create_all(engine, checkfirst=True)
+    with schema_lock(engine):
+        metadata.create_all(engine, checkfirst=True)
     inspector = sa.inspect(engine)
     for table in (cells, results):
         missing = sorted(set(table.c.keys()) - {c["name"] for c in inspector.get_columns(table.name)})
