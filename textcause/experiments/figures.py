@@ -31,6 +31,15 @@ INTERVAL_LABELS = {
                  "(per cell; ends averaged over seeds; none on propensity metrics)",
 }
 MARKERS = "osD^vP<X>*hp8"
+#: tab10, then darker colours, so that the paper's 12 models never share a colour (one shared
+#: colour with a circle and a hexagon read as the same model at marker size 5).
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+          "#17becf", "#000000", "#8c6d31", "#393b79", "#637939")
+
+
+def model_style(i: int) -> tuple[str, str]:
+    """The (marker, colour) of the ``i``-th model: distinct colours for 14 models, distinct pairs for 182."""
+    return MARKERS[i % len(MARKERS)], COLORS[i % len(COLORS)]
 #: Fig. 4's columns: (title, estimator or None for a propensity metric, metric).
 FIG4_COLUMNS = (("Treatment accuracy", None, "treatment_accuracy"), ("IPTW bias", "ipw", "bias"),
                 ("Stratified bias", "stratified", "bias"))
@@ -72,7 +81,6 @@ def _draw_panel(ax: plt.Axes, points: pd.DataFrame, models: list[str], labels: d
                 levels: list[int], metric: str) -> None:
     width = 0.6
     offsets = np.linspace(-width / 2, width / 2, len(models)) if len(models) > 1 else np.zeros(1)
-    colors = plt.get_cmap("tab10")  # strong colours only; colour x marker pairs stay unique up to 130 models
     for i, model in enumerate(models):
         p = points[points["model"] == model].sort_values("level")
         if p.empty:
@@ -81,7 +89,8 @@ def _draw_panel(ax: plt.Axes, points: pd.DataFrame, models: list[str], labels: d
         y = p["y"].to_numpy()
         err = np.vstack([y - p["lo"].to_numpy(), p["hi"].to_numpy() - y])
         err = np.where(np.isfinite(err), np.maximum(err, 0.0), 0.0)
-        ax.errorbar(x, y, yerr=err, fmt=MARKERS[i % len(MARKERS)], color=colors(i % colors.N), ms=5,
+        marker, color = model_style(i)
+        ax.errorbar(x, y, yerr=err, fmt=marker, color=color, ms=5,
                     capsize=2, elinewidth=1, label=labels[model])
     if metric == "bias":
         ax.axhline(0.0, color="0.3", lw=0.8, ls="--", zorder=0)

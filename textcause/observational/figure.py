@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from textcause.experiments.figures import MARKERS, save_figure  # noqa: E402
+from textcause.experiments.figures import model_style, save_figure  # noqa: E402
 from textcause.experiments.names import ESTIMATOR_LABELS  # noqa: E402
 
 ZERO_STYLE = {"color": "0.2", "lw": 0.9, "ls": "-"}
@@ -34,8 +34,8 @@ def _point(ax: plt.Axes, y: float, x: float | None, lo: float | None, hi: float 
     err = None
     if lo is not None and hi is not None:
         err = np.array([[max(x - lo, 0.0)], [max(hi - x, 0.0)]])
-    color = plt.get_cmap("tab10")(i % 10)
-    ax.errorbar([x], [y], xerr=err, fmt=MARKERS[i % len(MARKERS)], color=color, ms=5, capsize=2.5, elinewidth=1.2)
+    marker, color = model_style(i)
+    ax.errorbar([x], [y], xerr=err, fmt=marker, color=color, ms=5, capsize=2.5, elinewidth=1.2)
 
 
 def _mark_failed(ax: plt.Axes, y: float, text: str = "failed") -> None:
