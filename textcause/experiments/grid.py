@@ -137,6 +137,11 @@ class Grid:
     def study_name(self) -> str:
         return f"textcause-benchmark:{self.name}:{self.grid_hash[:12]}"
 
+    def reconfigured(self, ledger: Mapping[str, Any], statuses: tuple[str, ...] = ("ok", "failed")) -> list[str]:
+        """Ids of this grid's cells that the ledger holds with one of ``statuses`` under another config hash."""
+        return [c.cell_id for c in self.cells if c.cell_id in ledger and ledger[c.cell_id].status in statuses
+                and ledger[c.cell_id].config_hash != c.config_hash]
+
     def cell_for(self, params: Mapping[str, Any]) -> Cell:
         """The cell of Optuna grid parameters (``corpus``, ``task`` as ``task-level``, ``model``, ``seed``)."""
         return self._by_params[(params["corpus"], params["task"], params["model"], int(params["seed"]))]
@@ -256,17 +261,30 @@ def method_entry(spec: str, source: str, name: str | None = None) -> ModelEntry:
                       fingerprint=info.fingerprint)
 
 
-def _models(value: Any, source: str) -> list[ModelEntry]:
+def model_names(value: Any) -> list[str] | None:
+    """A ``models`` entry as a list of non-empty strings (a single string is a list of one); None if malformed."""
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not value or not all(isinstance(m, str) and m for m in value):
+        return None
+    return value
+
+
+def model_config_path(name: str) -> Path:
+    """The model YAML of a config name (``configs/<name>.yaml``) or of a path ending in .yaml / .yml."""
+    return Path(name) if name.endswith((".yaml", ".yml")) else CONFIG_DIR / f"{name}.yaml"
+
+
+def _models(value: Any, source: str) -> list[ModelEntry]:
+    names = model_names(value)
+    if names is None:
         raise _fail(source, f"'models' must be a non-empty list of model config names. Got {value!r} instead.")
     out = []
-    for m in value:
+    for m in names:
         if is_method_spec(m):
             out.append(method_entry(m, source))
             continue
-        path = Path(m) if m.endswith((".yaml", ".yml")) else CONFIG_DIR / f"{m}.yaml"
+        path = model_config_path(m)
         out.append(ModelEntry(path.stem, path))
     return out
 

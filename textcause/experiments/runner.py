@@ -77,9 +77,7 @@ def _worker_command(args: argparse.Namespace, url: str, out: Path, since: dateti
 
 
 def _check_config_unchanged(grid: Grid, engine: Any) -> None:
-    rows = store.ledger(engine, grid.name)
-    changed = [c.cell_id for c in grid.cells if c.cell_id in rows and rows[c.cell_id].status in ("ok", "failed")
-               and rows[c.cell_id].config_hash != c.config_hash]
+    changed = grid.reconfigured(store.ledger(engine, grid.name))
     if changed:
         raise ValueError(
             f"{len(changed)} finished cells of grid '{grid.name}' (e.g. {changed[0]}) were run with another "

@@ -206,8 +206,7 @@ def _run_all(method: Any, grid: Grid, out: Any, progress: bool) -> list[dict[str
 
 
 def _check_unchanged(grid: Grid, ledger: dict[str, Any]) -> None:
-    changed = [c.cell_id for c in grid.cells if c.cell_id in ledger and ledger[c.cell_id].status == "ok"
-               and ledger[c.cell_id].config_hash != c.config_hash]
+    changed = grid.reconfigured(ledger, ("ok",))  # a failed cell of a changed method is simply run again
     if changed:
         raise ValueError(
             f"{len(changed)} finished cells of grid '{grid.name}' (e.g. {changed[0]}) were run with another "

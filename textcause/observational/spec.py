@@ -35,12 +35,8 @@ from typing import Any, Mapping
 
 import yaml
 
+from textcause.experiments.grid import DEFAULT_CONFIGS, model_config_path, model_names  # noqa: F401 (re-export)
 from textcause.observational.outcomes import OUTCOMES
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
-CONFIG_DIR = PROJECT_ROOT / "configs"
-#: The default trainer / data configs of train.py (textcause.cli.DEFAULT_CONFIGS, without importing Lightning).
-DEFAULT_CONFIGS = (CONFIG_DIR / "trainer" / "default.yaml", CONFIG_DIR / "data" / "twitter.yaml")
 
 SPEC_KEYS = ("name", "description", "corpus", "filter", "treatment", "history", "outcome", "n_users",
              "min_per_arm", "seed", "models", "overrides", "model_overrides", "evaluation")
@@ -227,13 +223,12 @@ def _is_oracle(path: Path) -> bool:
 
 
 def _models(value: Any, source: str) -> tuple[tuple[str, Path], ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not value or not all(isinstance(m, str) and m for m in value):
+    names = model_names(value)
+    if names is None:
         raise _fail(source, f"'models' must be a non-empty list of model config names. Got {value!r} instead.")
     out = []
-    for m in value:
-        path = Path(m) if m.endswith((".yaml", ".yml")) else CONFIG_DIR / f"{m}.yaml"
+    for m in names:
+        path = model_config_path(m)
         if not path.is_file():
             raise _fail(source, f"no model config {m!r}: expected a YAML file at {path}.")
         if _is_oracle(path):
