@@ -10,8 +10,8 @@ row per estimator to ``results.csv`` in ``--out`` (default: the run folder), the
 
 import sys
 
-from textcause.cli import friendly_errors
-from textcause.evaluate_run import main
+from textcause.cli.errors import friendly_errors
+from textcause.cli.evaluate import main
 
 if __name__ == "__main__":
     sys.exit(friendly_errors(lambda: main(sys.argv[1:])))

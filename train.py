@@ -10,7 +10,8 @@ Then ``python evaluate.py runs/textcause/version_N`` writes the results of that 
 
 import sys
 
-from textcause.cli import friendly_errors, make_cli
+from textcause.cli.errors import friendly_errors
+from textcause.runs.lightning_cli import make_cli
 
 if __name__ == "__main__":
     sys.exit(friendly_errors(lambda: make_cli()))

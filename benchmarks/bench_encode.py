@@ -14,7 +14,7 @@ matmul count against the fraction.
     .venv/bin/python benchmarks/bench_encode.py --all --corpus twitter --store-tokens --token-cap 32
 
 ``--all`` encodes every distinct post of the corpus's users (first 60 posts each) and of the
-synthetic post bank into ``textcause.io.cache_root()/embeddings`` (resumable: rerun after a kill).
+synthetic post bank into ``textcause.paths.cache_root()/embeddings`` (resumable: rerun after a kill).
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ PAPER_MODELS = [
 
 
 def run_one(model: str, task: str, level: int, args: argparse.Namespace, out: Path) -> tuple[dict, float]:
-    from textcause.cli import CONFIG_DIR, make_cli
-    from textcause.evaluate_run import main as evaluate_main
+    from textcause.runs.lightning_cli import CONFIG_DIR, make_cli
+    from textcause.cli.evaluate import main as evaluate_main
 
     name = f"{model}-{task}-{level}-s{args.seed}"
     started = time.perf_counter()

@@ -7,7 +7,8 @@ import stat
 
 import pytest
 
-from textcause.io import atomic_path, atomic_write_json, atomic_write_text, cache_root, content_key, resolve_corpus
+from textcause.io import atomic_path, atomic_write_json, atomic_write_text, content_key
+from textcause.paths import cache_root, resolve_corpus
 
 
 def test_atomic_write_replaces_whole_files_with_the_umask_mode(tmp_path):

@@ -1,16 +1,17 @@
 """textcause: causal inference with text, on semi-synthetic tasks built from real user histories.
 
-Data flows one way: corpus -> simulation -> features -> data -> models -> estimators/metrics
--> experiments. Importing the top-level package is cheap: it does not import torch or Lightning.
+Data flows one way: corpus -> simulation / observational -> features -> data -> models ->
+estimators / metrics -> runs -> analysis -> reports -> cli (see docs/architecture.md). Importing the top-level package is cheap: it does not import torch or Lightning.
 
 Evaluate your own method (see docs/methods.md):
 
     >>> import textcause
     >>> table = textcause.evaluate(my_method, tasks={"linguistic_complexity": [1]}, seeds=[0])  # doctest: +SKIP
 
-:func:`evaluate`, the protocols :class:`PropensityMethod` and :class:`EffectMethod`, :class:`EffectResult`,
-the adapters :class:`SklearnPropensity`, :class:`ConfigPropensity`, :class:`FunctionEffect` and
-:func:`as_method` are loaded on first use from :mod:`textcause.methods`.
+:func:`evaluate` (from :mod:`textcause.runs.methods`), the protocols :class:`PropensityMethod` and
+:class:`EffectMethod`, :class:`EffectResult`, the adapters :class:`SklearnPropensity`,
+:class:`ConfigPropensity`, :class:`FunctionEffect` and :func:`as_method` (from
+:mod:`textcause.methods`) are loaded on first use.
 """
 
 from typing import Any
@@ -24,6 +25,10 @@ __all__ = ["__version__", *_METHODS]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "evaluate":
+        from textcause.runs.methods import evaluate
+
+        return evaluate
     if name in _METHODS:
         import textcause.methods as methods
 

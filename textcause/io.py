@@ -1,4 +1,4 @@
-"""Where files go, and how they are written: cache root, content keys, atomic writes.
+"""How files are written: content keys and atomic writes (where they go: :mod:`textcause.paths`).
 
 Every cache and result is written to a temporary file in the destination folder and renamed into
 place, so a killed process leaves either the old file or the new one, never half a file.
@@ -13,44 +13,6 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
-
-# Relative to the project root: ../shared/data (see ../shared/data/README.md).
-_PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-
-def cache_root() -> Path:
-    """The cache folder: ``$TEXTCAUSE_CACHE`` or ``~/.cache/textcause`` (created on demand)."""
-    root = Path(os.environ.get("TEXTCAUSE_CACHE") or Path.home() / ".cache" / "textcause")
-    root.mkdir(parents=True, exist_ok=True)
-    return root
-
-
-def data_root() -> Path:
-    """The folder of the real corpora: ``$TEXTCAUSE_DATA`` or ``../shared/data`` beside the project."""
-    env = os.environ.get("TEXTCAUSE_DATA")
-    if env:
-        return Path(env)
-    return _PROJECT_ROOT.parent / "shared" / "data"
-
-
-#: Short names of the corpora in ../shared/data, usable wherever a corpus path is taken.
-CORPORA = {
-    "twitter": "pan19-twitter-histories.jsonl.gz",
-    "blogs": "blogs-histories.jsonl.gz",
-    "reddit-drunk": "reddit-sample/lifestyle_drunk.csv",
-}
-
-
-def resolve_corpus(source: str | os.PathLike) -> str:
-    """Map a short corpus name (``twitter``, ``blogs``, ``reddit-drunk``) to its path under the data root.
-
-    Anything else (a path, a Hugging Face dataset name) is returned unchanged.
-    """
-    s = str(source)
-    if s in CORPORA:
-        return str(data_root() / CORPORA[s])
-    return s
-
 
 def content_key(*parts: Any) -> str:
     """A stable SHA-256 hex key of ``parts`` (JSON-serialisable values, bytes or str)."""

@@ -7,7 +7,7 @@ wrong and what to do, never a traceback from deep inside numpy or a NaN.
 from __future__ import annotations
 
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -115,6 +115,42 @@ def check_real(
         rng = " and ".join(parts) if parts else "that is finite"
         raise ValueError(f"The '{name}' parameter of {owner} must be a float {rng}. Got {value!r} instead.")
     return float(value)
+
+
+def check_options(value: Any, name: str, owner: str, options: Iterable[Any]) -> Any:
+    """Check that ``value`` is one of ``options`` (scikit-learn's ``StrOptions``, with any values).
+
+    Every "must be one of" message of the package comes from here:
+    "The 'scale' parameter of DataSettings must be one of [None, 'maxabs', 'log1p']. Got 'x' instead."
+    """
+    allowed = list(options)
+    try:
+        ok = value in allowed
+    except TypeError:  # an unhashable or incomparable value
+        ok = False
+    if not ok or isinstance(value, bool) != any(isinstance(o, bool) and o == value for o in allowed):
+        raise ValueError(f"The '{name}' parameter of {owner} must be one of {allowed}. Got {value!r} instead.")
+    return value
+
+
+def check_subset(values: Any, name: str, owner: str, options: Iterable[Any]) -> tuple[Any, ...]:
+    """Check that ``values`` is a non-empty list of distinct members of ``options``; return it as a tuple."""
+    allowed = list(options)
+    items = [values] if isinstance(values, str) else values
+    if (not isinstance(items, (list, tuple)) or not items or len(set(map(repr, items))) != len(items)
+            or not all(_member(v, allowed) for v in items)):
+        raise ValueError(
+            f"The '{name}' parameter of {owner} must be a non-empty list of distinct values among {allowed}. "
+            f"Got {values!r} instead."
+        )
+    return tuple(items)
+
+
+def _member(value: Any, allowed: list[Any]) -> bool:
+    try:
+        return value in allowed and not isinstance(value, bool)
+    except TypeError:
+        return False
 
 
 def _range_text(low: int | None, high: int | None) -> str:

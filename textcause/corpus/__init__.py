@@ -1,9 +1,11 @@
 """Real user histories in, nothing random but a seeded user sample: readers, types and splits.
 
 ``load_histories`` reads history JSONL(.gz), flat comment tables (CSV / Parquet / NDJSON) and
-Hugging Face datasets into a :class:`Corpus`; ``split_users`` makes seeded train/val/test splits.
+Hugging Face datasets into a :class:`Corpus`; ``read_corpus`` is the same, memoised per process
+(every task of a grid reads its corpus once); ``split_users`` makes seeded train/val/test splits.
 """
 
+from textcause.corpus.memo import read_corpus
 from textcause.corpus.readers import FORMATS, corpus_summary, load_histories
 from textcause.corpus.splits import PAPER_FRACTIONS, split_users
 from textcause.corpus.tables import DELETED_AUTHORS
@@ -18,5 +20,6 @@ __all__ = [
     "Split",
     "corpus_summary",
     "load_histories",
+    "read_corpus",
     "split_users",
 ]

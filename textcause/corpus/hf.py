@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from textcause.corpus.jsonl import Record, history_record
 from textcause.corpus.tables import check_columns, table_records
-from textcause.io import cache_root
+from textcause.paths import cache_root
 
 #: Files that mark a ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk`` folder.
 SAVED_MARKERS = ("dataset_info.json", "state.json", "dataset_dict.json")

@@ -30,7 +30,7 @@ from textcause.corpus.hf import DataFiles, dataset_records, is_saved_dataset, lo
 from textcause.corpus.jsonl import Record, first_json_line, history_record, iter_json_lines
 from textcause.corpus.tables import csv_na_options, read_table, table_records
 from textcause.corpus.types import Corpus, History
-from textcause.io import resolve_corpus
+from textcause.paths import resolve_corpus
 from textcause.validation import check_int
 
 #: The formats ``load_histories`` reads: history JSONL, flat NDJSON / CSV / Parquet, Hugging Face.
@@ -61,7 +61,7 @@ def load_histories(
 
     Args:
         source: a short corpus name (``"twitter"``, ``"blogs"``, ``"reddit-drunk"``: files under
-            :func:`textcause.io.data_root`, i.e. ``$TEXTCAUSE_DATA`` or ``../shared/data``), a path
+            :func:`textcause.paths.data_root`, i.e. ``$TEXTCAUSE_DATA`` or ``../shared/data``), a path
             to a history JSONL(.gz), a CSV / Parquet / NDJSON comment table or a Hugging Face
             ``save_to_disk`` folder, or (with ``format="hf"``) a dataset in the local HF cache.
         min_posts: drop users with fewer non-empty posts than this (>= 1).

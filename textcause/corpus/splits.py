@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from textcause.corpus.types import Split
+from textcause.corpus.types import SPLITS, Split
+
+__all__ = ["PAPER_FRACTIONS", "SPLITS", "split_users"]
 from textcause.validation import check_int, check_real
 
 #: The paper's fractions: 3,200 / 800 / 4,000 of 8,000 users.

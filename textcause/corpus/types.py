@@ -75,16 +75,20 @@ class Corpus:
         return content_key([[h.user_id, list(h.posts)] for h in self.histories])
 
 
+#: The names of a split's parts, in this order.
+SPLITS = ("train", "val", "test")
+
+
 @dataclass(frozen=True)
 class Split:
-    """Index arrays (into a corpus or task) of the training, validation and test users."""
+    """Index arrays (into a corpus or task) of the training, validation and test users (:data:`SPLITS`)."""
 
     train: np.ndarray
     val: np.ndarray
     test: np.ndarray
 
     def __post_init__(self) -> None:
-        for name in ("train", "val", "test"):
+        for name in SPLITS:
             arr = np.asarray(getattr(self, name), dtype=np.int64)
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
@@ -93,6 +97,6 @@ class Split:
         return len(self.train), len(self.val), len(self.test)
 
     def __getitem__(self, name: str) -> np.ndarray:
-        if name not in ("train", "val", "test"):
+        if name not in SPLITS:
             raise ValueError(f"Unknown split {name!r}: choose 'train', 'val' or 'test'.")
         return getattr(self, name)

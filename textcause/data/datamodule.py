@@ -1,91 +1,29 @@
-"""The LightningDataModule that wires a real corpus, a semi-synthetic task and a text representation.
+"""The LightningDataModule that serves a task built from a real corpus as propensity-model batches.
 
-``CausalTextDataModule`` reads the corpus, draws the task (with its known truth), fits the
-representation on the training users (cached by content), and serves batches of
-``{"x", "t", "y", "p_true", "index"}`` for the train / val / test / predict splits.
+``CausalTextDataModule`` holds :class:`~textcause.data.build.DataSettings` (what is built: corpus,
+task, representation) and serving options (batch size, workers, the predict split); the task and
+features come from :func:`textcause.data.build.build_data`, the one build every caller shares.
+Batches are ``{"x", "t", "y", "p_true", "index"}`` for the train / val / test / predict splits.
 """
 
 from __future__ import annotations
 
-import functools
-import logging
-import os
-from collections import OrderedDict
-from pathlib import Path
+import dataclasses
 from typing import Any, Optional
 
 import lightning as L
 import numpy as np
-import scipy.sparse as sp
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from textcause.corpus.splits import SPLITS
 from textcause.data.batches import FeatureCollate, HistoryCollate
+from textcause.data.build import BuiltData, DataSettings, build_data
 from textcause.data.memory import keep_freed_memory
-from textcause.io import content_key, resolve_corpus
-from textcause.validation import check_int
+from textcause.features.kinds import EMBEDDING_KINDS
+from textcause.validation import check_int, check_options
 
-log = logging.getLogger(__name__)
-
-SPLITS = ("train", "val", "test")
-
-# Built (task, features, info) per data configuration, so a second data module with the same
-# settings in this process (the CLI sizing the model, a benchmark re-evaluating) does not rebuild.
-_BUILT: "OrderedDict[str, tuple[Any, Any, dict[str, Any]]]" = OrderedDict()
-_BUILT_MAX = 4
-# Settings that change what is built (the rest only changes how it is served).
-_BUILD_KEYS = (
-    "corpus", "task", "level", "seed", "representation", "min_users", "n_users",
-    "min_posts", "max_posts", "insertion", "outcome", "encoder", "max_tokens", "token_cap", "scale",
-    "encoder_layer", "observational",
-)
-SCALES = (None, "maxabs", "log1p")
-EMBEDDING_REPRESENTATIONS = ("post_embeddings", "post_tokens")
-
-
-def _load_corpus(source: str, min_posts: int, max_posts: int, n_users: Optional[int]) -> Any:
-    """Read a corpus once per process: a grid of cells reuses it (a Corpus is immutable).
-
-    The memo is keyed by the resolved path and its modification time, so a changed file or data
-    root is read again.
-    """
-    path = resolve_corpus(source)
-    try:
-        stamp = os.stat(path).st_mtime_ns
-    except OSError:
-        stamp = None  # not a local file (a Hugging Face name): load_histories reports problems
-    return _read_corpus(path, stamp, min_posts, max_posts, n_users)
-
-
-@functools.lru_cache(maxsize=2)
-def _read_corpus(path: str, stamp: Optional[int], min_posts: int, max_posts: int, n_users: Optional[int]) -> Any:
-    from textcause.corpus import load_histories
-
-    return load_histories(path, min_posts=min_posts, max_posts=max_posts, n_users=n_users, seed=0)
-
-
-def clear_built_cache() -> None:
-    """Forget the tasks and features built in this process (long-running workers call it between
-    cells to bound memory); the last two corpora read stay in memory."""
-    _BUILT.clear()
-
-
-def scale_features(x: Any, train: np.ndarray, how: Optional[str]) -> Any:
-    """Rescale a sparse or dense feature matrix (``maxabs`` fitted on the training rows only)."""
-    if how is None:
-        return x
-    if how == "log1p":
-        if sp.issparse(x):
-            x = x.copy()
-            x.data = np.log1p(x.data)
-            return x
-        return np.log1p(x)
-    col_max = abs(x[train]).max(axis=0)
-    col_max = np.asarray(col_max.todense() if sp.issparse(col_max) else col_max, dtype=np.float64).ravel()
-    factor = np.where(col_max > 0, 1.0 / np.where(col_max > 0, col_max, 1.0), 1.0).astype(np.float32)
-    if sp.issparse(x):
-        return (x @ sp.diags(factor)).tocsr().astype(np.float32)
-    return (x * factor).astype(np.float32)
+_D = DataSettings()
 
 
 class _Indices(Dataset):
@@ -137,138 +75,80 @@ class CausalTextDataModule(L.LightningDataModule):
             columns are unchanged), ``log1p`` takes log(1 + x); None leaves them as they are.
         observational: a path to an observational study config (``configs/observational/*.yaml``,
             see :mod:`textcause.observational`): serve its real treatment, text and later-post
-            outcome instead of a semi-synthetic task (``corpus``, ``task``, ``level``, ``n_users``,
-            ``min_posts``, ``max_posts``, ``insertion`` and ``outcome`` are then ignored). It has no
-            true propensity (``p_true`` is NaN) and no true ATE.
+            outcome instead of a semi-synthetic task. The study decides the corpus and its users, so
+            ``corpus``, ``task``, ``level``, ``n_users``, ``min_posts``, ``max_posts``, ``insertion``
+            and ``outcome`` must keep their defaults (an error otherwise). It has no true propensity
+            (``p_true`` is NaN) and no true ATE.
     """
 
     def __init__(
         self,
-        corpus: str = "twitter",
-        task: str = "linguistic_complexity",
-        level: int = 2,
-        seed: int = 0,
-        representation: str = "bigram_binary",
-        min_users: int = 10,
-        n_users: Optional[int] = None,
-        min_posts: int = 10,
-        max_posts: int = 60,
-        insertion: Optional[str] = None,
-        outcome: str = "binary",
+        corpus: str = _D.corpus,
+        task: str = _D.task,
+        level: int = _D.level,
+        seed: int = _D.seed,
+        representation: str = _D.representation,
+        min_users: int = _D.min_users,
+        n_users: Optional[int] = _D.n_users,
+        min_posts: int = _D.min_posts,
+        max_posts: int = _D.max_posts,
+        insertion: Optional[str] = _D.insertion,
+        outcome: str = _D.outcome,
         predict_split: str = "test",
         batch_size: int = 64,
         num_workers: int = 0,
         cache: bool = True,
-        encoder: Optional[str] = None,
-        max_tokens: int = 64,
-        token_cap: int = 32,
-        scale: Optional[str] = None,
-        encoder_layer: Optional[int] = None,
-        observational: Optional[str] = None,
+        encoder: Optional[str] = _D.encoder,
+        max_tokens: int = _D.max_tokens,
+        token_cap: int = _D.token_cap,
+        scale: Optional[str] = _D.scale,
+        encoder_layer: Optional[int] = _D.encoder_layer,
+        observational: Optional[str] = _D.observational,
     ) -> None:
         super().__init__()
-        if scale not in SCALES:
-            raise ValueError(f"The 'scale' parameter must be one of {list(SCALES)}. Got {scale!r} instead.")
-        if predict_split not in SPLITS:
-            raise ValueError(f"The 'predict_split' parameter must be one of {list(SPLITS)}. Got {predict_split!r} instead.")
-        check_int(batch_size, "batch_size", "CausalTextDataModule", low=1)
-        check_int(num_workers, "num_workers", "CausalTextDataModule", low=0)
+        owner = "CausalTextDataModule"
+        check_options(predict_split, "predict_split", owner, SPLITS)
+        check_int(batch_size, "batch_size", owner, low=1)
+        check_int(num_workers, "num_workers", owner, low=0)
         self.save_hyperparameters()
-        self._built = False
-        self.task_data: Any = None
-        self._features: Any = None
+        self.settings = DataSettings(**{f.name: self.hparams[f.name] for f in dataclasses.fields(DataSettings)})
+        self._built: Optional[BuiltData] = None
 
     # ------------------------------------------------------------------ building
-    def _build(self) -> None:
-        if self._built:
-            return
-        from textcause.features import build_representation
-        from textcause.simulation import make_task
-
-        hp = self.hparams
-        key = repr([(k, hp[k]) for k in _BUILD_KEYS])
-        study = Path(hp.observational) if hp.observational else None
-        if study is not None and study.is_file():  # the study file's content, not only its path, decides what is built
-            key += content_key(study.read_bytes())
-        if key in _BUILT:
-            self.task_data, self._features, self.representation_info = _BUILT[key]
-            self._built = True
-            return
-        # The user sample is fixed (seed 0) so that task seeds compare methods on the same users;
-        # the task seed redraws classes, inserted posts, treatments, outcomes and the split.
-        if hp.observational:
-            from textcause.observational.task import load_task
-
-            task = load_task(hp.observational, seed=hp.seed)
-        else:
-            corpus = _load_corpus(hp.corpus, hp.min_posts, hp.max_posts, hp.n_users)
-            kwargs: dict[str, Any] = {"outcome": hp.outcome}
-            if hp.insertion is not None:
-                kwargs["insertion"] = hp.insertion
-            task = make_task(corpus, hp.task, hp.level, seed=hp.seed, **kwargs)
-        if hp.representation == "none":  # baselines (oracle, unadjusted) read no text
-            features: Any = np.zeros((len(task), 0), dtype=np.float32)
-            info = {"kind": "none", "vocabulary_size": 0, "fit_seconds": 0.0}
-        elif hp.representation in EMBEDDING_REPRESENTATIONS:
-            features, info = self._embed(task.texts)
-        else:
-            rep = build_representation(
-                hp.representation, task.texts, task.split.train, min_users=hp.min_users, seed=hp.seed, cache=hp.cache
-            )
-            features = scale_features(rep.matrix, task.split.train, hp.scale)
-            info = {"kind": rep.kind, "vocabulary_size": int(rep.vocabulary_size), "fit_seconds": float(rep.fit_seconds)}
-        self.task_data = task
-        self._features = features
-        self.representation_info = info
-        self._built = True
-        _BUILT[key] = (task, features, info)
-        while len(_BUILT) > _BUILT_MAX:
-            _BUILT.popitem(last=False)
-        log.info("Built %r with %s features of width %d.", task, hp.representation, self.input_dim)
-
-    def _embed(self, texts: list[list[str]]) -> tuple[Any, dict[str, Any]]:
-        import time
-
-        from textcause.features.embeddings import PostEmbeddingCache
-
-        hp = self.hparams
-        tokens = hp.representation == "post_tokens"
-        cache = PostEmbeddingCache(hp.encoder, max_tokens=hp.max_tokens, store_tokens=tokens, token_cap=hp.token_cap,
-                                   layer=hp.encoder_layer if tokens else None)
-        started = time.perf_counter()
-        # float16 in memory: the token table of a 4,000-user corpus is several GB in float32.
-        hist = cache.embed_histories(texts, out_dtype=np.float16 if tokens else np.float32)
-        info = {"kind": hp.representation, "vocabulary_size": 0, "fit_seconds": time.perf_counter() - started,
-                "encoder": cache.spec.name, "cache": str(cache.folder)}
-        return hist, info
+    @property
+    def built(self) -> BuiltData:
+        """The task and features (built on first use; the build is memoised per process)."""
+        if self._built is None:
+            self._built = build_data(self.settings, cache=self.hparams.cache)
+        return self._built
 
     def prepare_data(self) -> None:
-        # Runs on one process: fills the feature cache so the other ranks get a cache hit.
-        self._build()
+        # Runs on one process per node: fills the feature and embedding caches so that the other
+        # ranks get cache hits in setup. Assigns no state (Lightning's rule for prepare_data).
+        build_data(self.settings, cache=self.hparams.cache)
 
     def setup(self, stage: Optional[str] = None) -> None:
-        self._build()
+        self.built  # noqa: B018 - build (or fetch from the memo) on every rank
 
-    # ------------------------------------------------------------------ truth
     @property
     def task(self) -> Any:
-        """The :class:`~textcause.simulation.types.SemiSyntheticTask` with its truth."""
-        self._build()
-        return self.task_data
+        """The :class:`~textcause.simulation.types.SemiSyntheticTask` (or observational task) with its truth."""
+        return self.built.task
 
     @property
     def features(self) -> Any:
         """The feature matrix of every user (sparse, dense, or a post-embedding table)."""
-        self._build()
-        return self._features
+        return self.built.features
+
+    @property
+    def representation_info(self) -> dict[str, Any]:
+        """``kind``, ``vocabulary_size``, ``fit_seconds`` of the representation (and its encoder)."""
+        return self.built.info
 
     @property
     def input_dim(self) -> int:
         """Width of the feature matrix (linked into the model's ``net.input_dim`` by the CLI)."""
-        self._build()
-        if self.hparams.representation in EMBEDDING_REPRESENTATIONS:
-            return int(self.features.vectors.shape[1])
-        return int(self.features.shape[1])
+        return self.built.input_dim
 
     @property
     def true_ate(self) -> Optional[float]:
@@ -290,8 +170,8 @@ class CausalTextDataModule(L.LightningDataModule):
     # ------------------------------------------------------------------ loaders
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
         task = self.task
-        if self.hparams.representation in EMBEDDING_REPRESENTATIONS:
-            tokens = self.hparams.representation == "post_tokens"
+        if self.settings.representation in EMBEDDING_KINDS:
+            tokens = self.settings.representation == "post_tokens"
             if tokens:
                 keep_freed_memory()
             collate: Any = HistoryCollate(

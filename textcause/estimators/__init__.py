@@ -6,13 +6,26 @@ or :func:`bootstrap_ci` can choose one by name.
 
 from textcause.estimators.bootstrap import bootstrap_ci, bootstrap_indices
 from textcause.estimators.matching import matching, nearest_opposite
-from textcause.estimators.registry import ESTIMATORS, get_estimator
+from textcause.estimators.registry import (
+    DEFAULT_ESTIMATORS,
+    ESTIMATOR_DEFAULTS,
+    ESTIMATOR_LABELS,
+    ESTIMATORS,
+    PROPENSITY_ESTIMATORS,
+    estimator_kwargs,
+    get_estimator,
+)
 from textcause.estimators.stratification import propensity_strata, stratified
 from textcause.estimators.types import Estimate
 from textcause.estimators.weighting import aipw, ipw, unadjusted
 
 __all__ = [
+    "DEFAULT_ESTIMATORS",
+    "ESTIMATOR_DEFAULTS",
+    "ESTIMATOR_LABELS",
     "ESTIMATORS",
+    "PROPENSITY_ESTIMATORS",
+    "estimator_kwargs",
     "Estimate",
     "aipw",
     "bootstrap_ci",

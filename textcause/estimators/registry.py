@@ -1,4 +1,10 @@
-"""The estimators by name, so configs and the bootstrap can pick one with a string."""
+"""The estimators by name: configs, the bootstrap and the evaluation pick one with a string.
+
+This module owns what every caller shares: :data:`ESTIMATORS` (name -> function),
+:data:`DEFAULT_ESTIMATORS` (what a propensity model is evaluated with; ``unadjusted`` is always
+reported beside them), the default keyword arguments of each (:data:`ESTIMATOR_DEFAULTS`) and the
+display labels (:data:`ESTIMATOR_LABELS`, in display order).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +24,31 @@ ESTIMATORS: dict[str, EstimatorFn] = {
     "matching": matching,
     "aipw": aipw,
 }
+
+#: The estimators that use a propensity and need nothing else (AIPW also needs outcome predictions).
+PROPENSITY_ESTIMATORS = ("ipw", "stratified", "matching")
+#: What a propensity model is evaluated with by default (``unadjusted`` is always added first).
+DEFAULT_ESTIMATORS = PROPENSITY_ESTIMATORS
+
+#: Keyword arguments each estimator is run with unless a caller says otherwise.
+ESTIMATOR_DEFAULTS: dict[str, dict[str, Any]] = {
+    "stratified": {"n_strata": 10},
+    "matching": {"caliper": 0.2},
+}
+
+#: Display labels, in display order (the paper calls IPW "IPTW").
+ESTIMATOR_LABELS = {"unadjusted": "Unadjusted", "ipw": "IPTW", "stratified": "Stratified", "matching": "Matching",
+                    "aipw": "AIPW"}
+
+
+def estimator_kwargs(name: str, **overrides: Any) -> dict[str, Any]:
+    """The keyword arguments of estimator ``name``: its defaults, updated by the ``overrides`` it takes.
+
+    An override the estimator does not take (``n_strata`` for ``ipw``) is ignored, so callers can
+    pass one set of settings for every estimator.
+    """
+    defaults = ESTIMATOR_DEFAULTS.get(name, {})
+    return {**defaults, **{k: v for k, v in overrides.items() if k in defaults}}
 
 
 def get_estimator(estimator: Any, owner: str = "get_estimator") -> EstimatorFn:

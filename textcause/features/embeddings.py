@@ -44,7 +44,8 @@ import numpy as np
 
 from textcause.features.embed_cache import DTYPES, ShardStore, ranges, post_key, to_storage
 from textcause.features.encoder import POOLINGS, Encoder, EncoderSpec
-from textcause.io import atomic_write_json, cache_root, content_key
+from textcause.io import atomic_write_json, content_key
+from textcause.paths import cache_root
 from textcause.validation import check_int
 
 CACHE_VERSION = "post-embeddings/v1"

@@ -32,7 +32,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from textcause.io import atomic_write_json, cache_root, content_key
+from textcause.io import atomic_write_json, content_key
+from textcause.paths import cache_root
 from textcause.validation import check_int
 
 #: Names that mean the default encoder.

@@ -31,16 +31,12 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
+from textcause.features.kinds import NGRAM_KINDS
 from textcause.features.tokenize import Encoded, encode
 from textcause.validation import check_int
 
-#: The representation names, with (largest n, binary).
-KINDS: dict[str, tuple[int, bool]] = {
-    "unigram_binary": (1, True),
-    "bigram_binary": (2, True),
-    "bigram_counts": (2, False),
-    "lda": (2, False),
-}
+#: The n-gram representations (:data:`textcause.features.kinds.NGRAM_KINDS`), with (largest n, binary).
+KINDS: dict[str, tuple[int, bool]] = dict(zip(NGRAM_KINDS, [(1, True), (2, True), (2, False), (2, False)]))
 
 # Keys user * span + code are packed into one int64 when they fit, else sorted with lexsort.
 _INT64_LIMIT = 2**62

@@ -23,7 +23,8 @@ import scipy.sparse as sp
 
 from textcause.features.ngrams import NgramFeaturizer, check_texts
 from textcause.features.tokenize import TOKENIZER_VERSION, encode
-from textcause.io import atomic_path, atomic_write_json, cache_root, content_key
+from textcause.io import atomic_path, atomic_write_json, content_key
+from textcause.paths import cache_root
 
 #: Bump when the cached files' layout or the featurizer's output changes.
 CACHE_VERSION = 1

@@ -4,13 +4,13 @@
   (``estimate(X, t, y)``), with :class:`EffectResult`: :mod:`textcause.methods.protocols`.
 * :class:`SklearnPropensity`, :class:`ConfigPropensity`, :class:`FunctionEffect` and
   :func:`as_method`: :mod:`textcause.methods.adapters`.
-* :func:`evaluate`: :mod:`textcause.methods.api`; one cell: :mod:`textcause.methods.run`; the inputs
-  of each representation: :mod:`textcause.methods.inputs`.
+* the inputs of each representation: :mod:`textcause.methods.inputs`.
+
+:func:`textcause.evaluate` (in :mod:`textcause.runs.methods`) runs a method over task levels and
+seeds; one cell: :mod:`textcause.runs.method_cell`.
 
 Importing this package is cheap (no torch, Lightning, pandas or scikit-learn).
 """
-
-from typing import Any
 
 from textcause.methods.adapters import ConfigPropensity, FunctionEffect, SklearnPropensity, as_method
 from textcause.methods.protocols import REPRESENTATIONS, EffectMethod, EffectResult, PropensityMethod
@@ -24,13 +24,4 @@ __all__ = [
     "PropensityMethod",
     "SklearnPropensity",
     "as_method",
-    "evaluate",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "evaluate":
-        from textcause.methods.api import evaluate
-
-        return evaluate
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -37,9 +37,9 @@ SKLEARN_LIKE = ("sklearn", "imblearn", "lightgbm", "xgboost", "catboost")
 
 
 def _config_dir() -> Path:
-    from textcause.experiments.grid import CONFIG_DIR
+    from textcause.paths import config_dir
 
-    return CONFIG_DIR
+    return config_dir()
 
 
 class SklearnPropensity:
@@ -165,7 +165,7 @@ class ConfigPropensity:
 
     Not a :class:`~textcause.methods.protocols.PropensityMethod` (it has no ``fit``): each cell runs
     ``train.py fit --config <config>`` and ``evaluate.py`` in-process through
-    :func:`textcause.experiments.worker.run_cell`, so its rows equal the benchmark's.
+    :func:`textcause.runs.worker.run_cell`, so its rows equal the benchmark's.
 
     Args:
         config: a model config name (``lr_bigram_binary``: ``configs/lr_bigram_binary.yaml``) or a YAML path.

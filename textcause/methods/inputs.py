@@ -1,8 +1,7 @@
 """The task a method is evaluated on, and its inputs in the representation the method requests.
 
-:func:`build_task` draws a task exactly as :class:`textcause.data.CausalTextDataModule` does (the
-same corpus reading, user sample and ``make_task`` call), so a method and a built-in model of the
-same cell see the same users, treatments, outcomes and split. :class:`TaskInputs` gives the users'
+:func:`build_task` gives a cell's task exactly as :class:`textcause.data.CausalTextDataModule` serves
+it. :class:`TaskInputs` gives the users'
 inputs as plain Python / numpy:
 
 ========================  ====================================================================
@@ -16,29 +15,34 @@ None (raw text)           a list of users, each a list of post strings (oldest f
                           fitted on the training users)
 ``post_embeddings``       a list of float32 arrays, one per user, of shape (n_posts, dim): each
                           post's vector from the cached frozen encoder (all-MiniLM-L6-v2, d = 384)
+``post_tokens``           a list, one per user, of lists of float32 arrays of shape
+                          (n_tokens, dim): each post's token states (at most ``token_cap`` = 32
+                          tokens a post) from the same cache
 ========================  ====================================================================
+
+The task and the n-gram features come from :func:`textcause.data.build.build_data`, the build the
+data module serves, so a method and a built-in model of the same cell see the same users,
+treatments, outcomes, split and features.
 """
 
 from __future__ import annotations
 
-import functools
-import os
-import sys
-from typing import Any, Iterable, Optional
+import dataclasses
+from typing import Any, Iterable
 
 import numpy as np
 
-from textcause.io import resolve_corpus
+from textcause.data.build import DataSettings, build_data, embed_texts
+from textcause.features.kinds import NGRAM_KINDS
 
-NGRAM_KINDS = ("unigram_binary", "bigram_binary", "bigram_counts", "lda")
-#: Data-module options (``data.<key>`` overrides of a grid) that change the task or the inputs.
-DATA_KEYS = ("n_users", "min_posts", "max_posts", "outcome", "insertion", "min_users", "encoder", "max_tokens")
-DEFAULTS: dict[str, Any] = {"n_users": None, "min_posts": 10, "max_posts": 60, "outcome": "binary", "insertion": None,
-                            "min_users": 10, "encoder": None, "max_tokens": 64}
+#: The data settings that change the task or a method's inputs (``data.<key>`` overrides of a grid);
+#: the rest (batching, scaling, the encoder layer) only concern built-in models.
+DATA_KEYS = ("n_users", "min_posts", "max_posts", "outcome", "insertion", "min_users", "encoder", "max_tokens",
+             "token_cap")
 
 
 def data_settings(overrides: Iterable[tuple[str, Any]]) -> dict[str, Any]:
-    """The data settings of a cell: :data:`DEFAULTS` updated by its ``data.<key>`` overrides.
+    """The ``data.<key>`` overrides of a cell that concern methods, as a dict (see :data:`DATA_KEYS`).
 
     Other options (``trainer.*``, ``model.*``, data options that only change batching) do not
     concern methods and are ignored.
@@ -46,7 +50,7 @@ def data_settings(overrides: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     Raises:
         ValueError: for ``data.observational``: methods are evaluated on semi-synthetic tasks only.
     """
-    settings = dict(DEFAULTS)
+    settings: dict[str, Any] = {}
     for key, value in overrides:
         name = key.lstrip("-")
         if name == "data.observational" and value:
@@ -57,62 +61,42 @@ def data_settings(overrides: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     return settings
 
 
-def load_corpus(source: str, min_posts: int, max_posts: int, n_users: Optional[int]) -> Any:
-    """Read a corpus as the data module does (one memo per process, keyed by path and mtime)."""
-    module = sys.modules.get("textcause.data.datamodule")
-    if module is not None:  # already imported (a benchmark worker): share its memo
-        return module._load_corpus(source, min_posts, max_posts, n_users)
-    path = resolve_corpus(source)
-    try:
-        stamp = os.stat(path).st_mtime_ns
-    except OSError:
-        stamp = None
-    return _read_corpus(path, stamp, min_posts, max_posts, n_users)
-
-
-@functools.lru_cache(maxsize=2)
-def _read_corpus(path: str, stamp: Optional[int], min_posts: int, max_posts: int, n_users: Optional[int]) -> Any:
-    from textcause.corpus import load_histories
-
-    return load_histories(path, min_posts=min_posts, max_posts=max_posts, n_users=n_users, seed=0)
+def task_settings(source: str, task: str, level: int, seed: int, settings: dict[str, Any] | None = None,
+                  representation: str = "none") -> DataSettings:
+    """The :class:`~textcause.data.build.DataSettings` of a cell for ``representation``."""
+    return DataSettings(corpus=source, task=task, level=level, seed=seed, representation=representation,
+                        **(settings or {}))
 
 
 def build_task(source: str, task: str, level: int, seed: int, settings: dict[str, Any] | None = None) -> Any:
-    """The :class:`~textcause.simulation.SemiSyntheticTask` of a cell, as the data module builds it.
+    """The :class:`~textcause.simulation.SemiSyntheticTask` of a cell, exactly as the data module builds it.
 
     Args:
         source: a corpus short name or path.
         task, level, seed: the task draw.
-        settings: :func:`data_settings` (default :data:`DEFAULTS`).
+        settings: :func:`data_settings` (default: none, i.e. :class:`~textcause.data.build.DataSettings`' defaults).
     """
-    from textcause.simulation import make_task
-
-    s = {**DEFAULTS, **(settings or {})}
-    corpus = load_corpus(source, s["min_posts"], s["max_posts"], s["n_users"])
-    kwargs: dict[str, Any] = {"outcome": s["outcome"]}
-    if s["insertion"] is not None:
-        kwargs["insertion"] = s["insertion"]
-    return make_task(corpus, task, level, seed=seed, **kwargs)
+    return build_data(task_settings(source, task, level, seed, settings)).task
 
 
 class TaskInputs:
     """Users' inputs in one representation, built once per cell.
 
     Args:
-        task: the semi-synthetic task.
+        settings: the cell's data settings (corpus, task, level, seed, ...), as for its built-in models.
         representation: None (raw text) or a representation name (see the module docstring).
-        seed: the cell's seed (LDA's random state, as in the data module).
-        options: ``min_users``, ``encoder``, ``max_tokens`` (see :data:`DEFAULTS`).
+        options: the method's ``representation_options`` (``min_users``, ``encoder``, ``max_tokens``,
+            ``token_cap``), overriding the cell's.
         needed: the users whose inputs will be asked for (embeddings are computed for these only).
     """
 
-    def __init__(self, task: Any, representation: str | None, *, seed: int, options: dict[str, Any] | None = None,
+    def __init__(self, settings: DataSettings, representation: str | None, *, options: dict[str, Any] | None = None,
                  needed: np.ndarray | None = None) -> None:
-        self.task, self.representation, self.seed = task, representation, seed
-        self.options = {**DEFAULTS, **(options or {})}
+        self.representation = representation
+        self.settings = dataclasses.replace(settings, representation=representation or "none", **(options or {}))
+        self.task = build_data(dataclasses.replace(settings, representation="none")).task
         self.needed = None if needed is None else np.unique(np.asarray(needed, dtype=np.int64))
-        self._matrix: Any = None
-        self._rows: dict[int, np.ndarray] | None = None
+        self._rows: dict[int, Any] | None = None
 
     def take(self, indices: np.ndarray) -> Any:
         """The inputs of the users at ``indices`` (into the task), in that order."""
@@ -121,27 +105,25 @@ class TaskInputs:
         if rep is None:
             return [list(self.task.texts[i]) for i in idx]
         if rep in NGRAM_KINDS:
-            return self._ngrams()[idx]
-        if rep == "post_embeddings":
+            return build_data(self.settings).features[idx]
+        if rep in ("post_embeddings", "post_tokens"):
             rows = self._embeddings()
-            return [rows[int(i)].copy() for i in idx]
+            return [_copy(rows[int(i)]) for i in idx]
         raise ValueError(f"Unknown representation {rep!r}.")
 
-    def _ngrams(self) -> Any:
-        if self._matrix is None:
-            from textcause.features import build_representation
-
-            rep = build_representation(self.representation, self.task.texts, self.task.split.train,
-                                       min_users=int(self.options["min_users"]), seed=self.seed, cache=True)
-            self._matrix = rep.matrix
-        return self._matrix
-
-    def _embeddings(self) -> dict[int, np.ndarray]:
+    def _embeddings(self) -> dict[int, Any]:
         if self._rows is None:
-            from textcause.features.embeddings import PostEmbeddingCache
-
             users = self.needed if self.needed is not None else np.arange(len(self.task))
-            cache = PostEmbeddingCache(self.options["encoder"], max_tokens=int(self.options["max_tokens"]))
-            table = cache.embed_histories([self.task.texts[i] for i in users], out_dtype=np.float32)
-            self._rows = {int(u): table.vectors[ids] for u, ids in zip(users, table.post_ids)}
+            table, _ = embed_texts([self.task.texts[i] for i in users], self.settings)
+            if self.representation == "post_tokens":
+                off = table.token_offsets
+                self._rows = {int(u): [np.asarray(table.token_values[off[j]:off[j + 1]], dtype=np.float32) for j in ids]
+                              for u, ids in zip(users, table.post_ids)}
+            else:
+                self._rows = {int(u): np.asarray(table.vectors[ids], dtype=np.float32)
+                              for u, ids in zip(users, table.post_ids)}
         return self._rows
+
+
+def _copy(value: Any) -> Any:
+    return [a.copy() for a in value] if isinstance(value, list) else value.copy()

@@ -13,10 +13,11 @@ Optional attributes read by textcause (never required; ``getattr`` with a defaul
     letters, digits, ``_``, ``.`` and ``-``.
 ``representation``
     what ``X`` is (default None, raw text); one of :data:`REPRESENTATIONS`, see
-    :func:`textcause.methods.inputs.method_inputs`.
+    :mod:`textcause.methods.inputs`.
 ``representation_options``
     a dict of representation settings: ``min_users`` (n-gram kinds, default 10), ``encoder`` and
-    ``max_tokens`` (``post_embeddings``, default the packaged all-MiniLM-L6-v2 and 64 tokens).
+    ``max_tokens`` (``post_embeddings`` / ``post_tokens``, default the packaged all-MiniLM-L6-v2 and
+    64 tokens), ``token_cap`` (``post_tokens``: token states kept per post, default 32).
 ``estimator``
     an effect method's ``estimator`` label in result tables (default ``"effect"``).
 """
@@ -28,10 +29,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from textcause.features.kinds import EMBEDDING_KINDS, NGRAM_KINDS
+
 #: Representations a method may request (None: raw text, a list of post strings per user).
-REPRESENTATIONS = (None, "unigram_binary", "bigram_binary", "bigram_counts", "lda", "post_embeddings")
+REPRESENTATIONS = (None, *NGRAM_KINDS, *EMBEDDING_KINDS)
 #: Keys of a method's ``representation_options``.
-REPRESENTATION_OPTIONS = ("min_users", "encoder", "max_tokens")
+REPRESENTATION_OPTIONS = ("min_users", "encoder", "max_tokens", "token_cap")
 #: The ``estimator`` label of an effect method's rows unless it sets its own.
 EFFECT_ESTIMATOR = "effect"
 #: Estimator labels an effect method may not take (they name textcause's own estimators).

@@ -72,3 +72,17 @@ def expected_calibration_error(t: Any, propensity: Any, n_bins: int = 15) -> flo
     k = np.searchsorted(edges, p, side="right") - 1
     gap = np.bincount(k, weights=t - p, minlength=n_bins + 1)
     return float(np.abs(gap).sum() / p.size)
+
+
+def accuracy_interval(t: np.ndarray, propensity: np.ndarray, *, n_boot: int = 1000, level: float = 0.95,
+                      seed: int = 0) -> tuple[float, float] | tuple[None, None]:
+    """Percentile bootstrap interval over units of the treatment accuracy (``propensity > 0.5`` vs ``t``)."""
+    correct = ((np.asarray(propensity) > 0.5) == (np.asarray(t) == 1)).astype(np.float64)
+    if n_boot <= 0 or correct.size == 0:
+        return None, None
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_boot)
+    for b in range(n_boot):  # one replicate at a time: memory stays O(n)
+        means[b] = correct[rng.integers(0, correct.size, correct.size)].mean()
+    alpha = (1.0 - level) / 2.0
+    return float(np.quantile(means, alpha)), float(np.quantile(means, 1.0 - alpha))

@@ -9,8 +9,8 @@ measure bias against, disagreement between models is what a study can see.
 * :mod:`textcause.observational.outcomes`: outcome properties of the later posts.
 * :mod:`textcause.observational.task`: the :class:`ObservationalTask` (served by the data module
   through ``--data.observational <config>``).
-* :mod:`textcause.observational.run`: ``textcause observe``: fit, evaluate, resume.
-* :mod:`textcause.observational.results` and :mod:`textcause.observational.figure`: tables, the
+* :mod:`textcause.runs.study`: ``textcause observe``: fit, evaluate, resume.
+* :mod:`textcause.reports.study` and :mod:`textcause.reports.study_figure`: tables, the
   disagreement summary and the paper's figure 2 layout.
 
 Importing this package is cheap (no torch or Lightning).

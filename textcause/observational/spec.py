@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from textcause.experiments.grid import DEFAULT_CONFIGS, model_config_path, model_names  # noqa: F401 (re-export)
+from textcause.paths import model_config_path
 from textcause.observational.outcomes import OUTCOMES
 
 SPEC_KEYS = ("name", "description", "corpus", "filter", "treatment", "history", "outcome", "n_users",
@@ -220,6 +220,15 @@ def _is_oracle(path: Path) -> bool:
     model = config.get("model") if isinstance(config, Mapping) else None
     class_path = model.get("class_path", "") if isinstance(model, Mapping) else ""
     return str(class_path).endswith("OracleModel")
+
+
+def model_names(value: Any) -> list[str] | None:
+    """A ``models`` entry as a list of non-empty strings (a single string is a list of one); None if malformed."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(m, str) and m for m in value):
+        return None
+    return value
 
 
 def _models(value: Any, source: str) -> tuple[tuple[str, Path], ...]:

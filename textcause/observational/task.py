@@ -20,7 +20,6 @@ import numpy as np
 
 from textcause.corpus.splits import split_users
 from textcause.corpus.types import Corpus, Split
-from textcause.io import resolve_corpus
 from textcause.observational.outcomes import OUTCOMES, outcome_label
 from textcause.observational.spec import ObservationalSpec, load_spec
 
@@ -154,21 +153,11 @@ def build_observational_task(corpus: Corpus, spec: ObservationalSpec, seed: int 
     )
 
 
-@functools.lru_cache(maxsize=2)
-def _read_corpus(path: str, stamp: int | None) -> Corpus:
-    from textcause.corpus import load_histories
-
-    return load_histories(path, min_posts=1, max_posts=None)
-
-
 def read_corpus(source: str) -> Corpus:
-    """Every user and post of a corpus (memoised per file and modification time)."""
-    path = resolve_corpus(source)
-    try:
-        stamp: int | None = os.stat(path).st_mtime_ns
-    except OSError:
-        stamp = None
-    return _read_corpus(path, stamp)
+    """Every user and post of a corpus (the process-wide memoised reader)."""
+    from textcause.corpus.memo import read_corpus as read
+
+    return read(source, min_posts=1, max_posts=None)
 
 
 @functools.lru_cache(maxsize=2)

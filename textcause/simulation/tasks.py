@@ -98,11 +98,12 @@ class TaskSpec:
 
 @dataclass(frozen=True)
 class TaskEntry:
-    """A registered task: its levels and the builder ``level -> TaskSpec``."""
+    """A registered task: its levels, the builder ``level -> TaskSpec`` and its display label."""
 
     name: str
     levels: tuple[int, ...]
     builder: Callable[[int], TaskSpec]
+    label: str = ""
 
 
 #: Every registered task, by name, in registration order.
@@ -112,7 +113,8 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def register_task(
-    name: str, levels: Sequence[int], builder: Callable[[int], TaskSpec], *, overwrite: bool = False
+    name: str, levels: Sequence[int], builder: Callable[[int], TaskSpec], *, label: str | None = None,
+    overwrite: bool = False,
 ) -> None:
     """Add a task to the registry so :func:`make_task` and the CLI can build it by name.
 
@@ -120,6 +122,7 @@ def register_task(
         name: a snake_case name (``[a-z][a-z0-9_]*``).
         levels: its difficulty levels, e.g. ``(1, 2)``.
         builder: ``level -> TaskSpec``; called for every level now, to fail early on a bad spec.
+        label: its name in tables and figures (default: ``name`` with spaces, capitalised).
         overwrite: replace a task already registered under ``name``.
     """
     if not isinstance(name, str) or not _NAME.match(name):
@@ -139,7 +142,15 @@ def register_task(
             raise ValueError(
                 f"The builder of task {name!r} must return a TaskSpec for level {level}. Got {type(spec).__name__} instead."
             )
-    TASKS[name] = TaskEntry(name, lv, builder)
+    if label is not None and (not isinstance(label, str) or not label.strip()):
+        raise ValueError(f"The 'label' parameter of register_task must be a non-empty str. Got {label!r} instead.")
+    TASKS[name] = TaskEntry(name, lv, builder, label.strip() if label else name.replace("_", " ").capitalize())
+
+
+def task_label(task: str) -> str:
+    """The display label of a task (its registered label; an unregistered name is returned as it is)."""
+    entry = TASKS.get(task)
+    return entry.label if entry is not None else task
 
 
 def list_tasks() -> list[tuple[str, int]]:
@@ -212,9 +223,9 @@ def _order_of_text(level: int) -> TaskSpec:
     )
 
 
-register_task("linguistic_complexity", (1, 2, 3, 4), _linguistic_complexity)
-register_task("signal_intensity", (1, 2), _signal_intensity)
-register_task("selection_strength", (1, 2), _selection_strength)
-register_task("sample_size", (1, 2, 3), _sample_size)
-register_task("placebo", (1,), _placebo)
-register_task("order_of_text", (1, 2), _order_of_text)
+register_task("linguistic_complexity", (1, 2, 3, 4), _linguistic_complexity, label="Linguistic Complexity")
+register_task("signal_intensity", (1, 2), _signal_intensity, label="Signal Intensity")
+register_task("selection_strength", (1, 2), _selection_strength, label="Strength of Selection Effect")
+register_task("sample_size", (1, 2, 3), _sample_size, label="Sample Size")
+register_task("placebo", (1,), _placebo, label="Placebo Test")
+register_task("order_of_text", (1, 2), _order_of_text, label="Order of Text")

@@ -1,0 +1,115 @@
+"""End-to-end: train.py fit and evaluate.py, in-process, on a tiny corpus written to tmp_path."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from textcause import estimators as est
+from textcause.cli.errors import friendly_errors
+from textcause.runs.lightning_cli import make_cli
+from textcause.cli.evaluate import main as evaluate_main
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def fit_args(corpus: str, root: Path, config: str = "lr_bigram_binary.yaml", *extra: str) -> list[str]:
+    return [
+        "fit", "--config", str(CONFIGS / config),
+        "--data.corpus", corpus, "--data.min_users", "2", "--data.batch_size", "32",
+        "--trainer.default_root_dir", str(root),
+        "--trainer.logger", json.dumps(
+            {"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": str(root), "name": "t"}}
+        ),
+        "--trainer.enable_progress_bar", "false",
+        *extra,
+    ]
+
+
+def test_fast_dev_run_sizes_the_model_from_the_data(tiny_corpus, tmp_path):
+    cli = make_cli(fit_args(tiny_corpus, tmp_path, "lr_bigram_binary.yaml", "--trainer.fast_dev_run", "true"))
+    assert cli.model.net.input_dim == cli.datamodule.input_dim > 0
+    assert cli.trainer.state.finished
+
+
+def test_fit_then_evaluate_round_trip(tiny_corpus, tmp_path, capsys):
+    cli = make_cli(fit_args(tiny_corpus, tmp_path, "lr_bigram_binary.yaml", "--trainer.max_epochs", "2"))
+    run_dir = Path(cli.trainer.log_dir)
+    assert (run_dir / "config.yaml").exists()
+    assert list((run_dir / "checkpoints").glob("best-*.ckpt"))
+    # the callback logged causal metrics after the validation epochs
+    assert "val/bias_stratified" in cli.trainer.callback_metrics
+
+    result = evaluate_main([str(run_dir), "--n_boot", "200", "--out", str(tmp_path / "out")])
+    rows = {r["estimator"]: r for r in result["rows"]}
+    assert set(rows) == {"unadjusted", "ipw", "stratified", "matching"}
+    # the written numbers equal a direct call of the estimators on the checkpoint's predictions
+    from textcause.runs.fit import find_checkpoint, predict_propensities
+
+    pred = predict_propensities(cli.trainer, cli.model, cli.datamodule, find_checkpoint(run_dir))
+    task = cli.datamodule.task
+    assert np.array_equal(pred["index"], task.split.test)
+    direct = est.ipw(pred["t"], pred["y"], pred["propensity"]).ate
+    assert rows["ipw"]["ate"] == pytest.approx(direct, abs=1e-12)
+    assert rows["ipw"]["bias"] == pytest.approx(direct - 0.4, abs=1e-12)
+    assert rows["ipw"]["ci_low"] <= rows["ipw"]["ate"] <= rows["ipw"]["ci_high"]
+    saved = json.loads((run_dir / "results.json").read_text())
+    assert saved["rows"][1]["ate"] == pytest.approx(rows[saved["rows"][1]["estimator"]]["ate"])
+    with open(tmp_path / "out" / "results.csv") as fh:
+        assert [r["estimator"] for r in csv.DictReader(fh)] == ["unadjusted", "ipw", "stratified", "matching"]
+    assert "stratified" in capsys.readouterr().out
+
+
+def test_oracle_run_reproduces_true_propensity_estimates(tiny_corpus, tmp_path):
+    cli = make_cli(fit_args(tiny_corpus, tmp_path, "oracle.yaml"))
+    result = evaluate_main([str(Path(cli.trainer.log_dir)), "--n_boot", "50"])
+    task = cli.datamodule.task
+    test = task.split.test
+    expected = est.stratified(task.treatment[test], task.outcome[test], task.propensity[test]).ate
+    strat = next(r for r in result["rows"] if r["estimator"] == "stratified")
+    assert strat["ate"] == pytest.approx(expected, abs=1e-12)
+    assert strat["treatment_accuracy"] == pytest.approx(
+        np.mean((task.propensity[test] > 0.5) == task.treatment[test]), abs=1e-12
+    )
+
+
+def test_print_config_shows_resolved_values(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        make_cli(["fit", "--config", str(CONFIGS / "nn_lda.yaml"), "--data.level", "3", "--print_config"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "representation: lda" in out and "level: 3" in out and "hidden_size: 10" in out
+
+
+def test_unknown_config_key_is_rejected(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        make_cli(["fit", "--config", str(CONFIGS / "lr_bigram_binary.yaml"), "--data.no_such_key", "1"])
+    assert exit_info.value.code != 0
+    assert "no_such_key" in capsys.readouterr().err
+
+
+def test_missing_corpus_is_one_sentence(tmp_path, capsys):
+    code = friendly_errors(lambda: make_cli(fit_args(str(tmp_path / "nope.jsonl"), tmp_path)))
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "nope.jsonl" in err and "Traceback" not in err
+
+
+def test_evaluate_without_a_run_folder_says_so(tmp_path):
+    with pytest.raises(FileNotFoundError, match="No config.yaml"):
+        evaluate_main([str(tmp_path)])
+
+
+def test_unadjusted_run_evaluates_to_the_difference_in_means(tiny_corpus, tmp_path):
+    cli = make_cli(fit_args(tiny_corpus, tmp_path, "unadjusted.yaml"))
+    result = evaluate_main([str(Path(cli.trainer.log_dir)), "--n_boot", "20"])
+    rows = {r["estimator"]: r for r in result["rows"]}
+    task = cli.datamodule.task
+    test = task.split.test
+    naive = task.outcome[test][task.treatment[test] == 1].mean() - task.outcome[test][task.treatment[test] == 0].mean()
+    for name in ("unadjusted", "ipw", "stratified"):
+        assert rows[name]["ate"] == pytest.approx(naive, abs=1e-9)

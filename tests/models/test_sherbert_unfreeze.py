@@ -1,0 +1,172 @@
+"""SHERBERT with unfrozen top encoder layers, and the intermediate-layer token cache (tiny random BERT)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from textcause.runs.lightning_cli import make_cli
+from textcause.features.embeddings import PostEmbeddingCache
+from textcause.models.components import SHERBERT
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+POSTS = ["the cat sat on the mat", "a much longer post about nothing in particular at all", "hi"]
+
+
+def reference_states(encoder: str, posts: list[str], max_tokens: int = 16) -> list[tuple]:
+    """Each post's hidden states (one per layer, (L, D)) from a direct transformers forward."""
+    from transformers import AutoModel, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(encoder)
+    model = AutoModel.from_pretrained(encoder, attn_implementation="eager").eval()
+    out = []
+    with torch.no_grad():
+        for post in posts:
+            enc = tok(post, truncation=True, max_length=max_tokens, return_tensors="pt")
+            out.append(tuple(h[0] for h in model(**enc, output_hidden_states=True).hidden_states))
+    return out
+
+
+def test_cache_stores_the_requested_layer(tiny_encoder, tmp_path):
+    ref = reference_states(tiny_encoder, POSTS)
+    kw = dict(max_tokens=16, store_tokens=True, token_cap=8, precision="fp32", cache_dir=tmp_path)
+    mid = PostEmbeddingCache(tiny_encoder, layer=1, **kw)
+    values, offsets = mid.token_states(POSTS)
+    for i, states in enumerate(ref):
+        n = min(len(states[1]), 8)
+        assert offsets[i + 1] - offsets[i] == n
+        got = values[offsets[i]:offsets[i + 1]]
+        assert np.abs(got - states[1][:n].numpy()).max() < 3e-3  # float16 storage
+        assert np.abs(got - states[2][:n].numpy()).max() > 0.01  # not the last layer (they differ by ~0.03)
+    last = PostEmbeddingCache(tiny_encoder, **kw)
+    default = PostEmbeddingCache(tiny_encoder, layer=None, **kw)
+    explicit_last = PostEmbeddingCache(tiny_encoder, layer=2, **kw)  # the last layer is None
+    assert mid.key == last.key == default.key == explicit_last.key  # pooled vectors are shared
+    assert last.tokens_folder.name == default.tokens_folder.name == explicit_last.tokens_folder.name == "tokens-cap8"
+    assert mid.tokens_folder.name == "tokens-cap8-layer1"
+    lv, lo = last.token_states(POSTS)
+    assert np.abs(lv[lo[0]:lo[1]] - ref[0][2][:lo[1]].numpy()).max() < 3e-3
+    assert np.allclose(mid.embed(POSTS), last.embed(POSTS))  # pooled: always the last layer
+    assert last.last_stats["n_encoded"] == 0  # the pooled vectors came from the layer-1 run
+    with pytest.raises(ValueError, match="'layer' parameter of Encoder must be an int in"):
+        PostEmbeddingCache(tiny_encoder, layer=3, **kw)
+
+
+def token_batch(states: list[torch.Tensor], cap: int) -> dict[str, torch.Tensor]:
+    """One user whose posts have the given (L, D) token states, padded to ``cap`` tokens."""
+    p, d = len(states), states[0].shape[1]
+    tokens = torch.zeros(1, p, cap, d)
+    mask = torch.zeros(1, p, cap, dtype=torch.bool)
+    for j, s in enumerate(states):
+        n = min(len(s), cap)
+        tokens[0, j, :n], mask[0, j, :n] = s[:n], True
+    return {"posts": torch.randn(1, p, d), "post_mask": torch.ones(1, p, dtype=torch.bool),
+            "tokens": tokens, "token_mask": mask}
+
+
+def test_unfrozen_layer_reproduces_the_encoder_and_trains(tiny_encoder):
+    ref = reference_states(tiny_encoder, POSTS)
+    torch.manual_seed(0)
+    net = SHERBERT(input_dim=32, hidden_size=8, unfreeze_top=1, encoder=tiny_encoder).eval()
+    x = token_batch([s[1] for s in ref], cap=16)  # cap >= every post's length: exact
+    out = net.encode_tokens(x["tokens"], x["token_mask"])
+    for j, s in enumerate(ref):
+        n = len(s[2])
+        assert torch.allclose(out[0, j, :n], s[2], atol=1e-4)
+        assert not out[0, j, n:].any()  # padded tokens stay zero
+    frozen = SHERBERT(input_dim=32, hidden_size=8)
+    assert torch.equal(frozen.encode_tokens(x["tokens"], x["token_mask"]), x["tokens"])  # default: unchanged
+    net.train()
+    net(x).sum().backward()
+    grads = [p.grad for p in net.top_layers.parameters()]
+    assert all(g is not None for g in grads) and sum(float(g.abs().sum()) for g in grads) > 0
+    assert sum(p.numel() for p in frozen.parameters()) < sum(p.numel() for p in net.parameters())
+
+
+def test_unfrozen_padding_invariance_and_no_nan(tiny_encoder):
+    torch.manual_seed(1)
+    net = SHERBERT(input_dim=32, hidden_size=8, unfreeze_top=1, encoder=tiny_encoder).eval()
+    lengths = [5, 3, 7]
+    x = token_batch([torch.randn(n, 32) for n in lengths], cap=7)
+    ref = net(x)
+    # more padded tokens, a padded post (no valid token) and garbage in every padded slot
+    b, p, cap, d = 1, 4, 10, 32
+    tokens = torch.full((b, p, cap, d), float("nan"))
+    tokens[:, :3, :7] = x["tokens"]
+    mask = torch.zeros(b, p, cap, dtype=torch.bool)
+    mask[:, :3, :7] = x["token_mask"]
+    posts = torch.full((b, p, d), float("nan"))
+    posts[:, :3] = x["posts"]
+    post_mask = torch.tensor([[True, True, True, False]])
+    padded = {"posts": posts, "post_mask": post_mask, "tokens": tokens, "token_mask": mask}
+    logits, att = net(padded, return_attention=True)
+    assert torch.isfinite(logits).all() and torch.allclose(logits, ref, atol=1e-5)
+    assert float(att["posts"][0, 3].detach()) == 0.0
+    # a real post whose tokens are all masked gives no NaN either
+    empty = dict(padded, post_mask=torch.ones(1, 4, dtype=torch.bool))
+    assert torch.isfinite(net(empty)).all()
+
+
+def test_unfreeze_errors(tiny_encoder):
+    with pytest.raises(ValueError, match="'unfreeze_top' parameter of SHERBERT must be an int in \\[0, 2\\]"):
+        SHERBERT(input_dim=32, unfreeze_top=3, encoder=tiny_encoder)
+    with pytest.raises(ValueError, match="'unfreeze_top' parameter of SHERBERT must be an int >= 0"):
+        SHERBERT(input_dim=32, unfreeze_top=-1, encoder=tiny_encoder)
+    with pytest.raises(ValueError, match="needs use_tokens=True"):
+        SHERBERT(input_dim=32, unfreeze_top=1, use_tokens=False, encoder=tiny_encoder)
+    with pytest.raises(ValueError, match="does not match SHERBERT's input_dim 16"):
+        SHERBERT(input_dim=16, unfreeze_top=1, encoder=tiny_encoder)
+    net = SHERBERT(input_dim=32, unfreeze_top=1, encoder=tiny_encoder)
+    with pytest.raises(ValueError, match="needs token states"):
+        net({"posts": torch.randn(2, 3, 32)})
+    with pytest.raises(ValueError, match="Expected 'tokens' of shape"):
+        net({"posts": torch.randn(2, 3, 32), "tokens": torch.randn(2, 3, 4, 16)})
+
+
+def test_unfreeze_config_trains_through_the_cli(tiny_corpus, tiny_encoder, tmp_path):
+    cli = make_cli([
+        "fit", "--config", str(CONFIGS / "sherbert_unfreeze1.yaml"),
+        "--data.corpus", tiny_corpus, "--data.encoder", tiny_encoder, "--data.encoder_layer", "1",
+        "--data.max_tokens", "16", "--data.token_cap", "8", "--data.task", "order_of_text",
+        "--model.init_args.net.init_args.encoder", tiny_encoder,
+        "--model.init_args.net.init_args.hidden_size", "16",
+        "--trainer.max_epochs", "1", "--trainer.enable_progress_bar", "false",
+        "--trainer.default_root_dir", str(tmp_path),
+        "--trainer.logger", json.dumps({"class_path": "lightning.pytorch.loggers.CSVLogger",
+                                        "init_args": {"save_dir": str(tmp_path), "name": "u"}}),
+    ])
+    net = cli.model.net
+    assert net.unfreeze_top == 1 and len(net.top_layers) == 1
+    assert cli.datamodule.hparams.encoder_layer == 1
+    assert (Path(cli.datamodule.representation_info["cache"]) / "tokens-cap8-layer1").is_dir()
+    assert torch.isfinite(cli.trainer.callback_metrics["val_loss"])
+
+
+def test_unfrozen_layers_check_the_data_module(tiny_encoder):
+    """A wrong data.encoder_layer, representation or encoder is refused before training starts."""
+    from types import SimpleNamespace
+
+    from textcause.models import PropensityModel
+
+    net = SHERBERT(input_dim=32, hidden_size=8, unfreeze_top=1, encoder=tiny_encoder)
+    assert net.n_encoder_layers == 2
+
+    def data(**hp):
+        return SimpleNamespace(hparams={"representation": "post_tokens", "encoder": tiny_encoder, "encoder_layer": 1, **hp})
+
+    net.check_data(data())  # layer 1 = 2 layers - 1 unfrozen: accepted
+    with pytest.raises(ValueError, match=r"needs data.encoder_layer=1 \(n_layers - unfreeze_top\). Got None instead"):
+        net.check_data(data(encoder_layer=None))
+    with pytest.raises(ValueError, match="needs data.representation 'post_tokens'. Got 'post_embeddings' instead"):
+        net.check_data(data(representation="post_embeddings"))
+    with pytest.raises(ValueError, match="is not the data module's encoder"):
+        net.check_data(data(encoder=None))  # the packaged MiniLM, not the tiny BERT
+    SHERBERT(input_dim=32, hidden_size=8).check_data(data(encoder_layer=None))  # frozen: anything goes
+    model = PropensityModel(net)
+    model._trainer = SimpleNamespace(datamodule=data(encoder_layer=2))
+    with pytest.raises(ValueError, match="needs data.encoder_layer=1"):
+        model.setup("fit")

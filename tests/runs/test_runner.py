@@ -1,0 +1,373 @@
+"""``textcause benchmark``: the grid, real cells, resume after a kill, two workers, failures as data."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import sqlalchemy as sa
+import yaml
+
+from textcause.runs import store
+from textcause.paths import config_dir
+from textcause.runs.grid import ESTIMATORS, grid_from_dict, load_grid
+from textcause.cli.benchmark import benchmark_main
+from textcause.runs.worker import holder_alive, open_study, worker_loop
+
+ROOT = Path(__file__).resolve().parents[2]
+N_EST = 4  # unadjusted + ipw, stratified, matching
+PAPER_MODELS = [
+    "oracle", "unadjusted", "lr_unigram_binary", "lr_bigram_binary", "lr_bigram_counts", "lr_lda",
+    "nn_unigram_binary", "nn_bigram_binary", "nn_bigram_counts", "nn_lda",
+]
+
+
+def write_grid(tmp_path, corpus, *, name="tiny", models=("oracle", "unadjusted"), levels=(1, 2), **extra):
+    spec = {
+        "name": name, "corpora": {"tiny": corpus}, "tasks": {"linguistic_complexity": list(levels)},
+        "models": list(models), "seeds": [0], "overrides": {"trainer.max_epochs": 1},
+        "evaluation": {"n_boot": 20}, "threads": 1, **extra,
+    }
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    return path
+
+
+def db(tmp_path):
+    return store.connect(store.default_url(tmp_path / "out"))
+
+
+def run(config, tmp_path, *extra):
+    return benchmark_main(["--config", str(config), "--out", str(tmp_path / "out"), *extra])
+
+
+def n_trials(tmp_path):
+    with db(tmp_path).begin() as conn:
+        return conn.execute(sa.text("SELECT count(*) FROM trials")).scalar()
+
+
+# ---------------------------------------------------------------------------------------- the grid
+def test_cells_are_the_product_of_the_dimensions():
+    grid = grid_from_dict({
+        "name": "g", "corpora": {"a": "x.jsonl.gz", "b": "y.jsonl.gz"},
+        "tasks": {"linguistic_complexity": [1, 2], "placebo": "all"}, "models": ["oracle", "unadjusted"], "seeds": 2,
+    })
+    assert len(grid.cells) == 2 * 3 * 2 * 2
+    assert len({c.cell_id for c in grid.cells}) == len(grid.cells)
+    assert grid.cells[0].cell_id == "g/a/linguistic_complexity-1/oracle/s0"
+    space = grid.search_space
+    assert space == {"corpus": ["a", "b"], "task": ["linguistic_complexity-1", "linguistic_complexity-2", "placebo-1"],
+                     "model": ["oracle", "unadjusted"], "seed": [0, 1]}
+    for cell in grid.cells:  # every Optuna grid point names exactly its cell
+        assert grid.cell_for(cell.params) is cell
+    assert grid_from_dict({"corpora": ["twitter"], "models": ["oracle"]}).cells[0].corpus == "twitter"
+
+
+def test_all_tasks_are_the_fourteen_levels():
+    grid = grid_from_dict({"corpora": ["twitter"], "models": ["oracle"], "tasks": "all"})
+    assert len(grid.cells) == 14
+    assert ("order_of_text", 2) in {(c.task, c.level) for c in grid.cells}
+
+
+def test_config_hash_follows_the_configuration_not_the_coordinates():
+    base = {"corpora": ["twitter"], "models": ["oracle", "unadjusted"], "tasks": ["placebo"], "seeds": [0, 1]}
+    g = grid_from_dict(base)
+    hashes = {(c.model, c.seed): c.config_hash for c in g.cells}
+    assert hashes[("oracle", 0)] == hashes[("oracle", 1)] != hashes[("unadjusted", 0)]
+    tuned = grid_from_dict({**base, "model_overrides": {"oracle": {"trainer.max_epochs": 2}}})
+    moved = {(c.model, c.seed): c.config_hash for c in tuned.cells}
+    assert moved[("oracle", 0)] != hashes[("oracle", 0)] and moved[("unadjusted", 0)] == hashes[("unadjusted", 0)]
+    assert grid_from_dict({**base, "evaluation": {"n_boot": 5}}).cells[0].config_hash != hashes[("oracle", 0)]
+    assert grid_from_dict({**base, "overrides": {"data.n_users": 9}}).grid_hash != g.grid_hash
+
+
+def test_run_settings_put_the_cell_after_the_overrides():
+    from pathlib import Path
+
+    from textcause.runs.fit import run_config
+
+    cell = grid_from_dict({
+        "corpora": {"c": "/data/c.jsonl.gz"}, "models": ["lr_bigram_binary"], "tasks": {"placebo": [1]}, "seeds": [3],
+        "overrides": {"data.n_users": 300, "--trainer.max_epochs": 2, "data.insertion": "append", "data.task": "x"},
+    }).cells[0]
+    settings = cell.run_settings("/out/run")
+    assert settings.configs == (config_dir() / "lr_bigram_binary.yaml",)
+    assert settings.run_dir == Path("/out/run") and settings.quiet
+    assert settings.evaluation.seed == 3 and settings.evaluation.n_boot == 1000 and settings.evaluation.split == "test"
+    config = run_config(settings)
+    assert config["data"]["n_users"] == 300 and config["trainer"]["max_epochs"] == 2
+    assert config["data"]["corpus"] == "/data/c.jsonl.gz" and config["seed_everything"] == 3
+    assert config["data"]["task"] == "placebo"  # the cell's own coordinates come after the grid's overrides
+    assert config["model"]["init_args"]["optimizer"] == "lbfgs"  # from the model config file
+    assert config["trainer"]["logger"]["init_args"] == {"save_dir": "/out/run", "name": "fit", "version": 0}
+
+
+def test_the_shipped_grids():
+    weld = load_grid(ROOT / "configs" / "benchmark" / "weld.yaml")
+    models = {c.model for c in weld.cells}
+    assert models == set(PAPER_MODELS) | {"sherbert_pooled", "order_count"}
+    assert all(c.model_path.is_file() for c in weld.cells)
+    assert {c.corpus for c in weld.cells} == {"blogs", "twitter"}
+    assert sorted({c.seed for c in weld.cells}) == [0, 1, 2, 3, 4]
+    assert len(weld.cells) == 2 * 14 * 12 * 5
+    smoke = load_grid(ROOT / "configs" / "benchmark" / "smoke.yaml")
+    assert {c.corpus for c in smoke.cells} == {"twitter"} and {c.seed for c in smoke.cells} == {0}
+    assert len({(c.task, c.level) for c in smoke.cells}) == 14
+    assert dict(smoke.cells[0].overrides)["data.n_users"] == 300
+    assert all(c.model_path.is_file() for c in smoke.cells)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"corpora": ["t"], "models": ["m"], "color": 1}, r"unknown key\(s\) \['color'\]"),
+        ({"models": ["m"]}, "the key 'corpora' is required"),
+        ({"corpora": ["t"], "models": []}, "'models' must be a non-empty list"),
+        ({"corpora": ["t"], "models": ["m", "m"]}, "model names must be distinct"),
+        ({"corpora": ["t"], "models": ["m"], "tasks": ["nope"]}, "unknown task 'nope'"),
+        ({"corpora": ["t"], "models": ["m"], "tasks": {"placebo": [2]}}, r"task 'placebo' has levels \[1\]"),
+        ({"corpora": ["t"], "models": ["m"], "seeds": [0, 0]}, "'seeds' must be a list of distinct ints"),
+        ({"corpora": ["t"], "models": ["m"], "seeds": 0}, "'seeds' must be a list of distinct ints"),
+        ({"corpora": [], "models": ["m"]}, "'corpora' must be a non-empty list"),
+        ({"corpora": ["t"], "models": ["m"], "name": "a b"}, "'name' must be made of letters"),
+        ({"corpora": ["t"], "models": ["m"], "overrides": ["x"]}, "'overrides' must be a mapping"),
+        ({"corpora": ["t"], "models": ["m"], "model_overrides": {"z": {}}}, "'model_overrides' must map model names"),
+        ({"corpora": ["t"], "models": ["m"], "evaluation": {"n_boot": -1}}, r"'evaluation.n_boot' must be an int >= 0"),
+        ({"corpora": ["t"], "models": ["m"], "evaluation": {"estimators": ["aipw"]}}, "must be a non-empty subset"),
+        ({"corpora": ["t"], "models": ["m"], "evaluation": {"split": "dev"}}, "'evaluation.split' must be one of"),
+        ({"corpora": ["t"], "models": ["m"], "threads": 0}, "'threads' must be an int >= 1"),
+        (["corpora"], "expected a mapping"),
+    ],
+)
+def test_grid_errors(spec, message):
+    with pytest.raises(ValueError, match=message):
+        grid_from_dict(spec, source="x.yaml")
+
+
+def test_grid_file_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="No benchmark config at"):
+        load_grid(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("corpora: [unclosed", encoding="utf-8")
+    with pytest.raises(ValueError, match="is not valid YAML"):
+        load_grid(bad)
+
+
+# ---------------------------------------------------------------------------------------- liveness
+class FakeStorage:
+    def __init__(self, states):
+        self.states = states
+
+    def get_trial(self, trial_id):
+        if trial_id not in self.states:
+            raise KeyError(trial_id)
+        return SimpleNamespace(state=self.states[trial_id])
+
+
+def test_holder_alive():
+    from optuna.trial import TrialState
+
+    storage = FakeStorage({1: TrialState.RUNNING, 2: TrialState.FAIL})
+    here, elsewhere = socket.gethostname(), "another-machine"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    row = lambda host, pid, trial: SimpleNamespace(host=host, pid=pid, trial_id=trial)  # noqa: E731
+    assert holder_alive(row(elsewhere, 1, 1), storage)
+    assert not holder_alive(row(elsewhere, 1, 2), storage)  # Optuna failed its trial: heartbeat stopped
+    assert not holder_alive(row(elsewhere, 1, 99), storage)
+    assert not holder_alive(row(here, dead.pid, 1), storage)  # its process is gone
+    assert not holder_alive(row(here, os.getpid(), 1), storage)  # this process holds no claim while it plans
+    assert holder_alive(row(here, os.getppid(), 1), storage)
+
+
+# ---------------------------------------------------------------------------------------- real runs
+def test_a_grid_runs_records_every_estimator_and_resumes(tmp_path, tiny_corpus, capsys):
+    config = write_grid(tmp_path, tiny_corpus, models=("oracle", "unadjusted", "nosuchmodel"))
+    assert run(config, tmp_path) == 0
+    df = store.read_results(db(tmp_path), "tiny")
+    assert len(df) == 6 * N_EST and not df.duplicated(["cell_id", "estimator"]).any()
+    assert (df.groupby("cell_id").size() == N_EST).all()
+    ok, failed = df[df.status == "ok"], df[df.status == "failed"]
+    assert len(ok) == 4 * N_EST and set(failed["model"]) == {"nosuchmodel"} and len(failed) == 2 * N_EST
+    assert failed["error"].str.contains("No model config 'nosuchmodel'").all() and failed["ate"].isna().all()
+    oracle = ok[ok.model == "oracle"]
+    assert (oracle["iptw_weight_mse"].abs() < 1e-12).all() and (oracle["spearman"] > 0.999).all()
+    unadj = ok[ok.model == "unadjusted"]  # a constant propensity: IPW and stratification give the naive difference
+    for _, cell in unadj.groupby("cell_id"):
+        est = cell.set_index("estimator")["ate"]
+        assert est["ipw"] == pytest.approx(est["unadjusted"]) and est["stratified"] == pytest.approx(est["unadjusted"])
+    assert set(ok["level"]) == {1, 2} and (ok["true_ate"] == 0.4).all()
+    assert (ok["train_seconds"] > 0).all() and ok["code_version"].str.len().gt(0).all()
+    assert ok["model_class"].notna().all() and set(ok["grid"]) == {"tiny"}
+    assert "failed: tiny/tiny/linguistic_complexity-1/nosuchmodel/s0: FileNotFoundError" in capsys.readouterr().err
+    for run_dir, cell_id in zip(ok["run"], ok["cell_id"]):  # each cell's own training run and evaluation
+        assert Path(run_dir).is_relative_to(tmp_path / "out" / "runs" / cell_id)
+        assert (Path(run_dir) / "results.json").is_file() and (Path(run_dir) / "config.yaml").is_file()
+
+    before, trials = store.ledger(db(tmp_path), "tiny"), n_trials(tmp_path)
+    assert run(config, tmp_path) == 0  # nothing to do: nothing runs, nothing changes
+    after = store.ledger(db(tmp_path), "tiny")
+    assert {k: (r.token, r.started_at) for k, r in after.items()} == {k: (r.token, r.started_at) for k, r in before.items()}
+    assert n_trials(tmp_path) == trials
+
+    assert run(config, tmp_path, "--retry-failed") == 0  # only the failed cells run again, once
+    retried = store.ledger(db(tmp_path), "tiny")
+    for cell_id, row in retried.items():
+        assert row.attempts == (2 if "nosuchmodel" in cell_id else 1)
+        assert (row.token == before[cell_id].token) == ("nosuchmodel" not in cell_id)
+    assert len(store.read_results(db(tmp_path), "tiny")) == 6 * N_EST
+
+
+def test_a_cell_optuna_hands_out_twice_runs_once(tmp_path, tiny_corpus):
+    grid = load_grid(write_grid(tmp_path, tiny_corpus, models=("unadjusted",)))
+    url = store.default_url(tmp_path / "out")
+    study = open_study(grid, url, create=True)
+    for _ in range(3):  # the same grid point queued three times, as a race between workers would
+        study.enqueue_trial(grid.cells[0].params)
+    stats = worker_loop(grid, url, tmp_path / "out", since=store.utcnow())
+    assert sorted(stats.ran) == sorted(c.cell_id for c in grid.cells) and stats.refused >= 2
+    assert all(r.attempts == 1 for r in store.ledger(db(tmp_path), "tiny").values())
+    assert len(store.read_results(db(tmp_path), "tiny")) == 2 * N_EST
+
+
+def test_dead_workers_cells_are_taken_over_then_given_up(tmp_path, tiny_corpus):
+    grid = load_grid(write_grid(tmp_path, tiny_corpus, models=("unadjusted",)))
+    url = store.default_url(tmp_path / "out")
+    engine = db(tmp_path)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    first, second = (c.cell_id for c in grid.cells)
+    me = store.Claimant(socket.gethostname(), dead.pid)
+    store.try_claim(engine, first, "tiny", grid.cells[0].config_hash, me, previous=None)
+    store.try_claim(engine, second, "tiny", grid.cells[1].config_hash, me, previous=None)
+    with engine.begin() as conn:  # the second cell's workers already died three times
+        conn.execute(sa.update(store.cells).where(store.cells.c.cell_id == second).values(attempts=3))
+    open_study(grid, url, create=True)
+    stats = worker_loop(grid, url, tmp_path / "out", since=store.utcnow())
+    rows = store.ledger(engine, "tiny")
+    assert stats.ran == [first]
+    assert (rows[first].status, rows[first].attempts, rows[first].pid) == ("ok", 2, os.getpid())
+    assert rows[second].status == "failed" and "died 3 times" in rows[second].error
+
+
+def test_command_errors(tmp_path, tiny_corpus, capsys):
+    assert benchmark_main(["--config", str(tmp_path / "nope.yaml")]) == 2
+    assert "No benchmark config at" in capsys.readouterr().err
+    config = write_grid(tmp_path, tiny_corpus, models=("unadjusted",), levels=(1,))
+    assert run(config, tmp_path, "--workers", "0") == 2
+    assert "The 'workers' parameter of run_benchmark must be an int >= 1. Got 0 instead." in capsys.readouterr().err
+    assert run(config, tmp_path) == 0
+    changed = write_grid(tmp_path, tiny_corpus, models=("unadjusted",), levels=(1,), evaluation={"n_boot": 5})
+    assert run(changed, tmp_path) == 2
+    assert "1 finished cells of grid 'tiny'" in capsys.readouterr().err
+
+
+def test_dry_run_lists_cells_and_creates_nothing(tmp_path, tiny_corpus, capsys):
+    config = write_grid(tmp_path, tiny_corpus)
+    assert run(config, tmp_path, "--dry-run") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == ["tiny/tiny/linguistic_complexity-1/oracle/s0\ttodo", "tiny/tiny/linguistic_complexity-1/unadjusted/s0\ttodo"]
+    assert out[-1].startswith("tiny: 4 cells (0 done)")
+    assert not (tmp_path / "out").exists()
+
+
+def _command(config, tmp_path, *extra):
+    return [sys.executable, "-m", "textcause.cli.benchmark", "--config", str(config),
+            "--out", str(tmp_path / "out"), *extra]
+
+
+def _ok_cells(tmp_path):
+    if not (tmp_path / "out" / "results.db").exists():
+        return {}
+    return {k: r for k, r in store.ledger(db(tmp_path), "tiny").items() if r.status == "ok"}
+
+
+@pytest.mark.slow  # two Python processes that import Lightning: about 15 s
+def test_a_killed_run_resumes_with_no_duplicate_and_no_missing_row(tmp_path, tiny_corpus):
+    config = write_grid(tmp_path, tiny_corpus, levels=(1, 2, 3, 4))  # 8 cells
+    proc = subprocess.Popen(_command(config, tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(_ok_cells(tmp_path)) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    finished = _ok_cells(tmp_path)
+    assert 2 <= len(finished) < 8, "the run must be killed mid-way"
+    assert run(config, tmp_path) == 0
+    df = store.read_results(db(tmp_path), "tiny")
+    assert len(df) == 8 * N_EST and not df.duplicated(["cell_id", "estimator"]).any()
+    assert set(df["status"]) == {"ok"} and (df.groupby("cell_id")["estimator"].apply(set) == set(("unadjusted",) + ESTIMATORS)).all()
+    rows = store.ledger(db(tmp_path), "tiny")
+    for cell_id, before in finished.items():  # finished cells were not run again
+        assert (rows[cell_id].token, rows[cell_id].started_at, rows[cell_id].attempts) == (before.token, before.started_at, 1)
+    assert sum(r.attempts for r in rows.values()) <= 9  # at most the one cell running at the kill ran twice
+
+
+@pytest.mark.slow  # three Python processes that import Lightning: about 20 s
+def test_two_workers_on_one_database_run_each_cell_once(tmp_path, tiny_corpus):
+    config = write_grid(tmp_path, tiny_corpus, levels=(1, 2, 3, 4))
+    assert run(config, tmp_path, "--workers", "2") == 0
+    rows = store.ledger(db(tmp_path), "tiny")
+    assert len(rows) == 8 and all(r.status == "ok" and r.attempts == 1 for r in rows.values())
+    logs = "".join(p.read_text() for p in (tmp_path / "out" / "logs").glob("worker-*.log"))
+    ran = [int(line.split("ran ")[1].split()[0]) for line in logs.splitlines() if ": ran " in line]
+    assert len(ran) == 2 and sum(ran) == 8  # the workers' own counts: eight cell runs in all
+    with db(tmp_path).begin() as conn:
+        done = conn.execute(sa.text(
+            "SELECT a.value_json FROM trials t JOIN trial_user_attributes a ON a.trial_id = t.trial_id "
+            "WHERE t.state = 'COMPLETE' AND a.key = 'cell_id'")).scalars().all()
+    assert sorted(done) == sorted(f'"{cid}"' for cid in rows)
+    assert len(store.read_results(db(tmp_path), "tiny")) == 8 * N_EST
+
+
+@pytest.mark.slow  # the real Twitter corpus and MiniLM encoder (cold cache): a few minutes on 2 cores
+def test_the_smoke_grid(tmp_path):
+    started = time.perf_counter()
+    code = benchmark_main(["--config", str(ROOT / "configs" / "benchmark" / "smoke.yaml"), "--out", str(tmp_path / "out"),
+                           "--workers", "2"])
+    seconds = time.perf_counter() - started
+    assert code == 0
+    engine = store.connect(store.default_url(tmp_path / "out"))
+    df = store.read_results(engine, "smoke")
+    grid = load_grid(ROOT / "configs" / "benchmark" / "smoke.yaml")
+    assert len(df) == len(grid.cells) * N_EST and not df.duplicated(["cell_id", "estimator"]).any()
+    assert set(df["status"]) == {"ok"}, df.loc[df.status != "ok", ["cell_id", "error"]].drop_duplicates().to_string()
+    assert (df.loc[df.model == "oracle", "spearman"] > 0.999).all()
+    print(f"smoke grid: {len(grid.cells)} cells in {seconds:.0f} s")
+
+
+def test_a_sigterm_during_a_cell_leaves_it_for_the_resume(tmp_path, tiny_corpus, monkeypatch):
+    """Lightning turns SIGTERM into SIGTERMException (a SystemExit): the worker stops without
+    recording the cell as failed, and a rerun runs it (not 'rejected options', not skipped)."""
+    from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+    import textcause.runs.lightning_cli
+    from textcause.runs.worker import run_cell
+
+    grid = load_grid(write_grid(tmp_path, tiny_corpus, models=("unadjusted",), levels=(1,)))
+    real = textcause.runs.lightning_cli.make_cli
+
+    def stopped(*args, **kwargs):
+        raise SIGTERMException()
+
+    monkeypatch.setattr(textcause.runs.lightning_cli, "make_cli", stopped)
+    with pytest.raises(SIGTERMException):
+        run_cell(grid.cells[0], tmp_path / "out")
+    url = store.default_url(tmp_path / "out")
+    open_study(grid, url, create=True)
+    with pytest.raises(SIGTERMException):
+        worker_loop(grid, url, tmp_path / "out", since=store.utcnow())
+    row = store.ledger(db(tmp_path), "tiny")[grid.cells[0].cell_id]
+    assert row.status == "running" and store.read_results(db(tmp_path), "tiny").empty  # nothing recorded
+    monkeypatch.setattr(textcause.runs.lightning_cli, "make_cli", real)
+    stats = worker_loop(grid, url, tmp_path / "out", since=store.utcnow())  # this process's own dead claim
+    assert stats.ran == [grid.cells[0].cell_id]
+    assert store.ledger(db(tmp_path), "tiny")[grid.cells[0].cell_id].status == "ok"
+    assert len(store.read_results(db(tmp_path), "tiny")) == N_EST

@@ -1,0 +1,43 @@
+"""Display names of models (the paper's names for config names) and the display order of models and estimators.
+
+Task labels belong to the task registry (:func:`textcause.simulation.tasks.task_label`), estimator
+labels to the estimator registry (:data:`textcause.estimators.ESTIMATOR_LABELS`).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import pandas as pd
+
+from textcause.estimators.registry import ESTIMATOR_LABELS
+
+#: Config name -> the paper's name (section 6.1), in the paper's order.
+MODEL_LABELS = {
+    "oracle": "Oracle", "unadjusted": "Unadjusted",
+    "lr_unigram_binary": "LR 1-gram", "lr_bigram_binary": "LR 1,2-gram", "lr_bigram_counts": "LR 1,2-gram counts",
+    "lr_lda": "LR LDA", "nn_unigram_binary": "Simple NN 1-gram", "nn_bigram_binary": "Simple NN 1,2-gram",
+    "nn_bigram_counts": "Simple NN 1,2-gram counts", "nn_lda": "Simple NN LDA",
+    "sherbert": "SHERBERT", "sherbert_pooled": "SHERBERT", "order_count": "OrderCountNet (ours)",
+}
+ESTIMATOR_ORDER = tuple(ESTIMATOR_LABELS)
+
+
+def model_order(models: Iterable[str]) -> list[str]:
+    """Models in the paper's order (Oracle, Unadjusted, LR..., NN..., SHERBERT, ours), others last."""
+    models = set(models)
+    known = [m for m in MODEL_LABELS if m in models]
+    return known + sorted(models - set(known))
+
+
+def model_labels(models: Iterable[str]) -> dict[str, str]:
+    """Paper names for config names; names that would collide keep their config name in brackets."""
+    labels = {m: MODEL_LABELS.get(m, m) for m in models}
+    counts = pd.Series(list(labels.values()), dtype=object).value_counts()
+    return {m: (f"{lab} ({m})" if counts[lab] > 1 and m in MODEL_LABELS else lab) for m, lab in labels.items()}
+
+
+def estimator_order(estimators: Iterable[str]) -> list[str]:
+    """Estimators in the order unadjusted, IPTW, stratified, matching, AIPW, others last."""
+    present = set(estimators)
+    return [e for e in ESTIMATOR_ORDER if e in present] + sorted(present - set(ESTIMATOR_ORDER))

@@ -1,0 +1,61 @@
+"""``textcause benchmark``: run a grid of real fits + evaluations, resumable, on many workers.
+
+    textcause benchmark --config configs/benchmark/smoke.yaml                  # one worker, SQLite
+    textcause benchmark --config configs/benchmark/weld.yaml --workers 2       # two processes
+    textcause benchmark --config configs/benchmark/weld.yaml --db postgresql://host/textcause  # on each machine
+    textcause benchmark --config configs/benchmark/smoke.yaml --method mypkg.methods:MyMethod  # add a method
+
+See :mod:`textcause.runs.runner` for how cells are scheduled, claimed and resumed. Rerunning the
+same command resumes a killed run; ``--retry-failed`` runs failed cells again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Sequence
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from textcause.runs.worker import HEARTBEAT_INTERVAL
+
+    parser = argparse.ArgumentParser(prog="textcause benchmark", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True, help="a benchmark grid YAML (configs/benchmark/*.yaml)")
+    parser.add_argument("--db", default=None, help="a SQLAlchemy URL (default: sqlite:///<out>/results.db)")
+    parser.add_argument("--out", default=None, help="run folders go to <out>/runs/ (default: runs/benchmark/<grid>)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes on this machine")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads per worker (default: cores // workers)")
+    parser.add_argument("--method", action="append", default=None, metavar="PACKAGE.MODULE:NAME",
+                        help="also evaluate this importable method (a textcause.methods propensity or effect "
+                             "method; repeatable)")
+    parser.add_argument("--retry-failed", action="store_true", help="run failed cells again")
+    parser.add_argument("--dry-run", action="store_true", help="list the cells and their status, run nothing")
+    parser.add_argument("--heartbeat", type=int, default=HEARTBEAT_INTERVAL, help=argparse.SUPPRESS)
+    return parser
+
+
+def benchmark_main(argv: Sequence[str]) -> int:
+    """The ``textcause benchmark`` command; returns the exit code (1: a worker or the database failed)."""
+    args = build_parser().parse_args(list(argv))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("WANDB_MODE", "offline")
+    from textcause.runs.runner import run_benchmark
+
+    try:
+        return run_benchmark(args.config, db=args.db, out=args.out, workers=args.workers, threads=args.threads,
+                             methods=args.method or (), retry_failed=args.retry_failed, dry_run=args.dry_run,
+                             heartbeat=args.heartbeat)
+    except (ValueError, FileNotFoundError) as err:
+        if os.environ.get("TEXTCAUSE_DEBUG"):
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: rerun the same command to resume.", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(benchmark_main(sys.argv[1:]))

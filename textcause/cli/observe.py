@@ -1,0 +1,82 @@
+"""``textcause observe``: fit every propensity model of an observational study, compare their ATEs.
+
+    textcause observe --config configs/observational/twitter_gender.yaml          # all models
+    textcause observe --config configs/observational/blogs_gender.yaml --models unadjusted lr_lda
+    textcause observe --config ... --dry-run        # build the task, print its counts, fit nothing
+
+The models run through :func:`textcause.runs.study.run_study`; the tables and the paper's figure 2
+layout come from :func:`textcause.reports.study.write_outputs`. Results go to
+``runs/observe/<name>/`` (or ``--out``): ``models/<model>.json`` (one record per model, written when
+it finishes), ``runs/<model>/`` (its training run), ``results.json`` / ``.csv`` / ``.md`` and
+``fig2_<name>.png`` / ``.svg``. A rerun skips finished models (a killed run resumes); a model that
+fails is recorded with its error and the run goes on (``--retry-failed`` runs it again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+
+def observe(config: str | Path, out_dir: str | Path | None = None, *, models: Sequence[str] | None = None,
+            retry_failed: bool = False, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run (or resume) a study's models, then write its tables and figure.
+
+    Returns:
+        ``{"study", "rows", "disagreement", "files"}`` as also written to ``results.json``.
+    """
+    from textcause.reports.study import write_outputs
+    from textcause.runs.study import run_study
+
+    ran = run_study(config, out_dir, models=models, retry_failed=retry_failed, echo=echo)
+    return write_outputs(ran["spec"], ran["task"], ran["out"])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="textcause observe", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True, help="an observational study YAML (configs/observational/*.yaml)")
+    parser.add_argument("--out", default=None, help="the output folder (default: runs/observe/<name>)")
+    parser.add_argument("--models", nargs="+", default=None, help="run only these models of the study")
+    parser.add_argument("--retry-failed", action="store_true", help="run models recorded as failed again")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
+    parser.add_argument("--dry-run", action="store_true", help="build the task, print its counts, fit nothing")
+    return parser
+
+
+def observe_main(argv: Sequence[str]) -> int:
+    """The ``textcause observe`` command; returns the exit code (2: a bad config, 1: a model failed)."""
+    args = build_parser().parse_args(list(argv))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("WANDB_MODE", "offline")
+    try:
+        if args.threads is not None:
+            if args.threads < 1:
+                raise ValueError(f"The '--threads' option must be an int >= 1. Got {args.threads} instead.")
+            import torch
+
+            torch.set_num_threads(args.threads)
+        if args.dry_run:
+            from textcause.observational.task import load_task
+
+            task = load_task(args.config)
+            print(json.dumps({"task": repr(task), **task.info}, indent=2, default=str))
+            return 0
+        result = observe(args.config, args.out, models=args.models, retry_failed=args.retry_failed)
+    except (ValueError, FileNotFoundError) as err:
+        if os.environ.get("TEXTCAUSE_DEBUG"):
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: rerun the same command to resume.", file=sys.stderr)
+        return 130
+    md = Path(result["files"][0])
+    print(md.read_text(encoding="utf-8"))
+    print("wrote " + ", ".join(result["files"]), file=sys.stderr)
+    failed = [r["model"] for r in result["rows"] if r.get("estimator") is None]  # a model, not one estimator
+    return 1 if failed else 0

@@ -1,0 +1,40 @@
+"""One memoised corpus reader for the whole process.
+
+A benchmark worker, a sweep and an observational study build many tasks from the same corpus: the
+corpus (an immutable :class:`~textcause.corpus.types.Corpus`) is read once per process and setting.
+The memo is keyed by the resolved path, the file's modification time and the reading settings, so a
+changed file or data root is read again.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Optional
+
+from textcause.corpus.readers import load_histories
+from textcause.corpus.types import Corpus
+from textcause.paths import resolve_corpus
+
+
+def read_corpus(source: str | os.PathLike, *, min_posts: int = 10, max_posts: Optional[int] = 60,
+                n_users: Optional[int] = None) -> Corpus:
+    """:func:`~textcause.corpus.readers.load_histories` with the user sample fixed (seed 0), memoised.
+
+    The sample does not depend on a task's seed, so that task seeds compare methods on the same users.
+
+    Args:
+        source: a short corpus name, a path or a Hugging Face dataset source.
+        min_posts, max_posts, n_users: as for ``load_histories``.
+    """
+    path = resolve_corpus(source)
+    try:
+        stamp: Optional[int] = os.stat(path).st_mtime_ns
+    except OSError:
+        stamp = None  # not a local file (a Hugging Face name): load_histories reports problems
+    return _read(path, stamp, min_posts, max_posts, n_users)
+
+
+@functools.lru_cache(maxsize=2)
+def _read(path: str, stamp: Optional[int], min_posts: int, max_posts: Optional[int], n_users: Optional[int]) -> Corpus:
+    return load_histories(path, min_posts=min_posts, max_posts=max_posts, n_users=n_users, seed=0)

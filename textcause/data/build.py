@@ -1,0 +1,228 @@
+"""One build of task + features, a pure function of the data settings.
+
+:func:`build_data` is what :class:`~textcause.data.CausalTextDataModule` serves and what
+:mod:`textcause.methods` evaluates outside methods on: the corpus (read once per process by
+:func:`textcause.corpus.read_corpus`), the task drawn from it (semi-synthetic, with its truth, or
+observational, from a study config), and the representation fitted on the training users (cached
+on disk by content). The same :class:`DataSettings` always give the same users, treatments,
+outcomes, split and features.
+
+Results are memoised per process (a few entries: token tables are large), so a second data module
+with the same settings, the CLI's evaluation after a fit, or a method cell beside a model cell do
+not rebuild; :func:`clear_built` forgets them (long-lived workers call it between cells).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import scipy.sparse as sp
+
+from textcause.features.kinds import EMBEDDING_KINDS, NGRAM_KINDS, REPRESENTATIONS
+from textcause.io import content_key
+from textcause.validation import check_int, check_options
+
+log = logging.getLogger(__name__)
+
+#: How n-gram / topic features may be rescaled before training (None: as they are).
+SCALES = (None, "maxabs", "log1p")
+#: The fields of a semi-synthetic task that an observational study decides itself.
+SIMULATION_FIELDS = ("corpus", "task", "level", "n_users", "min_posts", "max_posts", "insertion", "outcome")
+_MEMO_SIZE = 4
+
+
+@dataclass(frozen=True)
+class DataSettings:
+    """Everything that decides what is built (how it is batched is the data module's business).
+
+    Attributes:
+        corpus: a short corpus name (``twitter``, ``blogs``, ``reddit-drunk``), a path to a history
+            JSONL / comment table, or a Hugging Face dataset source.
+        task: the task name (see ``textcause.simulation.list_tasks``).
+        level: the task's difficulty level (1 = easiest).
+        seed: the task's seed (class assignment, inserted posts, treatments, outcomes, split).
+        representation: one of :data:`textcause.features.kinds.REPRESENTATIONS`.
+        min_users: an n-gram enters the vocabulary when at least this many training users use it.
+        n_users: sample this many users from the corpus (None: all that pass the filters); the
+            sample does not depend on ``seed``.
+        min_posts: drop users with fewer posts.
+        max_posts: keep each user's first ``max_posts`` posts.
+        insertion: where synthetic posts go (``append``, ``prepend``, ``replace``; None: the task's own).
+        outcome: ``binary`` or ``normal`` (continuous outcomes of section 5.3).
+        encoder: for ``post_embeddings`` / ``post_tokens``: the frozen encoder (None: the packaged
+            all-MiniLM-L6-v2; any Hugging Face name or local path).
+        max_tokens: encoder input length per post.
+        token_cap: token states kept per post for ``post_tokens``.
+        encoder_layer: for ``post_tokens``: the token states after this encoder layer (None: the last).
+        scale: rescale n-gram/topic features: ``maxabs`` divides each column by its largest absolute
+            value among the training users, ``log1p`` takes log(1 + x); None leaves them as they are.
+        observational: a study config (``configs/observational/*.yaml``): its real treatment, text
+            and later-post outcome instead of a semi-synthetic task. The study decides the corpus and
+            the users, so :data:`SIMULATION_FIELDS` must then keep their defaults.
+    """
+
+    corpus: str = "twitter"
+    task: str = "linguistic_complexity"
+    level: int = 2
+    seed: int = 0
+    representation: str = "bigram_binary"
+    min_users: int = 10
+    n_users: Optional[int] = None
+    min_posts: int = 10
+    max_posts: int = 60
+    insertion: Optional[str] = None
+    outcome: str = "binary"
+    encoder: Optional[str] = None
+    max_tokens: int = 64
+    token_cap: int = 32
+    encoder_layer: Optional[int] = None
+    scale: Optional[str] = None
+    observational: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        owner = "DataSettings"
+        check_options(self.representation, "representation", owner, REPRESENTATIONS)
+        check_options(self.scale, "scale", owner, SCALES)
+        check_int(self.min_users, "min_users", owner, low=1)
+        check_int(self.max_tokens, "max_tokens", owner, low=1)
+        check_int(self.token_cap, "token_cap", owner, low=1)
+        if self.observational:
+            defaults = DataSettings()
+            changed = [f for f in SIMULATION_FIELDS if getattr(self, f) != getattr(defaults, f)]
+            if changed:
+                raise ValueError(
+                    f"The 'observational' study decides the corpus and its users: the data settings {changed} "
+                    "do not apply to it; set them in the study config instead (or remove them)."
+                )
+
+    def key(self) -> str:
+        """A key of everything that decides the build (a study config counts by its content)."""
+        parts: list[Any] = [dataclasses.asdict(self)]
+        study = Path(self.observational) if self.observational else None
+        if study is not None and study.is_file():
+            parts.append(study.read_bytes())
+        return content_key(*parts)
+
+
+@dataclass(frozen=True, eq=False)
+class BuiltData:
+    """A task and the features of its users.
+
+    Attributes:
+        task: a :class:`~textcause.simulation.types.SemiSyntheticTask` (with its truth) or an
+            :class:`~textcause.observational.ObservationalTask` (no truth).
+        features: one row per user: a sparse or dense matrix (n-grams, topics; width 0 for
+            ``none``) or a post-embedding table (``post_embeddings`` / ``post_tokens``).
+        info: ``kind``, ``vocabulary_size``, ``fit_seconds`` (and the encoder and cache folder).
+    """
+
+    task: Any
+    features: Any
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def input_dim(self) -> int:
+        """The width of a user's feature vector (or of a post vector for embedding tables)."""
+        vectors = getattr(self.features, "vectors", None)
+        return int((vectors if vectors is not None else self.features).shape[1])
+
+
+def build_task(settings: DataSettings) -> Any:
+    """The task of ``settings``: drawn from the memoised corpus, or read from the study config."""
+    if settings.observational:
+        from textcause.observational.task import load_task
+
+        return load_task(settings.observational, seed=settings.seed)
+    from textcause.corpus import read_corpus
+    from textcause.simulation import make_task
+
+    corpus = read_corpus(settings.corpus, min_posts=settings.min_posts, max_posts=settings.max_posts,
+                         n_users=settings.n_users)
+    kwargs: dict[str, Any] = {"outcome": settings.outcome}
+    if settings.insertion is not None:
+        kwargs["insertion"] = settings.insertion
+    return make_task(corpus, settings.task, settings.level, seed=settings.seed, **kwargs)
+
+
+def scale_features(x: Any, train: np.ndarray, how: Optional[str]) -> Any:
+    """Rescale a sparse or dense feature matrix (``maxabs`` fitted on the training rows only)."""
+    if how is None:
+        return x
+    if how == "log1p":
+        if sp.issparse(x):
+            x = x.copy()
+            x.data = np.log1p(x.data)
+            return x
+        return np.log1p(x)
+    col_max = abs(x[train]).max(axis=0)
+    col_max = np.asarray(col_max.todense() if sp.issparse(col_max) else col_max, dtype=np.float64).ravel()
+    factor = np.where(col_max > 0, 1.0 / np.where(col_max > 0, col_max, 1.0), 1.0).astype(np.float32)
+    if sp.issparse(x):
+        return (x @ sp.diags(factor)).tocsr().astype(np.float32)
+    return (x * factor).astype(np.float32)
+
+
+def embed_texts(texts: list[list[str]], settings: DataSettings) -> tuple[Any, dict[str, Any]]:
+    """The post-embedding table of ``texts`` (frozen encoder, through the embedding cache)."""
+    from textcause.features.embeddings import PostEmbeddingCache
+
+    tokens = settings.representation == "post_tokens"
+    cache = PostEmbeddingCache(settings.encoder, max_tokens=settings.max_tokens, store_tokens=tokens,
+                               token_cap=settings.token_cap, layer=settings.encoder_layer if tokens else None)
+    started = time.perf_counter()
+    # float16 in memory: the token table of a 4,000-user corpus is several GB in float32.
+    table = cache.embed_histories(texts, out_dtype=np.float16 if tokens else np.float32)
+    info = {"kind": settings.representation, "vocabulary_size": 0, "fit_seconds": time.perf_counter() - started,
+            "encoder": cache.spec.name, "cache": str(cache.folder)}
+    return table, info
+
+
+def _features(task: Any, settings: DataSettings, cache: bool) -> tuple[Any, dict[str, Any]]:
+    rep = settings.representation
+    if rep == "none":  # baselines (oracle, unadjusted) read no text
+        return np.zeros((len(task), 0), dtype=np.float32), {"kind": "none", "vocabulary_size": 0, "fit_seconds": 0.0}
+    if rep in EMBEDDING_KINDS:
+        return embed_texts(task.texts, settings)
+    assert rep in NGRAM_KINDS  # DataSettings checked it
+    from textcause.features import build_representation
+
+    built = build_representation(rep, task.texts, task.split.train, min_users=settings.min_users, seed=settings.seed,
+                                 cache=cache)
+    info = {"kind": built.kind, "vocabulary_size": int(built.vocabulary_size), "fit_seconds": float(built.fit_seconds)}
+    return scale_features(built.matrix, task.split.train, settings.scale), info
+
+
+_BUILT: "OrderedDict[str, BuiltData]" = OrderedDict()
+
+
+def build_data(settings: DataSettings, *, cache: bool = True) -> BuiltData:
+    """The task and features of ``settings`` (memoised per process; see the module docstring).
+
+    Args:
+        settings: what to build.
+        cache: read and write fitted n-gram / topic representations in the cache root.
+    """
+    key = settings.key()
+    if key in _BUILT:
+        _BUILT.move_to_end(key)
+        return _BUILT[key]
+    task = build_task(settings)
+    features, info = _features(task, settings, cache)
+    built = BuiltData(task, features, info)
+    _BUILT[key] = built
+    while len(_BUILT) > _MEMO_SIZE:
+        _BUILT.popitem(last=False)
+    log.info("Built %r with %s features of width %d.", task, settings.representation, built.input_dim)
+    return built
+
+
+def clear_built() -> None:
+    """Forget the tasks and features built in this process (the corpora read stay memoised)."""
+    _BUILT.clear()

@@ -1,0 +1,151 @@
+"""One results table from one set of propensities: every estimator with its interval, and every metric.
+
+``evaluate_propensities`` is the single place that turns (T, Y, estimated propensity, truth) into
+result rows (the columns of :mod:`textcause.metrics.schema`); ``evaluate.py``, every run of
+:mod:`textcause.runs` and the metrics callback (with ``n_boot=0``) all call it, so their numbers
+agree by construction.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from textcause import estimators as est
+from textcause import metrics as met
+from textcause.validation import check_consistent_length, check_propensity, check_treatment
+
+CI_METHOD = "percentile bootstrap over evaluation units"
+
+
+def propensity_metrics(
+    t: np.ndarray, propensity: np.ndarray, true_propensity: np.ndarray | None = None
+) -> dict[str, float]:
+    """Treatment accuracy, calibration and (given the truth) weight MSE and Spearman."""
+    out = {
+        "treatment_accuracy": float(met.treatment_accuracy(t, propensity)),
+        "ece": float(met.expected_calibration_error(t, propensity)),
+        "brier": float(met.brier_score(t, propensity)),
+    }
+    if true_propensity is not None:
+        out["iptw_weight_mse"] = float(met.iptw_weight_mse(t, propensity, true_propensity))
+        out["spearman"] = float(met.spearman(propensity, true_propensity))
+    return out
+
+
+def evaluate_propensities(
+    t: Sequence[float],
+    y: Sequence[float],
+    propensity: Sequence[float],
+    *,
+    true_propensity: Sequence[float] | None = None,
+    true_ate: float | None = None,
+    estimators: Iterable[str] = est.DEFAULT_ESTIMATORS,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    n_strata: int = est.ESTIMATOR_DEFAULTS["stratified"]["n_strata"],
+    caliper: float | None = est.ESTIMATOR_DEFAULTS["matching"]["caliper"],
+    mu0: Sequence[float] | None = None,
+    mu1: Sequence[float] | None = None,
+) -> list[dict[str, Any]]:
+    """Estimate the ATE with every requested estimator and compute every metric.
+
+    Args:
+        t: observed treatments (0/1).
+        y: observed outcomes.
+        propensity: estimated P(T=1 | text), strictly inside (0, 1).
+        true_propensity: the true propensities (semi-synthetic tasks), for weight MSE, Spearman and bounds.
+        true_ate: the true ATE, for the bias column.
+        estimators: propensity estimators to run (``ipw``, ``stratified``, ``matching``, ``aipw``);
+            ``unadjusted`` is always added first.
+        n_boot: bootstrap replicates for the intervals (0: no interval).
+        level: the interval's coverage.
+        seed: the bootstrap's seed.
+        n_strata: strata of the stratified estimator.
+        caliper: the matching caliper in propensity standard deviations (None: no caliper).
+        mu0, mu1: outcome-model predictions, needed by ``aipw``.
+
+    Returns:
+        One dict per estimator with ``estimator``, ``ate``, ``ci_low``, ``ci_high``, ``bias``,
+        ``n_used``, ``n_dropped`` and every propensity metric (the same on every row).
+    """
+    t = check_treatment(t)
+    y = np.asarray(y, dtype=np.float64)
+    p = check_propensity(propensity)
+    check_consistent_length(t, y, p)
+    p_true = None if true_propensity is None else check_propensity(true_propensity, "true_propensity")
+    if p_true is not None:
+        check_consistent_length(t, p_true)
+    names = ["unadjusted"] + [e for e in estimators if e != "unadjusted"]
+    shared = propensity_metrics(t, p, p_true)
+    bounds = met.arbour_dimmery_bounds(t, y, p, p_true) if p_true is not None else None
+
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        if name == "aipw" and (mu0 is None or mu1 is None):
+            warnings.warn("aipw needs outcome-model predictions (mu0, mu1); it was skipped.", stacklevel=2)
+            continue
+        kwargs = est.estimator_kwargs(name, n_strata=n_strata, caliper=caliper)
+        if name == "unadjusted":
+            args: tuple[Any, ...] = (t, y)
+        elif name == "aipw":
+            args = (t, y, p, np.asarray(mu0, dtype=np.float64), np.asarray(mu1, dtype=np.float64))
+        else:
+            args = (t, y, p)
+        try:
+            point = est.ESTIMATORS[name](*args, **kwargs)
+            interval = (
+                est.bootstrap_ci(name, *args, n_boot=n_boot, level=level, seed=seed, **kwargs) if n_boot > 0 else None
+            )
+        except ValueError as err:  # e.g. no stratum with both groups: reported, never NaN
+            rows.append({"estimator": name, "error": str(err), **shared})
+            continue
+        row: dict[str, Any] = {
+            "estimator": name,
+            "ate": float(point.ate),
+            "ci_low": None if interval is None else float(interval.ci_low),
+            "ci_high": None if interval is None else float(interval.ci_high),
+            "ci_method": None if interval is None else CI_METHOD,
+            "bias": None if true_ate is None else float(point.ate - true_ate),
+            "n_used": int(point.n_used),
+            "n_dropped": int(point.n_dropped),
+        }
+        if true_ate is not None and interval is not None:
+            row["covers_truth"] = bool(interval.ci_low <= true_ate <= interval.ci_high)
+        if bounds is not None:
+            row["bound_low"] = float(bounds.lower)
+            row["bound_high"] = float(bounds.upper)
+            if interval is not None:
+                row["ci_tighter_than_bound"] = bool(
+                    met.interval_tighter_than_bounds(interval.ci_low, interval.ci_high, bounds)
+                )
+        row.update(shared)
+        rows.append(row)
+    return rows
+
+
+def format_table(rows: Sequence[dict[str, Any]], *, title: str = "") -> str:
+    """A readable fixed-width table of result rows."""
+
+    def num(v: Any, width: int = 7) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "-".rjust(width)
+        return f"{v:+.3f}".rjust(width) if isinstance(v, float) else str(v).rjust(width)
+
+    lines = [title] if title else []
+    lines.append(f"{'estimator':<11} {'ATE':>7}  {'95% interval':^17} {'bias':>7} {'n_used':>7}")
+    for r in rows:
+        if "error" in r:
+            lines.append(f"{r['estimator']:<11} failed: {r['error']}")
+            continue
+        ci = f"[{num(r.get('ci_low'))}, {num(r.get('ci_high'))}]" if r.get("ci_low") is not None else "-".center(17)
+        lines.append(f"{r['estimator']:<11} {num(r['ate'])}  {ci} {num(r.get('bias'))} {r['n_used']:>7}")
+    if rows:
+        r0 = rows[0]
+        parts = [f"{k}={r0[k]:.3f}" for k in ("treatment_accuracy", "ece", "brier", "iptw_weight_mse", "spearman") if k in r0]
+        lines.append("metrics: " + ", ".join(parts))
+    return "\n".join(lines)

@@ -1,0 +1,21 @@
+"""The result schema: the columns of one evaluation row (one estimator on one run), and their types.
+
+:func:`textcause.metrics.evaluation.evaluate_propensities` fills the estimate and metric columns;
+the run that produced them adds its identity (``run`` ... ``split``, ``true_ate``, ``sample_ate``).
+``evaluate.py`` writes these columns to ``results.csv``, the benchmark's results store makes one
+database column of each, and ``textcause.evaluate`` returns them as its table's first columns.
+"""
+
+from __future__ import annotations
+
+#: Column name -> Python type of its values (None is always allowed), in table order.
+RESULT_SCHEMA: dict[str, type] = {
+    "run": str, "model": str, "corpus": str, "task": str, "level": int, "seed": int, "representation": str,
+    "split": str, "estimator": str, "ate": float, "ci_low": float, "ci_high": float, "bias": float,
+    "true_ate": float, "sample_ate": float, "n_used": int, "n_dropped": int, "treatment_accuracy": float,
+    "ece": float, "brier": float, "iptw_weight_mse": float, "spearman": float, "bound_low": float,
+    "bound_high": float, "ci_tighter_than_bound": bool, "covers_truth": bool, "ci_method": str, "error": str,
+}
+
+#: The result columns, in table order.
+RESULT_COLUMNS = tuple(RESULT_SCHEMA)

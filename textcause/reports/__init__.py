@@ -1,0 +1,1 @@
+"""Reports: figures (PNG + SVG), Markdown / HTML reports of a results database or an observational study."""

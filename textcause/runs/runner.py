@@ -1,0 +1,175 @@
+"""Run a benchmark grid of real fits + evaluations, resumable, on many workers (``textcause benchmark``).
+
+    textcause benchmark --config configs/benchmark/smoke.yaml                  # one worker, SQLite
+    textcause benchmark --config configs/benchmark/weld.yaml --workers 2       # two processes
+    textcause benchmark --config configs/benchmark/weld.yaml --db postgresql://host/textcause  # on each machine
+    textcause benchmark --config configs/benchmark/smoke.yaml --method mypkg.methods:MyMethod  # add a method
+
+Scheduling is Optuna's: one study per grid (named by the grid's content hash) in the same database,
+a ``GridSampler`` over the grid's dimensions, heartbeats on running trials, and
+``RetryHeartbeatStaleTrialCallback`` re-queueing the cells of workers that died. Optuna's grid sampler can
+hand one grid point to two workers under concurrency (its documentation says so), so a worker runs a
+cell only after claiming it in the ``cells`` ledger (see :mod:`textcause.runs.store`): no
+cell runs twice at once, a finished cell is never rerun, and results are written all-or-nothing.
+
+Each cell is one call of :func:`textcause.runs.fit.fit_and_evaluate` (what ``train.py fit`` and
+``evaluate.py`` do), in-process; its files go to ``<out>/runs/<cell_id>/``. A method (``--method package.module:Name``, or such an entry in the YAML's
+``models`` / ``methods``) is fitted and evaluated by :mod:`textcause.methods` instead. A cell that raises is recorded as failed (with its error) and the run goes
+on; ``--retry-failed`` runs failed cells again. Rerunning the same command resumes a killed run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Sequence
+
+from textcause.validation import check_int
+
+from textcause.runs import store
+from textcause.runs.grid import Grid, load_grid
+from textcause.runs.worker import GRACE_FACTOR, HEARTBEAT_INTERVAL, open_study, run_worker
+
+
+# ---------------------------------------------------------------------------------------- progress
+class ProgressLine:
+    """Prints the progress line when it changes (in place on a terminal) and each new failure."""
+
+    def __init__(self, grid: Grid, engine: Any, since: datetime, *, retry_failed: bool, stream: Any = None) -> None:
+        self.grid, self.engine, self.since, self.retry_failed = grid, engine, since, retry_failed
+        self.stream = stream or sys.stderr
+        self.ids = [c.cell_id for c in grid.cells]
+        self.started = time.perf_counter()
+        self.last = ""
+        self.failures: set[str] = set()
+
+    def update(self, final: bool = False) -> store.Progress:
+        p = store.progress(self.engine, self.grid.name, self.ids, since=self.since)
+        tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        for row in store.ledger(self.engine, self.grid.name).values():
+            if row.status == "failed" and row.cell_id not in self.failures and row.finished_at and row.finished_at >= self.since:
+                self.failures.add(row.cell_id)
+                print(("\r\033[K" if tty else "") + f"failed: {row.cell_id}: {row.error}", file=self.stream, flush=True)
+                self.last = ""
+        line = p.describe(self.grid.name, time.perf_counter() - self.started, retry_failed=self.retry_failed)
+        changed = line.split(" (")[0] != self.last.split(" (")[0]  # cells done: not just the running count
+        if tty:
+            print("\r\033[K" + line, end="\n" if final else "", file=self.stream, flush=True)
+        elif changed or final:
+            print(line, file=self.stream, flush=True)
+        self.last = line
+        return p
+
+
+# ---------------------------------------------------------------------------------------- the run
+def _worker_command(config: Path, url: str, out: Path, since: datetime, threads: int, methods: Sequence[str],
+                    retry_failed: bool, heartbeat: int) -> list[str]:
+    cmd = [sys.executable, "-m", "textcause.runs.worker", "--config", str(config), "--db", url, "--out", str(out),
+           "--since", since.isoformat(), "--threads", str(threads), "--parent-pid", str(os.getpid()),
+           "--heartbeat", str(heartbeat)]
+    for spec in methods:
+        cmd += ["--method", spec]
+    return cmd + (["--retry-failed"] if retry_failed else [])
+
+
+def _check_config_unchanged(grid: Grid, engine: Any) -> None:
+    changed = grid.reconfigured(store.ledger(engine, grid.name))
+    if changed:
+        raise ValueError(
+            f"{len(changed)} finished cells of grid '{grid.name}' (e.g. {changed[0]}) were run with another "
+            "configuration (a model YAML, an override or the evaluation settings changed): give the grid a new "
+            "name, or point --db at another database."
+        )
+
+
+def run_benchmark(config: str | Path, *, db: str | None = None, out: str | Path | None = None, workers: int = 1,
+                  threads: int | None = None, methods: Sequence[str] = (), retry_failed: bool = False,
+                  dry_run: bool = False, heartbeat: int = HEARTBEAT_INTERVAL) -> int:
+    """Run (or resume) a grid: prepare the database and the study, run the workers, show progress.
+
+    Args:
+        config: the grid's YAML.
+        db: a SQLAlchemy URL (default ``sqlite:///<out>/results.db``).
+        out: run folders go to ``<out>/runs/`` (default ``runs/benchmark/<grid>``).
+        workers: worker processes on this machine (1: in this process).
+        threads: torch threads per worker (default: the grid's, else cores // workers).
+        methods: more ``package.module:Name`` methods to evaluate.
+        retry_failed: run failed cells again.
+        dry_run: list the cells and their status, run nothing.
+        heartbeat: seconds between Optuna heartbeats.
+
+    Returns:
+        The exit code: 0, or 1 when a worker or the database failed or cells were left unfinished.
+
+    Raises:
+        ValueError: a bad option or grid, or finished cells run under another configuration.
+    """
+    check_int(workers, "workers", "run_benchmark", low=1)
+    if threads is not None:
+        check_int(threads, "threads", "run_benchmark", low=1)
+    grid = load_grid(config, methods=methods)
+    out = Path(out or Path("runs") / "benchmark" / grid.name).resolve()
+    url = db or store.default_url(out)
+    if dry_run:
+        return _dry_run(grid, url)
+    engine = store.connect(url)
+    _check_config_unchanged(grid, engine)
+    open_study(grid, url, create=True, heartbeat_interval=heartbeat, grace_period=GRACE_FACTOR * heartbeat)
+    since = store.utcnow()
+    threads = threads or grid.threads or max(1, (os.cpu_count() or 1) // workers)
+    print(f"{grid.name}: {len(grid.cells)} cells, {workers} worker(s) x {threads} thread(s); "
+          f"results in {url}", file=sys.stderr, flush=True)
+    line = ProgressLine(grid, engine, since, retry_failed=retry_failed)
+    status = 0
+    if workers == 1:
+        stop = threading.Event()
+
+        def show() -> None:
+            while not stop.wait(2.0):
+                line.update()
+
+        shower = threading.Thread(target=show, daemon=True)
+        shower.start()
+        try:
+            run_worker(grid, url, out, since, threads=threads, retry_failed=retry_failed, heartbeat=heartbeat)
+        finally:
+            stop.set()
+            shower.join()
+    else:
+        (out / "logs").mkdir(parents=True, exist_ok=True)
+        procs = []
+        command = _worker_command(Path(config), url, out, since, threads, methods, retry_failed, heartbeat)
+        for i in range(workers):
+            log = open(out / "logs" / f"worker-{i}.log", "a", encoding="utf-8")  # noqa: SIM115 - closed below
+            procs.append((subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=os.getcwd()), log))
+        while any(p.poll() is None for p, _ in procs):
+            line.update()
+            time.sleep(1.0)
+        for p, log in procs:
+            log.close()
+            if p.returncode != 0:
+                print(f"\nerror: a worker exited with code {p.returncode}; see {log.name}", file=sys.stderr)
+                status = 1
+    p = line.update(final=True)
+    failed = p.failed_since if retry_failed else p.failed
+    if p.ok + failed < p.total and status == 0:
+        print(f"error: {p.total - p.ok - failed} cells were left unfinished.", file=sys.stderr)
+        status = 1
+    return status
+
+
+def _dry_run(grid: Grid, url: str) -> int:
+    rows: dict[str, Any] = {}
+    parsed = store.sa.engine.make_url(url)
+    if parsed.get_backend_name() != "sqlite" or (parsed.database and os.path.exists(parsed.database)):
+        rows = store.ledger(store.connect(url), grid.name)
+    for cell in grid.cells:
+        print(f"{cell.cell_id}\t{rows[cell.cell_id].status if cell.cell_id in rows else 'todo'}")
+    done = sum(rows[c.cell_id].status == "ok" for c in grid.cells if c.cell_id in rows)
+    print(f"{grid.name}: {len(grid.cells)} cells ({done} done) in {url}")
+    return 0

@@ -1,0 +1,374 @@
+"""The benchmark's results database: any SQLAlchemy URL (SQLite by default, PostgreSQL to share).
+
+Two tables, written with SQLAlchemy Core:
+
+``cells``
+    one row per cell (``cell_id`` is the primary key): the claim ledger. A worker claims a cell by
+    inserting its row, or by swapping the row's ``token`` (compare-and-swap), so two workers never
+    hold the same cell; ``status`` is ``running``, ``ok`` or ``failed``.
+``results``
+    one row per cell x estimator (``UNIQUE(cell_id, estimator)``): every column of
+    :data:`textcause.metrics.schema.RESULT_COLUMNS` plus the cell, grid, model config name, config hash,
+    code version, timings, ``status`` and ``error``. ``model`` is the model config's name
+    (``lr_bigram_binary``) and ``model_class`` the network's class (``LogisticRegression``). A failed cell has one row per planned estimator,
+    with ``status = 'failed'`` and the cell's error.
+
+A cell's result rows and its ``cells`` status are written in one transaction, guarded by the
+claim's token: they appear all together or not at all, and a worker whose claim was taken over
+(it was presumed dead) writes nothing. On SQLite every transaction starts with ``BEGIN IMMEDIATE``
+(SQLAlchemy's documented pysqlite recipe) so concurrent writers queue instead of failing. On
+PostgreSQL, tables are created under an advisory lock (:func:`schema_lock`): its ``CREATE TABLE``
+checks, then creates, so machines starting together on an empty database would otherwise collide.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import sqlalchemy as sa
+
+from textcause.metrics.schema import RESULT_COLUMNS, RESULT_SCHEMA
+
+STATUSES = ("running", "ok", "failed")
+SQLITE_TIMEOUT = 120.0  # seconds a SQLite writer waits for the lock before giving up
+SCHEMA_LOCK_KEY = 7_461_726_795_634_001  # the PostgreSQL advisory lock serialising table creation
+
+_KEY = sa.String(255)
+_SQL_TYPES = {int: sa.Integer, bool: sa.Boolean, float: sa.Float}
+
+
+def _result_type(name: str) -> Any:
+    if name in ("error", "run"):
+        return sa.Text
+    return _SQL_TYPES.get(RESULT_SCHEMA[name], _KEY)
+
+
+metadata = sa.MetaData()
+
+cells = sa.Table(
+    "cells", metadata,
+    sa.Column("cell_id", _KEY, primary_key=True),
+    sa.Column("grid", _KEY, nullable=False, index=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("config_hash", sa.String(64)),
+    sa.Column("token", sa.String(64), nullable=False),
+    sa.Column("host", _KEY),
+    sa.Column("pid", sa.Integer),
+    sa.Column("trial_id", sa.Integer),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("started_at", sa.DateTime),
+    sa.Column("finished_at", sa.DateTime),
+    sa.Column("error", sa.Text),
+)
+
+EXTRA_COLUMNS = (
+    "cell_id", "grid", "model_class", "config_hash", "code_version", "n_boot", "status", "attempt", "host",
+    "started_at", "finished_at", "train_seconds", "eval_seconds",
+)
+
+results = sa.Table(
+    "results", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("cell_id", _KEY, nullable=False),
+    sa.Column("grid", _KEY, nullable=False, index=True),
+    sa.Column("model_class", _KEY),
+    sa.Column("config_hash", sa.String(64)),
+    sa.Column("code_version", _KEY),
+    sa.Column("n_boot", sa.Integer),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("attempt", sa.Integer),
+    sa.Column("host", _KEY),
+    sa.Column("started_at", sa.DateTime),
+    sa.Column("finished_at", sa.DateTime),
+    sa.Column("train_seconds", sa.Float),
+    sa.Column("eval_seconds", sa.Float),
+    *[sa.Column(name, _result_type(name), nullable=name != "estimator") for name in RESULT_COLUMNS],
+    sa.UniqueConstraint("cell_id", "estimator", name="uq_results_cell_estimator"),
+)
+
+
+class ClaimLost(RuntimeError):
+    """The cell was taken over by another worker (this one was presumed dead): nothing was written."""
+
+
+@dataclass(frozen=True)
+class Claimant:
+    """Who claims a cell: the host and process, and the Optuna trial running it."""
+
+    host: str
+    pid: int
+    trial_id: int | None = None
+
+    @classmethod
+    def current(cls, trial_id: int | None = None) -> "Claimant":
+        return cls(host=socket.gethostname(), pid=os.getpid(), trial_id=trial_id)
+
+
+def utcnow() -> datetime:
+    """The current UTC time, naive (what every DateTime column holds)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def default_url(out_dir: str | os.PathLike) -> str:
+    """``sqlite:///<out_dir>/results.db`` with an absolute path."""
+    return f"sqlite:///{os.path.abspath(os.fspath(out_dir))}/results.db"
+
+
+def make_sqlite_transactional(engine: sa.Engine) -> sa.Engine:
+    """Make a pysqlite engine emit ``BEGIN IMMEDIATE`` for every transaction (and use WAL).
+
+    Without this, pysqlite starts a transaction lazily at the first write, so a read-then-write
+    transaction can fail with "database is locked" under concurrency instead of waiting.
+    """
+
+    @sa.event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_TIMEOUT * 1000)}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(conn: sa.Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+@contextlib.contextmanager
+def schema_lock(engine: sa.Engine) -> Iterator[None]:
+    """Hold a database-wide lock while tables are created (PostgreSQL; elsewhere it does nothing).
+
+    PostgreSQL's ``CREATE TABLE`` and ``CREATE TYPE`` check, then create: two processes creating the
+    same table at once make one fail with a unique violation on ``pg_type``. A session-level advisory
+    lock on a connection of its own makes them take turns (the others then find the tables made);
+    the lock goes with the connection if the process dies. On SQLite, creating the results tables
+    already takes the write lock (``BEGIN IMMEDIATE``).
+    """
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(sa.text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+        try:
+            yield
+        finally:
+            conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK_KEY})
+
+
+def connect(url: str) -> sa.Engine:
+    """An engine for ``url``; creates the SQLite file's folder and both tables if missing."""
+    try:
+        parsed = sa.engine.make_url(url)
+    except sa.exc.ArgumentError:
+        raise ValueError(f"'{url}' is not a database URL: give e.g. sqlite:///runs/results.db or postgresql://host/db.") from None
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            os.makedirs(os.path.dirname(os.path.abspath(parsed.database)), exist_ok=True)
+        engine = make_sqlite_transactional(sa.create_engine(url, connect_args={"timeout": SQLITE_TIMEOUT}))
+    else:
+        engine = sa.create_engine(url, pool_pre_ping=True)
+    with schema_lock(engine):
+        metadata.create_all(engine, checkfirst=True)
+    inspector = sa.inspect(engine)
+    for table in (cells, results):
+        missing = sorted(set(table.c.keys()) - {c["name"] for c in inspector.get_columns(table.name)})
+        if missing:
+            raise ValueError(
+                f"The '{table.name}' table in {parsed.render_as_string(hide_password=True)} lacks the columns "
+                f"{missing} (it was made by another version of textcause): use another database."
+            )
+    return engine
+
+
+# ---------------------------------------------------------------------------------------- ledger
+def ledger(engine: sa.Engine, grid: str) -> dict[str, Any]:
+    """Every ``cells`` row of ``grid``, by cell id."""
+    with engine.begin() as conn:
+        rows = conn.execute(sa.select(cells).where(cells.c.grid == grid)).all()
+    return {r.cell_id: r for r in rows}
+
+
+def try_claim(
+    engine: sa.Engine, cell_id: str, grid: str, config_hash: str, claimant: Claimant, *, previous: Any | None
+) -> str | None:
+    """Claim a cell: insert its row (``previous is None``) or take over ``previous`` by its token.
+
+    Args:
+        engine: the results database.
+        cell_id, grid, config_hash: the cell.
+        claimant: who claims it.
+        previous: the cell's ``cells`` row as last read (None: there was none).
+
+    Returns:
+        The new claim token, or None when another worker changed the row first.
+    """
+    token = uuid.uuid4().hex
+    values = dict(
+        status="running", token=token, host=claimant.host, pid=claimant.pid, trial_id=claimant.trial_id,
+        started_at=utcnow(), finished_at=None, error=None, config_hash=config_hash,
+    )
+    try:
+        with engine.begin() as conn:
+            if previous is None:
+                conn.execute(sa.insert(cells).values(cell_id=cell_id, grid=grid, attempts=1, **values))
+                return token
+            done = conn.execute(
+                sa.update(cells)
+                .where(cells.c.cell_id == cell_id, cells.c.token == previous.token)
+                .values(attempts=cells.c.attempts + 1, **values)
+            )
+            return token if done.rowcount == 1 else None
+    except sa.exc.IntegrityError:  # another worker inserted the row first
+        return None
+
+
+def give_up(engine: sa.Engine, cell_id: str, previous: Any, error: str) -> bool:
+    """Mark a cell ``failed`` (its workers kept dying) unless its row changed since ``previous``."""
+    with engine.begin() as conn:
+        done = conn.execute(
+            sa.update(cells).where(cells.c.cell_id == cell_id, cells.c.token == previous.token)
+            .values(status="failed", finished_at=utcnow(), error=error, token=uuid.uuid4().hex)
+        )
+    return done.rowcount == 1
+
+
+def claim_decision(row: Any, *, alive: Callable[[Any], bool], retry_failed: bool, since: datetime, max_attempts: int) -> str:
+    """What a worker does with a cell, given its ledger row (None: no row yet).
+
+    Args:
+        row: the cell's ``cells`` row.
+        alive: whether the worker holding a ``running`` row is alive.
+        retry_failed: run again cells that failed before ``since``.
+        since: when this run started.
+        max_attempts: give up on a cell whose workers died this many times.
+
+    Returns:
+        ``run`` (claim it and run it), ``skip`` (finished), ``wait`` (a live worker holds it) or
+        ``give_up`` (record it as failed).
+    """
+    if row is None:
+        return "run"
+    if row.status == "ok":
+        return "skip"
+    if row.status == "failed":
+        retry = retry_failed and (row.finished_at is None or row.finished_at < since)
+        return "run" if retry else "skip"
+    if alive(row):
+        return "wait"
+    return "give_up" if row.attempts >= max_attempts else "run"
+
+
+def _clean(value: Any) -> Any:
+    if value is None or isinstance(value, (str, bool, int, datetime)):
+        return value
+    if hasattr(value, "item"):  # numpy scalars
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def finish_cell(
+    engine: sa.Engine, cell_id: str, token: str, *, status: str, rows: Sequence[Mapping[str, Any]], error: str | None = None
+) -> None:
+    """Record a cell's outcome: its result rows and its ledger status, in one transaction.
+
+    Earlier rows of the cell (a failed attempt being retried) are replaced.
+
+    Raises:
+        ValueError: if ``status`` is not ``ok`` or ``failed``.
+        ClaimLost: if the claim ``token`` no longer holds the cell (nothing is written).
+    """
+    if status not in ("ok", "failed"):
+        raise ValueError(f"The 'status' parameter of finish_cell must be 'ok' or 'failed'. Got {status!r} instead.")
+    names = set(results.c.keys()) - {"id"}
+    clean = [{k: _clean(r.get(k)) for k in names} for r in rows]
+    with engine.begin() as conn:
+        done = conn.execute(
+            sa.update(cells)
+            .where(cells.c.cell_id == cell_id, cells.c.token == token, cells.c.status == "running")
+            .values(status=status, finished_at=utcnow(), error=error)
+        )
+        if done.rowcount != 1:
+            raise ClaimLost(f"Cell {cell_id!r} was taken over by another worker; its results were not written.")
+        conn.execute(sa.delete(results).where(results.c.cell_id == cell_id))
+        if clean:
+            conn.execute(sa.insert(results), clean)
+
+
+# ---------------------------------------------------------------------------------------- reading
+@dataclass(frozen=True)
+class Progress:
+    """Counts of a grid's cells in the ledger (``*_since``: finished at or after a given time)."""
+
+    total: int
+    ok: int
+    failed: int
+    running: int
+    ok_since: int = 0
+    failed_since: int = 0
+
+    def describe(self, name: str, elapsed: float, *, retry_failed: bool = False) -> str:
+        """``smoke: 40/98 cells done (2 failed, 2 running), elapsed 0:01:02, ETA 0:01:30``.
+
+        With ``retry_failed``, cells that failed before this run count as not done. The ETA assumes
+        the remaining cells take as long as those finished in this run.
+        """
+        failed = self.failed_since if retry_failed else self.failed
+        done = self.ok + failed
+        finished = self.ok_since + self.failed_since
+        remaining = self.total - done
+        if remaining <= 0:
+            eta = _clock(0)
+        elif finished == 0:
+            eta = "?"
+        else:
+            eta = _clock(elapsed / finished * remaining)
+        return (f"{name}: {done}/{self.total} cells done ({failed} failed, {self.running} running), "
+                f"elapsed {_clock(elapsed)}, ETA {eta}")
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def progress(engine: sa.Engine, grid: str, cell_ids: Iterable[str], since: datetime | None = None) -> Progress:
+    """How many of ``cell_ids`` are ok, failed and running, and how many finished since ``since``."""
+    wanted = set(cell_ids)
+    rows = [r for r in ledger(engine, grid).values() if r.cell_id in wanted]
+
+    def recent(r: Any) -> bool:
+        return since is not None and r.finished_at is not None and r.finished_at >= since
+
+    return Progress(
+        total=len(wanted),
+        ok=sum(r.status == "ok" for r in rows),
+        failed=sum(r.status == "failed" for r in rows),
+        running=sum(r.status == "running" for r in rows),
+        ok_since=sum(r.status == "ok" and recent(r) for r in rows),
+        failed_since=sum(r.status == "failed" and recent(r) for r in rows),
+    )
+
+
+def read_results(source: str | sa.Engine, grid: str | None = None, *, status: str | None = None) -> Any:
+    """The ``results`` table (optionally one grid, one status) as a pandas DataFrame."""
+    import pandas as pd
+
+    engine = connect(source) if isinstance(source, str) else source
+    query = sa.select(results)
+    if grid is not None:
+        query = query.where(results.c.grid == grid)
+    if status is not None:
+        query = query.where(results.c.status == status)
+    with engine.begin() as conn:
+        return pd.DataFrame(conn.execute(query.order_by(results.c.id)).mappings().all(), columns=list(results.c.keys()))

@@ -1,0 +1,287 @@
+"""One benchmark worker: claim cells through Optuna and the ``cells`` ledger, run them, store rows.
+
+:func:`worker_loop` asks the grid's Optuna study (:func:`open_study`) for cells until every cell is
+finished; a cell runs only after :func:`textcause.runs.store.try_claim` succeeds, so no cell
+runs twice at once. :func:`run_cell` fits and evaluates one cell in-process and never raises for
+the cell's own error. :func:`holder_alive` tells a live claim from a dead worker's. ``textcause
+benchmark`` (:mod:`textcause.runs.runner`) starts the workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import logging
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Sequence
+
+from textcause.runs import store
+from textcause.runs.cell import Cell, CellOutcome, code_version, run_config_cell
+from textcause.runs.grid import Grid
+
+HEARTBEAT_INTERVAL = 10  # seconds between Optuna heartbeats of a running cell
+GRACE_FACTOR = 6  # heartbeats missed before a cell's worker is presumed dead
+GRACE_PERIOD = GRACE_FACTOR * HEARTBEAT_INTERVAL
+MAX_ATTEMPTS = 3  # a cell whose worker died this many times is recorded as failed
+
+
+class CellFailed(Exception):
+    """A cell raised; it is recorded as failed and the run goes on (Optuna marks its trial FAIL)."""
+
+
+@dataclass
+class WorkerStats:
+    """What one worker did."""
+
+    ran: list[str] = field(default_factory=list)
+    refused: int = 0
+
+
+def run_cell(cell: Cell, out_dir: str | Path, *, version: str = "", attempt: int = 1) -> CellOutcome:
+    """Run one cell in-process: a model config through the one run path, a method through its cell runner.
+
+    Never raises for a cell's own error (see :func:`textcause.runs.cell.run_config_cell`).
+    """
+    if cell.method is not None:
+        from textcause.runs.method_cell import run_method_cell
+
+        return run_method_cell(cell, None, out_dir, version=version, attempt=attempt)
+    return run_config_cell(cell, out_dir, version=version, attempt=attempt)
+
+
+# ---------------------------------------------------------------------------------------- claims
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a killed child not yet reaped by its parent is a zombie: dead
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def holder_alive(row: Any, storage: Any) -> bool:
+    """Whether the worker holding a ``running`` cell is alive.
+
+    Dead: a process of this host that no longer exists (or is this very process, which holds no
+    claim while it plans), or an Optuna trial that is no longer RUNNING (Optuna fails a trial whose
+    heartbeat stopped for the grace period).
+    """
+    if row.host == socket.gethostname() and row.pid is not None:
+        if row.pid == os.getpid() or not _pid_alive(row.pid):
+            return False
+    if row.trial_id is not None:
+        from optuna.trial import TrialState
+
+        try:
+            return storage.get_trial(row.trial_id).state == TrialState.RUNNING
+        except KeyError:
+            return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------- Optuna
+def open_study(grid: Grid, url: str, *, create: bool, heartbeat_interval: int = HEARTBEAT_INTERVAL,
+               grace_period: int = GRACE_PERIOD) -> Any:
+    """The grid's Optuna study in the database at ``url`` (created when ``create``)."""
+    import optuna
+    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    engine = store.connect(url) if create else None  # creates the SQLite file's folder and the ledger tables
+    sqlite = url.startswith("sqlite")
+    engine_kwargs = {"connect_args": {"timeout": store.SQLITE_TIMEOUT}} if sqlite else {"pool_pre_ping": True}
+    # Optuna creates its tables as it opens the storage: machines starting together take turns
+    with store.schema_lock(engine) if engine is not None else contextlib.nullcontext():
+        storage = RDBStorage(
+            url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval, grace_period=grace_period,
+            heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=None),
+        )
+    if engine is not None:
+        engine.dispose()
+    if sqlite:  # Optuna's sessions read then write: make them take the write lock up front
+        store.make_sqlite_transactional(storage.engine)
+        storage.engine.dispose()
+    sampler = _grid_sampler(grid)
+    if create:
+        study = optuna.create_study(study_name=grid.study_name, storage=storage, sampler=sampler,
+                                    direction="minimize", load_if_exists=True)
+        study.set_user_attr("grid", grid.name)
+        study.set_user_attr("n_cells", len(grid.cells))
+        return study
+    return optuna.load_study(study_name=grid.study_name, storage=storage, sampler=sampler)
+
+
+def _grid_sampler(grid: Grid) -> Any:
+    import optuna
+
+    class QueueTolerantGridSampler(optuna.samplers.GridSampler):
+        """GridSampler that survives queued trials: its ``after_trial`` reads a ``grid_id`` that an
+        enqueued trial lacks when one grid point remains (KeyError; optuna/optuna PR #6844)."""
+
+        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+            with contextlib.suppress(KeyError):
+                super().after_trial(study, trial, state, values)
+
+    return QueueTolerantGridSampler(grid.search_space, seed=0)
+
+
+def worker_loop(
+    grid: Grid, url: str, out_dir: str | Path, *, since: datetime, retry_failed: bool = False,
+    max_attempts: int = MAX_ATTEMPTS, poll: float = 2.0, heartbeat_interval: int = HEARTBEAT_INTERVAL,
+    grace_period: int = GRACE_PERIOD,
+) -> WorkerStats:
+    """Ask Optuna for cells and run them until every cell of ``grid`` is finished."""
+    import optuna
+
+    engine = store.connect(url)
+    study = open_study(grid, url, create=False, heartbeat_interval=heartbeat_interval, grace_period=grace_period)
+    storage = study._storage
+    by_id = {c.cell_id: c for c in grid.cells}
+    version = code_version()
+    rng = random.Random(f"{socket.gethostname()}:{os.getpid()}")  # which cell to re-queue: scheduling only
+    stats = WorkerStats()
+    state = {"refused": False}
+    alive = lambda row: holder_alive(row, storage)  # noqa: E731
+
+    def decide(row: Any) -> str:
+        return store.claim_decision(row, alive=alive, retry_failed=retry_failed, since=since, max_attempts=max_attempts)
+
+    def give_up(cell_id: str, row: Any) -> None:
+        store.give_up(engine, cell_id, row, f"The worker running this cell died {row.attempts} times "
+                                            "(killed, or out of memory?); rerun with --retry-failed.")
+
+    def objective(trial: Any) -> float:
+        params = {name: trial.suggest_categorical(name, values) for name, values in grid.search_space.items()}
+        cell = grid.cell_for(params)
+        trial.set_user_attr("cell_id", cell.cell_id)
+        row = store.ledger(engine, grid.name).get(cell.cell_id)
+        decision = decide(row)
+        if decision == "give_up":
+            give_up(cell.cell_id, row)
+        token = None
+        if decision == "run":
+            token = store.try_claim(engine, cell.cell_id, grid.name, cell.config_hash,
+                                    store.Claimant.current(trial._trial_id), previous=row)
+        if token is None:
+            state["refused"] = True
+            raise optuna.TrialPruned(f"{cell.cell_id} is finished or held by a live worker")
+        if row is not None and row.status == "running" and row.trial_id is not None:
+            with contextlib.suppress(Exception):  # the dead holder's trial: FAIL, so it is not re-queued
+                storage.set_trial_state_values(row.trial_id, state=optuna.trial.TrialState.FAIL)
+        outcome = run_cell(cell, out_dir, version=version, attempt=(row.attempts + 1) if row is not None else 1)
+        try:
+            store.finish_cell(engine, cell.cell_id, token, status=outcome.status, rows=outcome.rows, error=outcome.error)
+        except store.ClaimLost:
+            state["refused"] = True
+            raise optuna.TrialPruned(f"{cell.cell_id} was taken over by another worker") from None
+        stats.ran.append(cell.cell_id)
+        if outcome.status == "failed":
+            raise CellFailed(outcome.error)
+        return outcome.seconds
+
+    while True:
+        rows = store.ledger(engine, grid.name)
+        plan = {cid: decide(rows.get(cid)) for cid in by_id}
+        for cid in [c for c, d in plan.items() if d == "give_up"]:
+            give_up(cid, rows[cid])
+        runnable = [c for c, d in plan.items() if d == "run"]
+        if not runnable:
+            if "wait" not in plan.values():
+                break
+            optuna.storages.fail_stale_trials(study)  # lets a dead holder's cell be taken over
+            time.sleep(poll)
+            continue
+        # The sampler's last point was taken, or it has handed out every point (a grid resumed with
+        # --retry-failed, a dead worker's cell): queue a cell that still needs running.
+        if state["refused"] or study.sampler.is_exhausted(study):
+            study.enqueue_trial(by_id[rng.choice(runnable)].params)
+        stats.refused += state["refused"]
+        state["refused"] = False
+        try:
+            study.optimize(objective, n_trials=1, catch=(CellFailed,))
+        except optuna.exceptions.UpdateFinishedTrialError:
+            pass  # our trial was failed as stale while it ran; the ledger decides what happens to the cell
+    return stats
+
+
+# ---------------------------------------------------------------------------------------- the worker process
+def run_worker(grid: Grid, url: str, out: Path, since: datetime, *, threads: int, retry_failed: bool,
+               heartbeat: int) -> WorkerStats:
+    """:func:`worker_loop` with ``threads`` torch threads and Lightning's info logging silenced."""
+    import torch
+
+    old_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    quiet = [logging.getLogger(n) for n in ("lightning.pytorch", "lightning.fabric")]
+    levels = [lg.level for lg in quiet]
+    for lg in quiet:
+        lg.setLevel(logging.WARNING)
+    try:
+        return worker_loop(grid, url, out, since=since, retry_failed=retry_failed,
+                           heartbeat_interval=heartbeat, grace_period=GRACE_FACTOR * heartbeat)
+    finally:
+        torch.set_num_threads(old_threads)
+        for lg, level in zip(quiet, levels):
+            lg.setLevel(level)
+
+
+def die_with_parent(parent_pid: int | None) -> None:
+    """A worker process ends when the command that started it is killed (Linux), never orphaned."""
+    if parent_pid is None:
+        return
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The worker process that :func:`textcause.runs.runner.run_benchmark` starts (not a user command)."""
+    import argparse
+
+    from textcause.runs.grid import load_grid
+
+    parser = argparse.ArgumentParser(prog="python -m textcause.runs.worker", description=main.__doc__)
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--since", default=None)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--parent-pid", type=int, default=None)
+    parser.add_argument("--heartbeat", type=int, default=HEARTBEAT_INTERVAL)
+    parser.add_argument("--method", action="append", default=[])
+    parser.add_argument("--retry-failed", action="store_true")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("WANDB_MODE", "offline")
+    die_with_parent(args.parent_pid)
+    grid = load_grid(args.config, methods=args.method)
+    since = datetime.fromisoformat(args.since) if args.since else store.utcnow()
+    stats = run_worker(grid, args.db, Path(args.out), since, threads=args.threads, retry_failed=args.retry_failed,
+                       heartbeat=args.heartbeat)
+    print(f"worker {os.getpid()}: ran {len(stats.ran)} cells", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
