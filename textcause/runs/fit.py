@@ -1,0 +1,364 @@
+"""The one fit-and-evaluate path: typed settings in, result rows out.
+
+Every caller reaches training and evaluation through these functions: ``train.py`` is the
+LightningCLI face of the same config semantics; ``evaluate.py`` calls :func:`evaluate_run`; a
+benchmark cell, an observational study's model, a :class:`~textcause.methods.ConfigPropensity` and
+the sweeps call :func:`fit_and_evaluate` with a :class:`RunSettings`. Nobody builds argv strings.
+
+A run is configured as ``train.py`` would be: the default configs (trainer defaults, Twitter data
+defaults), then the model config file(s), then dotted overrides (``{"data.level": 3}``). The
+config dict goes to the LightningCLI (:func:`textcause.runs.lightning_cli.make_cli`), which
+instantiates the data module, the model (sized by a ``link_arguments`` link) and the trainer. The
+test split's propensities are predicted from the best checkpoint and turned into rows by
+:func:`textcause.metrics.evaluation.evaluate_propensities`, the function the metrics callback also
+calls, so a callback's numbers, ``evaluate.py``'s and a cell's agree by construction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import csv
+import io
+import logging
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Optional, Sequence
+
+import numpy as np
+import yaml
+
+from textcause.corpus.types import SPLITS
+from textcause.estimators.registry import DEFAULT_ESTIMATORS, PROPENSITY_ESTIMATORS
+from textcause.io import atomic_write_json, atomic_write_text
+from textcause.metrics.schema import RESULT_COLUMNS
+from textcause.validation import check_int, check_options, check_subset
+
+_LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric")
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    """How a trained run is evaluated.
+
+    Attributes:
+        n_boot: bootstrap replicates of each interval (0: no interval).
+        split: the users evaluated (``train``, ``val`` or ``test``).
+        estimators: propensity estimators (``unadjusted`` is always reported first).
+        seed: the bootstrap's seed (None: the run's seed).
+    """
+
+    n_boot: int = 1000
+    split: str = "test"
+    estimators: tuple[str, ...] = DEFAULT_ESTIMATORS
+    seed: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        owner = "EvaluationSettings"
+        check_int(self.n_boot, "n_boot", owner, low=0)
+        check_options(self.split, "split", owner, SPLITS)
+        object.__setattr__(self, "estimators", check_subset(list(self.estimators), "estimators", owner,
+                                                            PROPENSITY_ESTIMATORS))
+        if self.seed is not None:
+            check_int(self.seed, "seed", owner, low=0)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """One training run and its evaluation.
+
+    Attributes:
+        configs: the run's config files after the defaults (a model config, optionally more such as
+            ``configs/trainer/wandb.yaml``), merged in order.
+        overrides: dotted ``train.py`` options applied last (``{"data.level": 3, "trainer.max_epochs": 2}``).
+        run_dir: the run's folder: its logs (``<run_dir>/fit/version_0``), checkpoints and
+            ``results.csv`` go there. None: the trainer config's own logger and root.
+        evaluation: how the trained model is evaluated.
+        quiet: no progress bar and no model summary (batch runs).
+    """
+
+    configs: tuple[Path, ...]
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    run_dir: Optional[Path] = None
+    evaluation: EvaluationSettings = field(default_factory=EvaluationSettings)
+    quiet: bool = False
+
+    def __post_init__(self) -> None:
+        configs = (self.configs,) if isinstance(self.configs, (str, Path)) else tuple(self.configs)
+        if not configs:
+            raise ValueError("The 'configs' parameter of RunSettings must name at least one config file.")
+        for path in configs:
+            if not Path(path).is_file():
+                raise FileNotFoundError(f"No model config at '{path}': give a YAML file such as configs/oracle.yaml.")
+        object.__setattr__(self, "configs", tuple(Path(p) for p in configs))
+        object.__setattr__(self, "overrides", {str(k).lstrip("-"): v for k, v in dict(self.overrides).items()})
+
+
+@dataclass
+class RunResult:
+    """What a run produced.
+
+    Attributes:
+        rows: one result row per estimator (the columns of :data:`textcause.metrics.schema.RESULT_COLUMNS`).
+        meta: the run's identity (model, corpus, task, level, seed, representation, split, truth).
+        checkpoint: the checkpoint evaluated (None: a baseline with nothing to learn).
+        log_dir: the run's log folder (``config.yaml``, ``metrics.csv``, ``results.json``).
+        predictions: per evaluated unit, sorted by index: ``index``, ``t``, ``y``, ``propensity``, ``p_true``.
+        representation: the data module's representation info (kind, vocabulary size, ...).
+        train_seconds, eval_seconds: wall time of training and of evaluation.
+    """
+
+    rows: list[dict[str, Any]]
+    meta: dict[str, Any]
+    checkpoint: Optional[Path]
+    log_dir: Optional[Path]
+    predictions: dict[str, np.ndarray]
+    representation: dict[str, Any] = field(default_factory=dict)
+    train_seconds: Optional[float] = None
+    eval_seconds: Optional[float] = None
+
+
+# ---------------------------------------------------------------------------------------- config
+def nest(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Dotted options as a nested dict: ``{"data.level": 3}`` -> ``{"data": {"level": 3}}``."""
+    out: dict[str, Any] = {}
+    for key, value in overrides.items():
+        parts = key.split(".")
+        cur = out
+        for part in parts[:-1]:
+            nxt = cur.get(part)
+            if not isinstance(nxt, dict):
+                nxt = cur[part] = {}
+            cur = nxt
+        cur[parts[-1]] = copy.deepcopy(value)
+    return out
+
+
+def merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``extra`` merged into a copy of ``base``: mappings key by key, anything else replaced."""
+    out = copy.deepcopy(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """A YAML config file as a dict (one sentence naming the file when it is not a YAML mapping)."""
+    try:
+        value = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise ValueError(f"The config '{path}' is not valid YAML: {err}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"The config '{path}' must be a YAML mapping of options. Got {type(value).__name__} instead.")
+    return value
+
+
+def csv_logger(run_dir: Path) -> dict[str, Any]:
+    """The logger config of a batch run: a CSV log in ``<run_dir>/fit/version_0``."""
+    return {"class_path": "lightning.pytorch.loggers.CSVLogger",
+            "init_args": {"save_dir": str(run_dir), "name": "fit", "version": 0}}
+
+
+def run_config(settings: RunSettings) -> dict[str, Any]:
+    """The config dict of a run (on top of the default configs, which the CLI adds itself)."""
+    config: dict[str, Any] = {}
+    for path in settings.configs:
+        config = merge(config, read_config(path))
+    config = merge(config, nest(settings.overrides))
+    extra: dict[str, Any] = {"data.predict_split": settings.evaluation.split}
+    if settings.quiet:
+        extra.update({"trainer.enable_progress_bar": False, "trainer.enable_model_summary": False})
+    if settings.run_dir is not None:
+        extra.update({"trainer.default_root_dir": str(settings.run_dir), "trainer.logger": csv_logger(settings.run_dir)})
+    return merge(config, nest(extra))
+
+
+def instantiate(config: Mapping[str, Any], **kwargs: Any) -> Any:
+    """The LightningCLI (``run=False``) that instantiated ``config``'s data module, model and trainer.
+
+    Raises:
+        ValueError: an option the CLI rejects (unknown key, wrong type), in one sentence.
+    """
+    from jsonargparse import ArgumentError
+
+    from textcause.runs.lightning_cli import make_cli
+
+    parser_kwargs = {"exit_on_error": False, **kwargs.pop("parser_kwargs", {})}
+    try:
+        return make_cli(dict(config), run=False, parser_kwargs=parser_kwargs, **kwargs)
+    except ArgumentError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"The run's options were rejected: {first}") from None
+
+
+# ---------------------------------------------------------------------------------------- evaluation
+def find_checkpoint(log_dir: Path) -> Optional[Path]:
+    """The best checkpoint of a run (``best-*.ckpt``), else its newest checkpoint, else None."""
+    ckpts = sorted((Path(log_dir) / "checkpoints").glob("*.ckpt"), key=lambda p: p.stat().st_mtime)
+    best = [p for p in ckpts if p.name.startswith("best")]
+    return (best or ckpts or [None])[-1]
+
+
+def predict_propensities(trainer: Any, model: Any, data: Any, ckpt: Optional[Path]) -> dict[str, np.ndarray]:
+    """Run ``trainer.predict`` and return the concatenated outputs sorted by unit index."""
+    outputs = trainer.predict(model, datamodule=data, ckpt_path=str(ckpt) if ckpt else None)
+    keys = outputs[0].keys()
+    merged = {k: np.concatenate([o[k].detach().cpu().numpy().reshape(-1) for o in outputs]) for k in keys}
+    order = np.argsort(merged["index"], kind="stable")
+    return {k: v[order] for k, v in merged.items()}
+
+
+def model_name(model: Any) -> str:
+    """The class of a model's network (``LogisticRegression``), else of the model (``OracleModel``)."""
+    net = getattr(model, "net", None)
+    return type(net if net is not None else model).__name__
+
+
+def _check_checkpoint(model: Any, ckpt: Optional[Path], where: str) -> None:
+    if ckpt is None and getattr(model, "requires_training", True):
+        raise FileNotFoundError(
+            f"No checkpoint in '{where}': {type(model).__name__} must be trained before it is evaluated "
+            "(an untrained network's numbers would be meaningless); run train.py fit, or pass --ckpt."
+        )
+
+
+def evaluate_model(trainer: Any, model: Any, data: Any, ckpt: Optional[Path], evaluation: EvaluationSettings,
+                   run_label: str) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, np.ndarray]]:
+    """Predict ``data``'s evaluation split with ``ckpt`` and evaluate: (rows, meta, predictions)."""
+    from textcause.metrics.evaluation import evaluate_propensities
+
+    pred = predict_propensities(trainer, model, data, ckpt)
+    task = data.task
+    hp = data.hparams
+    # Observational data (textcause observe) have no true propensities or ATE: no truth-based columns.
+    p_true = pred["p_true"] if np.isfinite(pred["p_true"]).all() else None
+    seed = hp.seed if evaluation.seed is None else evaluation.seed
+    rows = evaluate_propensities(
+        pred["t"], pred["y"], pred["propensity"], true_propensity=p_true, true_ate=task.true_ate,
+        estimators=evaluation.estimators, n_boot=evaluation.n_boot, seed=seed,
+    )
+    meta = {
+        "run": run_label, "model": model_name(model), "corpus": hp.corpus, "task": hp.task, "level": hp.level,
+        "seed": hp.seed, "representation": hp.representation, "split": evaluation.split,
+        "true_ate": task.true_ate, "sample_ate": task.sample_ate,
+    }
+    return [{**meta, **r} for r in rows], meta, pred
+
+
+def append_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Append rows to a CSV of :data:`RESULT_COLUMNS` atomically (old content + new rows, renamed)."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(RESULT_COLUMNS), extrasaction="ignore")
+    if not old:
+        writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(path, old + buf.getvalue())
+
+
+def write_results(result: RunResult, log_dir: Path, csv_dir: Path, evaluation: EvaluationSettings) -> list[Path]:
+    """``results.json`` (rows and provenance) in ``log_dir``; the rows appended to ``csv_dir/results.csv``."""
+    meta = {**result.meta, "checkpoint": str(result.checkpoint) if result.checkpoint else None,
+            "n_boot": evaluation.n_boot, "seconds": round(result.eval_seconds or 0.0, 3)}
+    json_path = atomic_write_json(Path(log_dir) / "results.json", {"meta": meta, "rows": result.rows})
+    csv_path = Path(csv_dir) / "results.csv"
+    append_csv(csv_path, result.rows)
+    return [json_path, csv_path]
+
+
+# ---------------------------------------------------------------------------------------- the path
+def fit_and_evaluate(settings: RunSettings) -> RunResult:
+    """Train a model as ``train.py fit`` would, then evaluate its best checkpoint as ``evaluate.py`` would.
+
+    Writes ``results.json`` into the run's log folder and appends its rows to ``results.csv`` in
+    ``settings.run_dir`` (or the log folder).
+
+    Raises:
+        ValueError: an option the CLI rejects, or bad data settings.
+        FileNotFoundError: a missing config or corpus.
+    """
+    started = time.perf_counter()
+    cli = instantiate(run_config(settings))
+    trainer, model, data = cli.trainer, cli.model, cli.datamodule
+    trainer.fit(model, datamodule=data)
+    train_s = time.perf_counter() - started
+    best = getattr(trainer.checkpoint_callback, "best_model_path", "") or None
+    log_dir = Path(trainer.log_dir) if trainer.log_dir else None
+    ckpt = Path(best) if best else None
+    _check_checkpoint(model, ckpt, str(log_dir))
+    rows, meta, pred = evaluate_model(trainer, model, data, ckpt, settings.evaluation, str(log_dir))
+    result = RunResult(rows, meta, ckpt, log_dir, pred, dict(data.representation_info), train_s,
+                       time.perf_counter() - started - train_s)
+    if log_dir is not None:
+        write_results(result, log_dir, settings.run_dir or log_dir, settings.evaluation)
+    return result
+
+
+def evaluate_run(run_dir: str | Path, evaluation: EvaluationSettings = EvaluationSettings(), *,
+                 ckpt: str | Path | None = None, csv_dir: str | Path | None = None) -> RunResult:
+    """Evaluate a finished run folder (``config.yaml`` and ``checkpoints/``): ``evaluate.py``.
+
+    Args:
+        run_dir: the run's log folder, as written by ``train.py fit``.
+        evaluation: how to evaluate.
+        ckpt: the checkpoint (default: the run's best).
+        csv_dir: where ``results.csv`` is appended (default: the run folder).
+
+    Raises:
+        FileNotFoundError: no ``config.yaml``, a named checkpoint that does not exist, or no
+            checkpoint for a model that must be trained.
+    """
+    run_dir = Path(run_dir)
+    config_path = run_dir / "config.yaml"
+    if not config_path.is_file():
+        raise FileNotFoundError(f"No config.yaml in '{run_dir}': give the folder of a run made by train.py.")
+    checkpoint = Path(ckpt) if ckpt else find_checkpoint(run_dir)
+    if ckpt and not checkpoint.is_file():
+        raise FileNotFoundError(f"No checkpoint at '{checkpoint}'.")
+    saved = read_config(config_path)
+    for key in ("ckpt_path", "weights_only"):  # fit-only keys, not options of a bare (run=False) CLI
+        saved.pop(key, None)
+    config = merge(saved, nest({"data.predict_split": evaluation.split, "trainer.logger": False, "trainer.devices": 1,
+                                "trainer.callbacks": [], "trainer.enable_progress_bar": False}))
+    started = time.perf_counter()
+    cli = instantiate(config, save_config_callback=None)
+    _check_checkpoint(cli.model, checkpoint, str(run_dir))
+    rows, meta, pred = evaluate_model(cli.trainer, cli.model, cli.datamodule, checkpoint, evaluation, str(run_dir))
+    result = RunResult(rows, meta, checkpoint, run_dir, pred, dict(cli.datamodule.representation_info), None,
+                       time.perf_counter() - started)
+    write_results(result, run_dir, Path(csv_dir) if csv_dir else run_dir, evaluation)
+    return result
+
+
+@contextlib.contextmanager
+def captured(log: io.StringIO, *, ignore: Sequence[str] = ()) -> Iterator[None]:
+    """Send a batch run's output to ``log``: stdout, stderr, Lightning's info lines (warnings stay in the log).
+
+    Args:
+        log: where the output goes.
+        ignore: warning message patterns to drop altogether.
+    """
+    loggers = [logging.getLogger(n) for n in _LIGHTNING_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.WARNING)
+    try:
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log), warnings.catch_warnings():
+            for pattern in ignore:
+                warnings.filterwarnings("ignore", message=pattern)
+            yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+def error_line(log: str) -> str:
+    """The most telling line of a failed run's output (the last ``error:`` line, else the last line)."""
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    flagged = [ln for ln in lines if "error:" in ln.lower()]
+    return (flagged or lines or ["(no output)"])[-1][:500]
