@@ -8,9 +8,9 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export WANDB_MODE ?= offline
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test check lint format bench clean
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check torch==2.13.0
 	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev]"
@@ -23,9 +23,23 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m textcause demo
 
-# The test suite (fast tests and the slow ones that fit CI's budget).
+# The test suite (fast tests and the slow ones that fit CI's budget): what CI runs.
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# Lint and format check (ruff, configured in pyproject.toml); CI runs it before the tests.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+# The edit loop: lint, then the fast tests only.
+check: lint
+	$(PY) -m pytest -q -m "not slow"
+
+# Apply ruff's fixes and format the tree.
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_estimators.py

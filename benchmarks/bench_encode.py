@@ -84,8 +84,12 @@ def main() -> None:
     parser.add_argument("--max-posts", type=int, default=60, help="posts per user read from the corpus")
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=64, help="at most this many posts per batch")
-    parser.add_argument("--batch-tokens", type=int, default=0,
-                        help="at most this many padded tokens per batch (0: --batch-size posts whatever their length)")
+    parser.add_argument(
+        "--batch-tokens",
+        type=int,
+        default=0,
+        help="at most this many padded tokens per batch (0: --batch-size posts whatever their length)",
+    )
     parser.add_argument("--precision", default="auto", choices=("auto", "bf16", "bf16-full", "fp32"))
     parser.add_argument("--store-tokens", action="store_true", help="also store token states")
     parser.add_argument("--token-cap", type=int, default=32)
@@ -106,11 +110,17 @@ def main() -> None:
         rng = np.random.default_rng(0)
         posts = [posts[i] for i in np.sort(rng.choice(len(posts), size=min(args.n, len(posts)), replace=False))]
     tmp = None if args.all else tempfile.TemporaryDirectory(prefix="bench-encode-")
-    cache = PostEmbeddingCache(args.encoder, max_tokens=args.max_tokens, batch_size=args.batch_size,
-                               batch_tokens=args.batch_tokens or None,
-                               precision=args.precision, store_tokens=args.store_tokens,
-                               token_cap=args.token_cap, cache_dir=None if tmp is None else tmp.name,
-                               progress=False if args.no_progress else None)
+    cache = PostEmbeddingCache(
+        args.encoder,
+        max_tokens=args.max_tokens,
+        batch_size=args.batch_size,
+        batch_tokens=args.batch_tokens or None,
+        precision=args.precision,
+        store_tokens=args.store_tokens,
+        token_cap=args.token_cap,
+        cache_dir=None if tmp is None else tmp.name,
+        progress=False if args.no_progress else None,
+    )
     c0 = time.process_time()
     stats = cache.ensure(posts)
     encode_cpu_s = time.process_time() - c0
@@ -121,31 +131,48 @@ def main() -> None:
     config = json.loads((cache.spec.path / "config.json").read_text(encoding="utf-8"))
     usage = cache.disk_usage()
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    out = {"encoder": cache.spec.name, "corpus": args.corpus, "distinct_posts_in_corpus": n_corpus,
-           "posts": len(posts), "encoded": stats["n_encoded"], "read_s": round(read_s, 1),
-           "load_average_1min_before": round(load, 2), "matmul_gflops_mean_before_after": {k: round(v) for k, v in peak.items()},
-           "cache_folder": str(cache.folder), "disk_bytes": usage, "peak_rss_mb": round(peak_rss_mb)}
+    out = {
+        "encoder": cache.spec.name,
+        "corpus": args.corpus,
+        "distinct_posts_in_corpus": n_corpus,
+        "posts": len(posts),
+        "encoded": stats["n_encoded"],
+        "read_s": round(read_s, 1),
+        "load_average_1min_before": round(load, 2),
+        "matmul_gflops_mean_before_after": {k: round(v) for k, v in peak.items()},
+        "cache_folder": str(cache.folder),
+        "disk_bytes": usage,
+        "peak_rss_mb": round(peak_rss_mb),
+    }
     if stats["n_encoded"]:
         mean_tokens = stats["tokens"] / stats["n_encoded"]
         fpt = flops_per_token(config, mean_tokens)
         ceiling = {k: v * 1e9 / (fpt * mean_tokens) for k, v in peak.items()}
         rate = stats["posts_per_s"]
-        out.update({
-            "encode_s": round(stats["seconds"], 1), "posts_per_s": round(rate, 1),
-            "precision": stats["precision"], "mean_tokens_per_post": round(mean_tokens, 1),
-            "mflop_per_token": round(fpt / 1e6, 2),
-            "ceiling_posts_per_s": {k: round(v) for k, v in ceiling.items()},
-            "fraction_of_bf16_ceiling": round(rate / ceiling["bf16"], 3),
-            "achieved_gflops": round(rate * mean_tokens * fpt / 1e9, 1),
-            # The same fraction per CPU second of this process: robust to other processes' load.
-            "fraction_of_bf16_ceiling_cpu_time": round(
-                stats["n_encoded"] * mean_tokens * fpt / encode_cpu_s / (peak_cpu["bf16"] * 1e9), 3),
-            "load_average_1min_after": round(os.getloadavg()[0], 2),
-        })
+        out.update(
+            {
+                "encode_s": round(stats["seconds"], 1),
+                "posts_per_s": round(rate, 1),
+                "precision": stats["precision"],
+                "mean_tokens_per_post": round(mean_tokens, 1),
+                "mflop_per_token": round(fpt / 1e6, 2),
+                "ceiling_posts_per_s": {k: round(v) for k, v in ceiling.items()},
+                "fraction_of_bf16_ceiling": round(rate / ceiling["bf16"], 3),
+                "achieved_gflops": round(rate * mean_tokens * fpt / 1e9, 1),
+                # The same fraction per CPU second of this process: robust to other processes' load.
+                "fraction_of_bf16_ceiling_cpu_time": round(
+                    stats["n_encoded"] * mean_tokens * fpt / encode_cpu_s / (peak_cpu["bf16"] * 1e9), 3
+                ),
+                "load_average_1min_after": round(os.getloadavg()[0], 2),
+            }
+        )
         if not args.all:
             per_post = sum(usage.values()) / len(posts)
-            out["estimate_whole_corpus"] = {"posts": n_corpus, "minutes": round(n_corpus / rate / 60, 1),
-                                            "gb": round(per_post * n_corpus / 1e9, 2)}
+            out["estimate_whole_corpus"] = {
+                "posts": n_corpus,
+                "minutes": round(n_corpus / rate / 60, 1),
+                "gb": round(per_post * n_corpus / 1e9, 2),
+            }
     print(json.dumps(out, indent=2))
     if tmp is not None:
         tmp.cleanup()

@@ -54,10 +54,13 @@ def run(n: int, loop_reps: int) -> dict[str, tuple[float, bool]]:
         "aipw": (best_of(lambda: aipw(t, y, p, d["mu0"], d["mu1"]), repeats), False),
     }
     for name, args in (("unadjusted", (t, y)), ("ipw", (t, y, p)), ("aipw", (t, y, p, d["mu0"], d["mu1"]))):
-        out[f"bootstrap {name} x1000"] = (best_of(lambda: bootstrap_ci(name, *args, n_boot=1000), 1), False)
+        out[f"bootstrap {name} x1000"] = (
+            best_of(lambda name=name, args=args: bootstrap_ci(name, *args, n_boot=1000), 1),
+            False,
+        )
     for name in ("stratified", "matching"):
         reps = 1000 if n <= 10_000 else loop_reps
-        secs = best_of(lambda: bootstrap_ci(name, t, y, p, n_boot=reps), 1)
+        secs = best_of(lambda name=name, reps=reps: bootstrap_ci(name, t, y, p, n_boot=reps), 1)
         out[f"bootstrap {name} x1000"] = (secs * 1000 / reps, reps != 1000)
     return out
 

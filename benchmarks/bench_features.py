@@ -55,14 +55,24 @@ def worker(args: argparse.Namespace) -> None:
     rep = build_representation(args.worker, texts, train, min_users=args.min_users, cache=False)
     total_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
     m = rep.matrix
-    print(json.dumps({
-        "kind": args.worker, "users": n, "posts": sum(map(len, texts)), "train_users": int(len(train)),
-        "read_s": round(read_s, 1), "fit_transform_s": round(total_s, 1), "cpu_s": round(cpu_s, 1),
-        "vocabulary": rep.vocabulary_size, "shape": list(m.shape),
-        "nnz": int(m.nnz) if hasattr(m, "nnz") else int(m.size),
-        "rss_after_read_mb": round(rss_after_read),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-    }))
+    print(
+        json.dumps(
+            {
+                "kind": args.worker,
+                "users": n,
+                "posts": sum(map(len, texts)),
+                "train_users": int(len(train)),
+                "read_s": round(read_s, 1),
+                "fit_transform_s": round(total_s, 1),
+                "cpu_s": round(cpu_s, 1),
+                "vocabulary": rep.vocabulary_size,
+                "shape": list(m.shape),
+                "nnz": int(m.nnz) if hasattr(m, "nnz") else int(m.size),
+                "rss_after_read_mb": round(rss_after_read),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -71,24 +81,46 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=8000)
     parser.add_argument("--posts", type=int, default=60)
     parser.add_argument("--min-users", type=int, default=10)
-    parser.add_argument("--train", choices=("paper", "all"), default="paper",
-                        help="fit on the paper's training split (40%%) or on every user")
+    parser.add_argument(
+        "--train",
+        choices=("paper", "all"),
+        default="paper",
+        help="fit on the paper's training split (40%%) or on every user",
+    )
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args)
         return
-    print(f"{'kind':<15} {'users':>6} {'train':>6} {'fit+transform s':>16} {'(CPU s)':>8} {'peak RSS MB':>12} "
-          f"{'(after read)':>12} {'vocabulary':>11} {'nnz':>11}")
+    print(
+        f"{'kind':<15} {'users':>6} {'train':>6} {'fit+transform s':>16} {'(CPU s)':>8} {'peak RSS MB':>12} "
+        f"{'(after read)':>12} {'vocabulary':>11} {'nnz':>11}"
+    )
     for kind in args.kinds:
-        cmd = [sys.executable, __file__, "--worker", kind, "--data", args.data, "--users", str(args.users),
-               "--posts", str(args.posts), "--min-users", str(args.min_users), "--train", args.train]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--worker",
+            kind,
+            "--data",
+            args.data,
+            "--users",
+            str(args.users),
+            "--posts",
+            str(args.posts),
+            "--min-users",
+            str(args.min_users),
+            "--train",
+            args.train,
+        ]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         r = json.loads(out.strip().splitlines()[-1])
-        print(f"{r['kind']:<15} {r['users']:>6} {r['train_users']:>6} {r['fit_transform_s']:>16.1f} {r['cpu_s']:>8.1f} "
-              f"{r['peak_rss_mb']:>12,} {r['rss_after_read_mb']:>12,} {r['vocabulary']:>11,} {r['nnz']:>11,}",
-              flush=True)
+        print(
+            f"{r['kind']:<15} {r['users']:>6} {r['train_users']:>6} {r['fit_transform_s']:>16.1f} {r['cpu_s']:>8.1f} "
+            f"{r['peak_rss_mb']:>12,} {r['rss_after_read_mb']:>12,} {r['vocabulary']:>11,} {r['nnz']:>11,}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -6,48 +6,65 @@
         --task order_of_text --level 2
     python benchmarks/model_table.py --all-levels --models lr_bigram_binary sherbert order_count
 
-Each model is ``python train.py fit --config configs/<model>.yaml`` followed by ``evaluate.py`` on its
-best checkpoint (test split, 1,000-replicate percentile bootstrap over test users). Rows are also
-appended to ``<out>/results.csv``.
+Each model runs on the one fit-and-evaluate path (:func:`textcause.runs.fit.fit_and_evaluate`: what
+``train.py fit`` then ``evaluate.py`` do), evaluated on its best checkpoint (test split, 1,000-replicate
+percentile bootstrap over test users). Rows are also appended to ``<out>/<model>-<task>-<level>-s<seed>/results.csv``.
+More options for every fit: ``--set trainer.max_epochs=5`` (repeatable; values are YAML).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 PAPER_MODELS = [
-    "oracle", "unadjusted",
-    "lr_unigram_binary", "lr_bigram_binary", "lr_bigram_counts", "lr_lda",
-    "nn_unigram_binary", "nn_bigram_binary", "nn_bigram_counts", "nn_lda",
+    "oracle",
+    "unadjusted",
+    "lr_unigram_binary",
+    "lr_bigram_binary",
+    "lr_bigram_counts",
+    "lr_lda",
+    "nn_unigram_binary",
+    "nn_bigram_binary",
+    "nn_bigram_counts",
+    "nn_lda",
 ]
 
 
 def run_one(model: str, task: str, level: int, args: argparse.Namespace, out: Path) -> tuple[dict, float]:
-    from textcause.runs.lightning_cli import CONFIG_DIR, make_cli
-    from textcause.cli.evaluate import main as evaluate_main
+    from textcause.paths import model_config_path
+    from textcause.runs.fit import EvaluationSettings, RunSettings, fit_and_evaluate
 
     name = f"{model}-{task}-{level}-s{args.seed}"
-    started = time.perf_counter()
-    cli = make_cli([
-        "fit", "--config", str(CONFIG_DIR / f"{model}.yaml"),
-        "--data.corpus", args.corpus, "--data.task", task, "--data.level", str(level),
-        "--seed_everything", str(args.seed), "--trainer.enable_progress_bar", "false",
-        "--trainer.enable_model_summary", "false",
-        "--trainer.default_root_dir", str(out),
-        "--trainer.logger", json.dumps({"class_path": "lightning.pytorch.loggers.CSVLogger",
-                                        "init_args": {"save_dir": str(out), "name": name}}),
-        *args.extra,
-    ])
-    seconds = time.perf_counter() - started
-    result = evaluate_main([cli.trainer.log_dir, "--n_boot", str(args.n_boot), "--out", str(out)])
-    return result, seconds
+    overrides = {
+        **dict(args.set),
+        "data.corpus": args.corpus,
+        "data.task": task,
+        "data.level": level,
+        "seed_everything": args.seed,
+    }
+    settings = RunSettings(
+        configs=(model_config_path(model),),
+        overrides=overrides,
+        run_dir=out / name,
+        quiet=True,
+        evaluation=EvaluationSettings(n_boot=args.n_boot),
+    )
+    result = fit_and_evaluate(settings)
+    return {"meta": result.meta, "rows": result.rows}, result.train_seconds
+
+
+def _option(text: str) -> tuple[str, object]:
+    import yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.lstrip("-"), yaml.safe_load(value)
 
 
 def fmt(row: dict, key: str) -> str:
@@ -64,7 +81,15 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=PAPER_MODELS)
     parser.add_argument("--n_boot", type=int, default=1000)
     parser.add_argument("--out", default=str(ROOT / "runs" / "model_table"))
-    args, args.extra = parser.parse_known_args()  # unknown options go to every fit (e.g. --trainer.max_epochs 5)
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        type=_option,
+        metavar="KEY=VALUE",
+        help="a train.py option for every fit, e.g. trainer.max_epochs=5 (repeatable)",
+    )
+    args = parser.parse_args()
     out = Path(args.out)
 
     if args.all_levels:

@@ -66,7 +66,8 @@ if __name__ == "__main__":
     parser.add_argument("--db", default=None, help="also write the rows to this results database")
     args = parser.parse_args()
     started = time.perf_counter()
-    table = textcause.evaluate(PooledEmbeddingLogit(), corpus="twitter", tasks=TASKS, seeds=SEEDS, n_boot=1000,
-                               db=args.db)
+    table = textcause.evaluate(
+        PooledEmbeddingLogit(), corpus="twitter", tasks=TASKS, seeds=SEEDS, n_boot=1000, db=args.db
+    )
     show(table)
     print(f"{table['cell_id'].nunique()} cells in {time.perf_counter() - started:.0f} s")

@@ -21,8 +21,8 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 SUPERUSER = "textcause"
 START_TIMEOUT = 60  # seconds pg_ctl waits for the server to accept connections
@@ -55,10 +55,14 @@ def find_bindir() -> Path:
     debian = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(re.sub(r"\D", "", p) or 0), reverse=True)
     candidates += [Path(p) for p in debian]
     for folder in candidates:
-        if all((folder / name).is_file() and os.access(folder / name, os.X_OK) for name in ("initdb", "pg_ctl", "postgres")):
+        if all(
+            (folder / name).is_file() and os.access(folder / name, os.X_OK) for name in ("initdb", "pg_ctl", "postgres")
+        ):
             return folder
-    raise Unavailable("the PostgreSQL server programs (initdb, pg_ctl, postgres) are not installed "
-                      "(Debian: apt-get install postgresql)")
+    raise Unavailable(
+        "the PostgreSQL server programs (initdb, pg_ctl, postgres) are not installed "
+        "(Debian: apt-get install postgresql)"
+    )
 
 
 def server_user() -> str | None:
@@ -105,8 +109,9 @@ class PgServer:
             cmd = ["runuser", "-u", self.user, "--", *cmd]
         env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
         env.update(LC_ALL="C", LANG="C")
-        return subprocess.run(cmd, cwd=self.root, env=env, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            cmd, cwd=self.root, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+        )
 
     def _check(self, what: str, done: subprocess.CompletedProcess) -> None:
         if done.returncode != 0:
@@ -119,14 +124,31 @@ class PgServer:
             entry = pwd.getpwnam(self.user)
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
         os.chmod(self.root, 0o700)
-        self._check("initdb", self._run("initdb", "-D", str(self.data), "-U", SUPERUSER, "-A", "trust", "-E", "UTF8",
-                                        "--no-locale", "--no-sync"))
+        self._check(
+            "initdb",
+            self._run(
+                "initdb", "-D", str(self.data), "-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"
+            ),
+        )
         settings = {**SETTINGS, "unix_socket_directories": f"'{self.socket_dir}'"}
         with open(self.data / "postgresql.conf", "a", encoding="utf-8") as fh:  # keeps the file's owner
             fh.write("\n# textcause tests\n" + "".join(f"{k} = {v}\n" for k, v in settings.items()))
         self.started = True  # from here on, stop() must run
-        self._check("pg_ctl start", self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t",
-                                              str(START_TIMEOUT), "start", timeout=START_TIMEOUT + 30))
+        self._check(
+            "pg_ctl start",
+            self._run(
+                "pg_ctl",
+                "-D",
+                str(self.data),
+                "-l",
+                str(self.log),
+                "-w",
+                "-t",
+                str(START_TIMEOUT),
+                "start",
+                timeout=START_TIMEOUT + 30,
+            ),
+        )
 
     def url(self, database: str) -> str:
         """The SQLAlchemy URL of ``database`` on this server (psycopg 3 over the unix socket)."""

@@ -8,7 +8,6 @@ import stat
 import pytest
 
 from textcause.io import atomic_path, atomic_write_json, atomic_write_text, content_key
-from textcause.paths import cache_root, resolve_corpus
 
 
 def test_atomic_write_replaces_whole_files_with_the_umask_mode(tmp_path):
@@ -28,10 +27,9 @@ def test_atomic_write_replaces_whole_files_with_the_umask_mode(tmp_path):
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp_file(tmp_path):
     dest = tmp_path / "r.txt"
     atomic_write_text(dest, "old")
-    with pytest.raises(RuntimeError, match="killed"):
-        with atomic_path(dest) as tmp:
-            tmp.write_text("half", encoding="utf-8")
-            raise RuntimeError("killed")
+    with pytest.raises(RuntimeError, match="killed"), atomic_path(dest) as tmp:
+        tmp.write_text("half", encoding="utf-8")
+        raise RuntimeError("killed")
     assert dest.read_text(encoding="utf-8") == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["r.txt"]
 
@@ -41,11 +39,3 @@ def test_content_key_is_stable_and_separates_parts():
     assert content_key("ab", "c") != content_key("a", "bc")  # lengths are part of the key
     assert content_key(b"a") == content_key("a") and content_key("a") != content_key(["a"])
     assert len(content_key()) == 64
-
-
-def test_cache_root_and_corpus_names(tmp_path, monkeypatch):
-    monkeypatch.setenv("TEXTCAUSE_CACHE", str(tmp_path / "c"))
-    assert cache_root() == tmp_path / "c" and (tmp_path / "c").is_dir()
-    monkeypatch.setenv("TEXTCAUSE_DATA", str(tmp_path / "d"))
-    assert resolve_corpus("twitter") == str(tmp_path / "d" / "pan19-twitter-histories.jsonl.gz")
-    assert resolve_corpus("my/own.jsonl") == "my/own.jsonl"

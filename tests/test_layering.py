@@ -17,20 +17,27 @@ PACKAGE = Path(__file__).resolve().parents[1] / "textcause"
 
 #: Each room and its rank: a room imports only rooms of a lower rank (and itself).
 RANKS = {
-    "textcause.io": 0, "textcause.paths": 0, "textcause.validation": 0,
+    "textcause.io": 0,
+    "textcause.paths": 0,
+    "textcause.validation": 0,
     "textcause.estimators": 1,
+    "textcause.specs": 1,
     "textcause.metrics": 2,
     "textcause.corpus": 3,
-    "textcause.simulation": 4, "textcause.observational": 4,
+    "textcause.simulation": 4,
+    "textcause.observational": 4,
     "textcause.features": 5,
     "textcause.data": 6,
     "textcause.models": 7,
-    "textcause.callbacks": 8, "textcause.methods": 8,
+    "textcause.gender": 8,
+    "textcause.callbacks": 8,
+    "textcause.methods": 8,
     "textcause.runs": 9,
     "textcause.analysis": 10,
     "textcause.reports": 11,
     "textcause.cli": 12,
-    "textcause.__main__": 13, "textcause": 13,
+    "textcause.__main__": 13,
+    "textcause": 13,
 }
 
 
@@ -145,11 +152,14 @@ def test_no_import_cycles():
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("from textcause.runs import store\n", "textcause.runs.store"),
-    ("def f():\n    from textcause.reports.report import write_report\n", "textcause.reports.report"),
-    ("import textcause.cli.main\n", "textcause.cli.main"),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("from textcause.runs import store\n", "textcause.runs.store"),
+        ("def f():\n    from textcause.reports.report import write_report\n", "textcause.reports.report"),
+        ("import textcause.cli.main\n", "textcause.cli.main"),
+    ],
+)
 def test_the_checker_sees_an_upward_import(tmp_path, source, expected):
     """A module of a low room importing a higher one, at module level or inside a function, is caught."""
     pkg = tmp_path / "textcause"

@@ -20,8 +20,9 @@ class ToyData(L.LightningDataModule):
         layout: ``coo``, ``csr`` or ``dense`` feature batches.
     """
 
-    def __init__(self, n: int = 300, dim: int = 20, n_val: int = 101, batch_size: int = 32, seed: int = 0,
-                 layout: str = "coo") -> None:
+    def __init__(
+        self, n: int = 300, dim: int = 20, n_val: int = 101, batch_size: int = 32, seed: int = 0, layout: str = "coo"
+    ) -> None:
         super().__init__()
         rng = np.random.default_rng(seed)
         self.x = (rng.random((n, dim)) < 0.3).astype(np.float32)
@@ -48,8 +49,13 @@ class ToyData(L.LightningDataModule):
         return {"x": x, "t": as_t(self.t), "y": as_t(self.y), "p_true": as_t(self.p), "index": torch.from_numpy(i)}
 
     def loader(self, split: str, shuffle: bool = False) -> DataLoader:
-        return DataLoader(self.split[split].tolist(), batch_size=self.batch_size, shuffle=shuffle,
-                          collate_fn=self.collate, generator=torch.Generator().manual_seed(0) if shuffle else None)
+        return DataLoader(
+            self.split[split].tolist(),
+            batch_size=self.batch_size,
+            shuffle=shuffle,
+            collate_fn=self.collate,
+            generator=torch.Generator().manual_seed(0) if shuffle else None,
+        )
 
     def train_dataloader(self) -> DataLoader:
         return self.loader("train", shuffle=True)

@@ -18,8 +18,16 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_METHODS = ("evaluate", "PropensityMethod", "EffectMethod", "EffectResult", "SklearnPropensity", "ConfigPropensity",
-            "FunctionEffect", "as_method")
+_METHODS = (
+    "evaluate",
+    "PropensityMethod",
+    "EffectMethod",
+    "EffectResult",
+    "SklearnPropensity",
+    "ConfigPropensity",
+    "FunctionEffect",
+    "as_method",
+)
 
 __all__ = ["__version__", *_METHODS]
 

@@ -10,9 +10,11 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+
 
 def content_key(*parts: Any) -> str:
     """A stable SHA-256 hex key of ``parts`` (JSON-serialisable values, bytes or str)."""

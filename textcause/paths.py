@@ -41,12 +41,12 @@ def _installed_configs() -> Path | None:
 
 
 def config_dir() -> Path:
-    """The folder of the YAML configs (``configs/`` of the checkout, else the installed copy).
+    """The folder of the YAML configs: the installed copy (``textcause/configs``), else the checkout's ``configs/``.
 
     Raises:
         FileNotFoundError: neither exists (a broken install).
     """
-    for folder in (PROJECT_ROOT / "configs", _installed_configs()):
+    for folder in (_installed_configs(), PROJECT_ROOT / "configs"):
         if folder is not None and (folder / DEFAULT_CONFIG_NAMES[0]).is_file():
             return folder
     raise FileNotFoundError(

@@ -1,15 +1,31 @@
 """Input checks shared by every public function.
 
 Each check raises ``ValueError`` with one sentence in scikit-learn's wording, so a user sees what is
-wrong and what to do, never a traceback from deep inside numpy or a NaN.
+wrong and what to do, never a traceback from deep inside numpy or a NaN. With ``owner`` None a
+check names a key of a YAML spec instead ("'evaluation.n_boot' must be an int >= 0. Got -1 instead."),
+and :mod:`textcause.specs` prefixes the file.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from numbers import Integral, Real
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
+
+
+#: The largest inverse-probability weight a weighting estimator or metric accepts: the propensity of
+#: the arm a unit received must be at least ``1 / MAX_WEIGHT``. Beyond it weights overflow float64 or
+#: one unit decides the estimate (AIPW gave an ATE of -9e14 from a propensity of 1 - 1e-16); clip
+#: such propensities explicitly (the estimators' ``clip=``).
+MAX_WEIGHT = 1e8
+#: The largest magnitude of an outcome (or outcome prediction) the estimators accept: far beyond any
+#: real outcome, and small enough that weighted sums, squares and differences stay finite in float64.
+MAX_MAGNITUDE = 1e100
+
+#: dtype kinds that hold numbers as numbers (bool, signed, unsigned, float).
+_NUMERIC = "biuf"
 
 
 def check_consistent_length(*arrays: Any) -> int:
@@ -22,9 +38,25 @@ def check_consistent_length(*arrays: Any) -> int:
     return lengths[0] if lengths else 0
 
 
+def _what(x: Any) -> str:
+    """A short description of a value for a message: its type and dtype, never its contents."""
+    dtype = getattr(x, "dtype", None)
+    return f"a {type(x).__name__}" + (f" of dtype {dtype}" if dtype is not None else "")
+
+
 def as_1d_float(x: Any, name: str) -> np.ndarray:
-    """Convert ``x`` to a finite 1-D float64 array."""
-    arr = np.asarray(x, dtype=np.float64)
+    """Convert ``x`` to a finite 1-D float64 array.
+
+    Numbers (bool, int, float, or strings of numbers) are converted; complex numbers, dates and
+    anything that is not an array of numbers are refused, never silently cast.
+    """
+    try:
+        raw = np.asarray(x)
+        if raw.dtype.kind not in _NUMERIC + "OUS":
+            raise TypeError
+        arr = raw.astype(np.float64, copy=False)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"Expected '{name}' to be a 1-D array of real numbers. Got {_what(x)} instead.") from None
     if arr.ndim != 1:
         raise ValueError(f"Expected '{name}' to be a 1-D array. Got an array with shape {arr.shape} instead.")
     if arr.size == 0:
@@ -34,20 +66,69 @@ def as_1d_float(x: Any, name: str) -> np.ndarray:
     return arr
 
 
-def check_treatment(t: Any, name: str = "t") -> np.ndarray:
-    """Return ``t`` as an int8 0/1 array with both classes present."""
-    arr = np.asarray(t)
+def check_magnitude(arr: np.ndarray, name: str, owner: str) -> np.ndarray:
+    """Refuse values of ``arr`` (finite floats) whose magnitude exceeds :data:`MAX_MAGNITUDE`.
+
+    Such values would overflow the weighted sums, squares or differences of an estimate to inf or
+    NaN; the estimators are equivariant to rescaling, so rescaling the outcome loses nothing.
+    """
+    big = np.abs(arr) > MAX_MAGNITUDE
+    if np.any(big):
+        i = int(np.flatnonzero(big)[0])
+        raise ValueError(
+            f"The '{name}' values of {owner} must have magnitude <= {MAX_MAGNITUDE:.0e}, or its sums and "
+            f"squares overflow float64. Got {float(arr[i])!r} at index {i}: rescale '{name}' (e.g. to "
+            "standard units) first."
+        )
+    return arr
+
+
+def check_weights(t: np.ndarray, p: np.ndarray, owner: str, name: str = "propensity", hint: str | None = None) -> np.ndarray:
+    """Refuse propensities whose inverse-probability weights exceed :data:`MAX_WEIGHT`.
+
+    ``t`` and ``p`` are validated arrays; a unit's weight is one over the probability of the arm it
+    received (``p`` for treated units, ``1 - p`` for untreated ones).
+
+    Args:
+        hint: what to do, ending the message (default: clip with ``owner``'s ``clip=`` option).
+    """
+    received = np.where(t == 1, p, 1.0 - p)
+    low = received < 1.0 / MAX_WEIGHT
+    if np.any(low):
+        i = int(np.flatnonzero(low)[0])
+        arm = "treated" if t[i] == 1 else "untreated"
+        hint = hint or (f"clip the propensities explicitly with {owner}(..., clip=0.01) (the clipped units are "
+                        "counted in n_clipped), or drop the units without overlap")
+        count = int(low.sum())
+        raise ValueError(
+            f"The '{name}' values of {owner} give {count} unit{'s' if count > 1 else ''} an inverse-probability "
+            f"weight above {MAX_WEIGHT:.0e} (unit {i}, {arm}, has {name} {float(p[i])!r}), so the weights overflow "
+            f"or let a few units decide the estimate: {hint}."
+        )
+    return p
+
+
+def check_treatment(t: Any, name: str = "t", *, both_classes: bool = True) -> np.ndarray:
+    """Return ``t`` as an int8 0/1 array (with both classes present unless ``both_classes`` is False)."""
+    try:
+        arr = np.asarray(t)
+        if arr.dtype.kind == "O":
+            arr = arr.astype(np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"The treatment '{name}' must be a 1-D array of 0/1 values. Got {_what(t)} instead.") from None
     if arr.ndim != 1:
         raise ValueError(f"Expected '{name}' to be a 1-D array. Got an array with shape {arr.shape} instead.")
     if arr.size == 0:
         raise ValueError(f"'{name}' is empty: at least one unit is needed.")
+    if arr.dtype.kind not in _NUMERIC:
+        raise ValueError(f"The treatment '{name}' must be binary (0/1). Got an array of dtype {arr.dtype} instead.")
     if arr.dtype == bool:
         arr = arr.astype(np.int8)
     values = np.unique(arr)
     if not np.all(np.isin(values, (0, 1))):
         shown = values[:5].tolist()
         raise ValueError(f"The treatment '{name}' must be binary (0/1). Got values {shown} instead.")
-    if values.size < 2:
+    if both_classes and values.size < 2:
         raise ValueError(
             f"The treatment '{name}' has only one class ({int(values[0])}): an effect needs treated and untreated units."
         )
@@ -77,8 +158,8 @@ def check_probability(p: Any, name: str = "propensity") -> np.ndarray:
     return arr
 
 
-def check_int(value: Any, name: str, owner: str, *, low: int | None = None, high: int | None = None) -> int:
-    """Check an integer parameter of ``owner`` against an inclusive range."""
+def check_int(value: Any, name: str, owner: str | None, *, low: int | None = None, high: int | None = None) -> int:
+    """Check an integer parameter of ``owner`` against an inclusive range (``owner`` None: a config key ``name``)."""
     ok = isinstance(value, Integral) and not isinstance(value, bool)
     if ok and low is not None and value < low:
         ok = False
@@ -86,14 +167,14 @@ def check_int(value: Any, name: str, owner: str, *, low: int | None = None, high
         ok = False
     if not ok:
         rng = _range_text(low, high)
-        raise ValueError(f"The '{name}' parameter of {owner} must be an int {rng}. Got {value!r} instead.")
+        raise ValueError(f"{_subject(name, owner)} must be an int {rng}. Got {value!r} instead.")
     return int(value)
 
 
 def check_real(
     value: Any,
     name: str,
-    owner: str,
+    owner: str | None,
     *,
     low: float | None = None,
     high: float | None = None,
@@ -101,7 +182,7 @@ def check_real(
     high_open: bool = False,
 ) -> float:
     """Check a real parameter of ``owner`` against a range (closed unless ``*_open``)."""
-    ok = isinstance(value, Real) and not isinstance(value, bool) and np.isfinite(value)
+    ok = isinstance(value, Real) and not isinstance(value, bool) and _finite_real(value)
     if ok and low is not None and (value < low or (low_open and value == low)):
         ok = False
     if ok and high is not None and (value > high or (high_open and value == high)):
@@ -113,11 +194,11 @@ def check_real(
         if high is not None:
             parts.append(f"{'<' if high_open else '<='} {high}")
         rng = " and ".join(parts) if parts else "that is finite"
-        raise ValueError(f"The '{name}' parameter of {owner} must be a float {rng}. Got {value!r} instead.")
+        raise ValueError(f"{_subject(name, owner)} must be a float {rng}. Got {value!r} instead.")
     return float(value)
 
 
-def check_options(value: Any, name: str, owner: str, options: Iterable[Any]) -> Any:
+def check_options(value: Any, name: str, owner: str | None, options: Iterable[Any]) -> Any:
     """Check that ``value`` is one of ``options`` (scikit-learn's ``StrOptions``, with any values).
 
     Every "must be one of" message of the package comes from here:
@@ -129,21 +210,44 @@ def check_options(value: Any, name: str, owner: str, options: Iterable[Any]) -> 
     except TypeError:  # an unhashable or incomparable value
         ok = False
     if not ok or isinstance(value, bool) != any(isinstance(o, bool) and o == value for o in allowed):
-        raise ValueError(f"The '{name}' parameter of {owner} must be one of {allowed}. Got {value!r} instead.")
+        raise ValueError(f"{_subject(name, owner)} must be one of {allowed}. Got {value!r} instead.")
     return value
 
 
-def check_subset(values: Any, name: str, owner: str, options: Iterable[Any]) -> tuple[Any, ...]:
+def check_subset(values: Any, name: str, owner: str | None, options: Iterable[Any]) -> tuple[Any, ...]:
     """Check that ``values`` is a non-empty list of distinct members of ``options``; return it as a tuple."""
     allowed = list(options)
     items = [values] if isinstance(values, str) else values
     if (not isinstance(items, (list, tuple)) or not items or len(set(map(repr, items))) != len(items)
             or not all(_member(v, allowed) for v in items)):
         raise ValueError(
-            f"The '{name}' parameter of {owner} must be a non-empty list of distinct values among {allowed}. "
+            f"{_subject(name, owner)} must be a non-empty list of distinct values among {allowed}. "
             f"Got {values!r} instead."
         )
     return tuple(items)
+
+
+def check_that(ok: bool, value: Any, name: str, owner: str | None, requirement: str) -> Any:
+    """Raise unless ``ok``, saying what ``value`` must be: "The 'corpora' parameter of X must be {requirement}. Got [] instead."
+
+    For rules that have no check of their own (a shape, a pattern); every message keeps the same template.
+    """
+    if not ok:
+        raise ValueError(f"{_subject(name, owner)} must be {requirement}. Got {value!r} instead.")
+    return value
+
+
+def _subject(name: str, owner: str | None) -> str:
+    """The start of every message: "The 'n' parameter of owner", or "'n'" for a config key (owner None)."""
+    return f"'{name}'" if owner is None else f"The '{name}' parameter of {owner}"
+
+
+def _finite_real(value: Real) -> bool:
+    """Whether a real number is finite as a float64 (an int too large for a float is not)."""
+    try:
+        return bool(np.isfinite(float(value)))
+    except (OverflowError, ValueError, TypeError):
+        return False
 
 
 def _member(value: Any, allowed: list[Any]) -> bool:

@@ -26,13 +26,20 @@ def test_bias_table_is_the_mean_over_seeds(data):
     expected = ok.groupby(["task", "level", "model"])["bias"].agg(["mean", "std"])
     assert list(table.index) == ["Linguistic Complexity 1", "Linguistic Complexity 2", "Placebo Test 1"]
     assert list(dict.fromkeys(table.columns.get_level_values(0))) == [
-        "Oracle", "Unadjusted", "LR 1,2-gram", "OrderCountNet (ours)"]  # the paper's order
+        "Oracle",
+        "Unadjusted",
+        "LR 1,2-gram",
+        "OrderCountNet (ours)",
+    ]  # the paper's order
     got = table.loc["Linguistic Complexity 2", ("LR 1,2-gram", "mean")]
     assert got == pytest.approx(expected.loc[("linguistic_complexity", 2, "lr_bigram_binary"), "mean"], abs=1e-12)
     sd = table.loc["Placebo Test 1", ("Oracle", "sd")]
     assert sd == pytest.approx(expected.loc[("placebo", 1, "oracle"), "std"], abs=1e-12)
     header, rows = bias_rows(seed_summary(data), "twitter")
-    assert header[0] == "Task level" and rows[1][3] == f"{got:+.3f} ± {table.loc['Linguistic Complexity 2', ('LR 1,2-gram', 'sd')]:.3f}"
+    assert (
+        header[0] == "Task level"
+        and rows[1][3] == f"{got:+.3f} ± {table.loc['Linguistic Complexity 2', ('LR 1,2-gram', 'sd')]:.3f}"
+    )
 
 
 def test_placebo_table_counts_intervals_that_exclude_zero(data):
@@ -48,7 +55,9 @@ def test_format_headline_and_errors(data):
     text = format_headline(seed_summary(data), "twitter")
     assert text.startswith("Stratified bias on twitter (mean ± sd over 4 seed(s)")
     assert "Placebo test on twitter: share of 4 seed(s)" in text
-    with pytest.raises(ValueError, match=r"No 'aipw' results for corpus 'twitter'; the results have corpora \['twitter'\]"):
+    with pytest.raises(
+        ValueError, match=r"No 'aipw' results for corpus 'twitter'; the results have corpora \['twitter'\]"
+    ):
         bias_table(seed_summary(data), "twitter", "aipw")
     no_placebo = seed_summary(data[data["task"] != "placebo"])
     assert placebo_table(no_placebo, "twitter").empty
@@ -62,4 +71,5 @@ def test_effect_methods_show_their_own_estimate(data):
     effect.loc[effect["estimator"] == "ipw", "estimator"] = "aipw_crossfit"
     table = bias_table(seed_summary(pd.concat([data, effect])), "twitter", "stratified")
     assert table.loc["Linguistic Complexity 2", ("my_dr", "mean")] == pytest.approx(
-        bias_table(seed_summary(data), "twitter", "ipw").loc["Linguistic Complexity 2", ("LR 1,2-gram", "mean")])
+        bias_table(seed_summary(data), "twitter", "ipw").loc["Linguistic Complexity 2", ("LR 1,2-gram", "mean")]
+    )

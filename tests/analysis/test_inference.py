@@ -14,7 +14,6 @@ from statsmodels.stats.multitest import multipletests
 
 from textcause.analysis.agreement import bound_tightness, cross_corpus_agreement
 from textcause.analysis.frame import load_results, normalise
-from textcause.cli.compare import compare_main
 from textcause.analysis.inference import (
     compare,
     corrected_interval,
@@ -24,13 +23,25 @@ from textcause.analysis.inference import (
     seed_summary,
 )
 from textcause.analysis.simulated import simulate_results
+from textcause.cli.compare import compare_main
 
 
 def row(**kw) -> dict:
     """One result row with neutral defaults (true ATE 0.4, 100 test units, interval ate +- 0.05)."""
-    base = {"corpus": "reddit", "task": "linguistic_complexity", "level": 1, "model": "m", "seed": 0,
-            "estimator": "stratified", "ate": 0.4, "true_ate": 0.4, "n_used": 100, "n_dropped": 0,
-            "treatment_accuracy": 0.8, "status": "ok"}
+    base = {
+        "corpus": "reddit",
+        "task": "linguistic_complexity",
+        "level": 1,
+        "model": "m",
+        "seed": 0,
+        "estimator": "stratified",
+        "ate": 0.4,
+        "true_ate": 0.4,
+        "n_used": 100,
+        "n_dropped": 0,
+        "treatment_accuracy": 0.8,
+        "status": "ok",
+    }
     base.update(kw)
     base.setdefault("ci_low", base["ate"] - 0.05)
     base.setdefault("ci_high", base["ate"] + 0.05)
@@ -48,6 +59,7 @@ def paired_frame(abs_a, abs_b, *, task="linguistic_complexity", level=1, sizes=N
 
 
 # ---------------------------------------------------------------- corrected resampled t-test
+
 
 def test_corrected_ttest_matches_hand_formula():
     d = np.array([0.10, -0.02, 0.05, 0.07, 0.03])
@@ -92,7 +104,9 @@ def test_zero_variance_is_handled_without_nan():
 def test_ttest_errors():
     with pytest.raises(ValueError, match="contain NaN"):
         corrected_resampled_ttest([0.1, float("nan")], test_train_ratio=1.0)
-    with pytest.raises(ValueError, match="'test_train_ratio' parameter of corrected_resampled_ttest must be a float >= 0"):
+    with pytest.raises(
+        ValueError, match="'test_train_ratio' parameter of corrected_resampled_ttest must be a float >= 0"
+    ):
         corrected_resampled_ttest([0.1, 0.2], test_train_ratio=-1.0)
 
 
@@ -104,6 +118,7 @@ def test_corrected_interval_by_hand_and_one_seed():
 
 
 # ---------------------------------------------------------------- Holm
+
 
 def test_holm_matches_statsmodels():
     rng = np.random.default_rng(0)
@@ -117,6 +132,7 @@ def test_holm_matches_statsmodels():
 
 
 # ---------------------------------------------------------------- seed summary
+
 
 def test_seed_summary_by_hand():
     biases = [0.03, -0.02, 0.06]
@@ -136,14 +152,17 @@ def test_seed_summary_by_hand():
 
 def test_coverage_and_false_discovery_rate_on_placebo():
     intervals = [(-0.05, 0.05), (0.01, 0.09), (-0.2, -0.01), (-0.1, 0.0)]  # 2 of 4 exclude 0
-    rows = [row(task="placebo", seed=s, ate=(lo + hi) / 2, true_ate=0.0, ci_low=lo, ci_high=hi)
-            for s, (lo, hi) in enumerate(intervals)]
+    rows = [
+        row(task="placebo", seed=s, ate=(lo + hi) / 2, true_ate=0.0, ci_low=lo, ci_high=hi)
+        for s, (lo, hi) in enumerate(intervals)
+    ]
     s = seed_summary(pd.DataFrame(rows)).iloc[0]
     assert s["false_discovery_rate"] == pytest.approx(0.5)
     assert s["coverage"] == pytest.approx(0.5)
 
 
 # ---------------------------------------------------------------- compare
+
 
 def test_compare_against_hand_ttest_and_holm():
     a1, b1 = [0.05, 0.02, 0.04, 0.01], [0.10, 0.09, 0.12, 0.08]
@@ -176,7 +195,12 @@ def test_compare_uses_given_sizes_and_excludes_failed_and_one_seed():
     assert first["n_seeds"] == 3 and first["t"] == pytest.approx(ref.t)
     last = table.iloc[-1]
     assert (last["task"], last["n_seeds"], last["p"], last["p_holm"], last["better"]) == (
-        "placebo", 1, 1.0, 1.0, "not enough seeds")
+        "placebo",
+        1,
+        1.0,
+        1.0,
+        "not enough seeds",
+    )
     numeric = table.select_dtypes("number")
     assert not numeric.isna().any().any()
 
@@ -204,8 +228,9 @@ def test_compare_errors():
 
 def test_compare_main_prints_table(tmp_path, capsys):
     db = tmp_path / "results.db"
-    df = simulate_results(task_levels={"linguistic_complexity": 2, "placebo": 1}, models=("lr_bigram_binary", "lr_lda"),
-                          n_seeds=4)
+    df = simulate_results(
+        task_levels={"linguistic_complexity": 2, "placebo": 1}, models=("lr_bigram_binary", "lr_lda"), n_seeds=4
+    )
     with sqlite3.connect(db) as con:
         df.to_sql("results", con, index=False)
     table = compare_main(["--db", str(db), "lr_bigram_binary", "lr_lda:ipw", "--estimator", "stratified"])
@@ -214,12 +239,21 @@ def test_compare_main_prints_table(tmp_path, capsys):
     assert "corrected resampled t-test (Nadeau & Bengio 2003)" in out and "Holm over the 3 testable task levels" in out
     for r in table.itertuples():
         assert f"{r.task:<22} {r.level:>3} {r.n_seeds:>5} {r.mean_a:8.4f} {r.mean_b:8.4f}" in out
-    compare_main(["--db", f"sqlite:///{db}", "lr_bigram_binary:stratified", "lr_lda:stratified",
-                  "--metric", "treatment_accuracy"])
+    compare_main(
+        [
+            "--db",
+            f"sqlite:///{db}",
+            "lr_bigram_binary:stratified",
+            "lr_lda:stratified",
+            "--metric",
+            "treatment_accuracy",
+        ]
+    )
     assert "treatment_accuracy (higher is better)" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- loading and normalising
+
 
 def test_load_results_sources(tmp_path, monkeypatch):
     df = pd.DataFrame(paired_frame([0.1, 0.2], [0.2, 0.1]))
@@ -241,10 +275,12 @@ def test_load_results_sources(tmp_path, monkeypatch):
 
 
 def test_normalise_derivations_and_errors():
-    df = pd.DataFrame([
-        row(task="sample_size", level=2, n_used=90, n_dropped=10, ci_tighter_than_bound="True", covers_truth=0),
-        row(seed=1, ate=float("nan"), error="no stratum with both groups"),
-    ]).drop(columns=["status"])
+    df = pd.DataFrame(
+        [
+            row(task="sample_size", level=2, n_used=90, n_dropped=10, ci_tighter_than_bound="True", covers_truth=0),
+            row(seed=1, ate=float("nan"), error="no stratum with both groups"),
+        ]
+    ).drop(columns=["status"])
     out = normalise(df)
     assert out.loc[0, "n_test"] == 100 and out.loc[0, "n_train"] == pytest.approx(0.8 * 100 * 0.5)
     assert out.loc[0, "ci_tighter_than_bound"] == 1.0 and out.loc[0, "covers_truth"] == 0.0
@@ -266,6 +302,7 @@ def test_simulated_results_are_deterministic():
 
 # ---------------------------------------------------------------- Appendix A and G
 
+
 def test_bound_tightness_counts():
     flags = [True, True, False, None]
     rows = [row(seed=s, ci_tighter_than_bound=f) for s, f in enumerate(flags)]
@@ -286,8 +323,9 @@ def test_cross_corpus_agreement_by_hand():
         for level, v in vals.items():
             for s, noise in enumerate((-0.01, 0.01)):
                 for est, ate in (("stratified", 0.4 + v / 10), ("ipw", 0.3 + v / 10)):
-                    rows.append(row(corpus=corpus, level=level, seed=s, estimator=est, ate=ate,
-                                    treatment_accuracy=v + noise))
+                    rows.append(
+                        row(corpus=corpus, level=level, seed=s, estimator=est, ate=ate, treatment_accuracy=v + noise)
+                    )
     table = cross_corpus_agreement(pd.DataFrame(rows))
     a, b = np.array(list(vals_a.values())), np.array(list(vals_b.values()))
     acc = table[(table["scope"] == "all") & (table["quantity"] == "Treatment accuracy")].iloc[0]
@@ -310,8 +348,20 @@ def test_store_shaped_rows_use_the_config_name_and_grid(tmp_path):
     # The grid's store keeps the config name in ``config`` and the network's class in ``model``; a
     # failed cell has one row per planned estimator, without a model class or numbers.
     ok = [row(model="LinearPropensity", config="lr_bigram_binary", grid="g1", seed=s) for s in range(2)]
-    failed = [{**row(seed=2), "model": None, "config": "lr_bigram_binary", "grid": "g1", "ate": None, "ci_low": None,
-               "ci_high": None, "true_ate": None, "status": "failed", "error": "ValueError: boom"}]
+    failed = [
+        {
+            **row(seed=2),
+            "model": None,
+            "config": "lr_bigram_binary",
+            "grid": "g1",
+            "ate": None,
+            "ci_low": None,
+            "ci_high": None,
+            "true_ate": None,
+            "status": "failed",
+            "error": "ValueError: boom",
+        }
+    ]
     other = [row(model="X", config="oracle", grid="g2")]
     db = tmp_path / "store.db"
     with sqlite3.connect(db) as con:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 from lightning.pytorch.strategies import DDPStrategy
+from toydata import ToyData
 
 from textcause.callbacks import CausalMetricsCallback
 from textcause.estimators import aipw, ipw, matching, stratified, unadjusted
@@ -26,12 +27,11 @@ from textcause.metrics import (
     spearman,
     treatment_accuracy,
 )
-from toydata import ToyData
-
 from textcause.models import LogisticRegression, OracleModel, PropensityModel, UnadjustedModel
 
-TRAINER = dict(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False,
-               enable_checkpointing=False)
+TRAINER = dict(
+    accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False
+)
 TRUE_ATE = 0.3
 
 
@@ -68,8 +68,9 @@ def fitted(tmp_path_factory):
     dm = ToyData()
     model = PropensityModel(LogisticRegression(dm.input_dim), lr=0.1)
     callback = CausalMetricsCallback()
-    trainer = L.Trainer(max_epochs=3, devices=1, callbacks=[callback],
-                        default_root_dir=tmp_path_factory.mktemp("fit"), **TRAINER)
+    trainer = L.Trainer(
+        max_epochs=3, devices=1, callbacks=[callback], default_root_dir=tmp_path_factory.mktemp("fit"), **TRAINER
+    )
     trainer.fit(model, dm)
     return trainer, callback, val_predictions(model, dm)
 
@@ -96,14 +97,17 @@ def test_true_ate_argument_and_prefix(tmp_path):
     pred = val_predictions(OracleModel(), dm)
     assert {"check/ate_unadjusted", "check/ate_ipw", "check/bias_ipw"} <= set(got)
     assert "check/ate_matching" not in got
-    assert callback.last_metrics["check/bias_ipw"] == pytest.approx(ipw(pred["t"], pred["y"], pred["propensity"]).ate - 0.5)
+    assert callback.last_metrics["check/bias_ipw"] == pytest.approx(
+        ipw(pred["t"], pred["y"], pred["propensity"]).ate - 0.5
+    )
     assert callback.last_metrics["check/ate_unadjusted"] == pytest.approx(unadjusted(pred["t"], pred["y"]).ate)
 
 
 def test_no_bias_without_a_true_ate(tmp_path):
     dm = ToyData()
-    trainer = L.Trainer(max_epochs=1, devices=1, callbacks=[CausalMetricsCallback()], default_root_dir=tmp_path,
-                        **TRAINER)
+    trainer = L.Trainer(
+        max_epochs=1, devices=1, callbacks=[CausalMetricsCallback()], default_root_dir=tmp_path, **TRAINER
+    )
     trainer.fit(OracleModel(), train_dataloaders=dm.loader("train"), val_dataloaders=dm.loader("val"))
     got = logged(trainer)
     assert "val/ate_ipw" in got and not any(k.startswith("val/bias") for k in got)
@@ -119,8 +123,14 @@ def test_not_run_during_sanity_check(tmp_path, monkeypatch):
 
     monkeypatch.setattr(CausalMetricsCallback, "compute", spy)
     dm = ToyData()
-    trainer = L.Trainer(max_epochs=1, devices=1, num_sanity_val_steps=2, callbacks=[CausalMetricsCallback()],
-                        default_root_dir=tmp_path, **TRAINER)
+    trainer = L.Trainer(
+        max_epochs=1,
+        devices=1,
+        num_sanity_val_steps=2,
+        callbacks=[CausalMetricsCallback()],
+        default_root_dir=tmp_path,
+        **TRAINER,
+    )
     trainer.fit(PropensityModel(LogisticRegression(dm.input_dim)), dm)
     assert calls == [(False, 101)]  # once, after the training epoch, on the whole validation split
 
@@ -130,11 +140,18 @@ def test_undefined_quantities_are_skipped_not_nan(tmp_path):
     dm.t[dm.split["val"]] = 1.0  # one treatment class in validation: no effect is defined there
     callback = CausalMetricsCallback(estimators=("ipw", "stratified", "matching", "aipw"))
     trainer = L.Trainer(max_epochs=2, devices=1, callbacks=[callback], default_root_dir=tmp_path, **TRAINER)
-    with pytest.warns(UserWarning, match="skipped ate_ipw: The treatment 't' has only one class"):
+    with pytest.warns(UserWarning) as record:
         trainer.fit(PropensityModel(LogisticRegression(dm.input_dim)), dm)
     assert trainer.current_epoch == 2
-    got = logged(trainer)
-    assert set(got) == {"val/spearman"}
+    # evaluate.py refuses such data (one sentence); the callback, which evaluates them with the same
+    # function, names every quantity it skipped and logs none of them.
+    skipped = (
+        "skipped ate_ipw, ate_stratified, ate_matching, treatment_accuracy, ece, brier, iptw_weight_mse, spearman: "
+    )
+    messages = [str(w.message) for w in record]
+    assert any(skipped + "The treatment 't' has only one class" in m for m in messages), messages
+    assert any("AIPW needs outcome predictions" in m for m in messages)
+    assert logged(trainer) == {}
     assert all(math.isfinite(v) for v in trainer.callback_metrics.values())
 
 
@@ -199,9 +216,62 @@ def test_model_without_collector_warns(tmp_path):
         trainer.validate(Plain(), dataloaders=ToyData().loader("val"))
 
 
+def test_compute_uses_the_evaluation_function(monkeypatch):
+    """The callback's numbers are evaluate_propensities' rows (n_boot=0), renamed, with its own settings."""
+    from textcause.callbacks import causal_metrics
+    from textcause.estimators.registry import DEFAULT_ESTIMATORS, ESTIMATOR_DEFAULTS
+    from textcause.metrics.evaluation import evaluate_propensities
+
+    dm = ToyData()
+    outputs = {k: np.asarray(v, dtype=np.float64) for k, v in dm.truth("val").items()}
+    outputs["propensity"] = np.clip(outputs["p_true"] + 0.05 * np.sin(np.arange(101)), 0.01, 0.99)
+    default = CausalMetricsCallback()
+    assert default.estimators == DEFAULT_ESTIMATORS
+    assert (default.n_strata, default.caliper) == (
+        ESTIMATOR_DEFAULTS["stratified"]["n_strata"],
+        ESTIMATOR_DEFAULTS["matching"]["caliper"],
+    )
+    callback = CausalMetricsCallback(estimators=["stratified", "matching"], n_strata=4, caliper=None, n_bins=5)
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return evaluate_propensities(*args, **kwargs)
+
+    monkeypatch.setattr(causal_metrics, "evaluate_propensities", spy)
+    got = callback.compute(outputs, TRUE_ATE)
+    assert len(calls) == 1 and calls[0]["n_boot"] == 0
+    assert (calls[0]["n_strata"], calls[0]["caliper"], calls[0]["n_bins"]) == (4, None, 5)
+    t, y, p = outputs["t"], outputs["y"], outputs["propensity"]
+    rows = {
+        r["estimator"]: r
+        for r in evaluate_propensities(
+            t,
+            y,
+            p,
+            true_propensity=outputs["p_true"],
+            true_ate=TRUE_ATE,
+            estimators=["stratified", "matching"],
+            n_boot=0,
+            n_strata=4,
+            caliper=None,
+            n_bins=5,
+        )
+    }
+    assert got["ate_stratified"] == rows["stratified"]["ate"] == stratified(t, y, p, n_strata=4).ate
+    assert got["bias_matching"] == rows["matching"]["bias"]
+    assert got["ece"] == expected_calibration_error(t, p, 5) != expected_calibration_error(t, p)
+    assert "ate_unadjusted" not in got and "ate_ipw" not in got
+    observational = dict(outputs, p_true=np.full(101, np.nan))  # no true propensities: no truth-based metrics
+    assert not {"iptw_weight_mse", "spearman"} & set(callback.compute(observational))
+
+
 def test_callback_errors():
-    with pytest.raises(ValueError, match=r"'estimators' parameter of CausalMetricsCallback must be a non-empty list "
-                                         r"of names among \['aipw', 'ipw', 'matching', 'stratified', 'unadjusted'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"'estimators' parameter of CausalMetricsCallback must be a non-empty list "
+        r"of names among \['aipw', 'ipw', 'matching', 'stratified', 'unadjusted'\]",
+    ):
         CausalMetricsCallback(estimators=["ipw", "doubly"])
     with pytest.raises(ValueError, match="'estimators' parameter"):
         CausalMetricsCallback(estimators="ipw")

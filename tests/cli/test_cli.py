@@ -4,36 +4,101 @@ from __future__ import annotations
 
 import csv
 import json
+import re
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from textcause import estimators as est
 from textcause.cli.errors import friendly_errors
-from textcause.runs.lightning_cli import make_cli
 from textcause.cli.evaluate import main as evaluate_main
+from textcause.runs.lightning_cli import make_cli
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 def fit_args(corpus: str, root: Path, config: str = "lr_bigram_binary.yaml", *extra: str) -> list[str]:
     return [
-        "fit", "--config", str(CONFIGS / config),
-        "--data.corpus", corpus, "--data.min_users", "2", "--data.batch_size", "32",
-        "--trainer.default_root_dir", str(root),
-        "--trainer.logger", json.dumps(
+        "fit",
+        "--config",
+        str(CONFIGS / config),
+        "--data.corpus",
+        corpus,
+        "--data.min_users",
+        "2",
+        "--data.batch_size",
+        "32",
+        "--trainer.default_root_dir",
+        str(root),
+        "--trainer.logger",
+        json.dumps(
             {"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": str(root), "name": "t"}}
         ),
-        "--trainer.enable_progress_bar", "false",
+        "--trainer.enable_progress_bar",
+        "false",
         *extra,
     ]
+
+
+def config_args(corpus: str, config: str = "lr_bigram_binary.yaml", *extra: str) -> list[str]:
+    """Options of a CLI that only instantiates (``make_cli(..., run=False)``: no subcommand)."""
+    return ["--config", str(CONFIGS / config), "--data.corpus", corpus, "--data.min_users", "2", *extra]
 
 
 def test_fast_dev_run_sizes_the_model_from_the_data(tiny_corpus, tmp_path):
     cli = make_cli(fit_args(tiny_corpus, tmp_path, "lr_bigram_binary.yaml", "--trainer.fast_dev_run", "true"))
     assert cli.model.net.input_dim == cli.datamodule.input_dim > 0
     assert cli.trainer.state.finished
+    # the trainer optimised with the model's own optimizer (model.init_args.optimizer: lbfgs)
+    assert [type(o) for o in cli.trainer.optimizers] == [torch.optim.LBFGS]
+
+
+def test_the_link_sizes_the_net_and_the_data_are_built_once(tiny_corpus, tmp_path, monkeypatch):
+    from textcause.data import build
+
+    calls = []
+    features = build._features
+
+    def counted(*args, **kwargs):
+        calls.append(args[1].representation)
+        return features(*args, **kwargs)
+
+    build.clear_built()
+    monkeypatch.setattr(build, "_features", counted)
+    cli = make_cli(fit_args(tiny_corpus, tmp_path, "lr_bigram_binary.yaml", "--trainer.fast_dev_run", "true"))
+    width = cli.datamodule.input_dim
+    assert cli.model.net.input_dim == width > 0
+    assert cli.model.hparams["net"]["init_args"]["input_dim"] == width  # the real width, stored for reloading
+    assert calls == ["bigram_binary"]  # the link, prepare_data and setup share one build
+    # a net config that gives its width keeps it (no link is made)
+    explicit = make_cli(
+        config_args(tiny_corpus, "lr_bigram_binary.yaml", "--model.init_args.net.init_args.input_dim", "7"), run=False
+    )
+    assert explicit.model.net.input_dim == 7 != width
+    assert calls == ["bigram_binary"]
+
+
+def test_the_optimizer_is_the_models_own(tiny_corpus, tmp_path, capsys):
+    # LightningCLI's automatic --optimizer is off: nothing can silently replace the model's optimizer.
+    with pytest.raises(SystemExit) as exit_info:
+        make_cli(fit_args(tiny_corpus, tmp_path, "lr_bigram_binary.yaml", "--optimizer", "AdamW"))
+    assert exit_info.value.code != 0
+    assert "--optimizer" in capsys.readouterr().err
+    from textcause.runs.fit import instantiate, read_config
+
+    config = {
+        **read_config(CONFIGS / "lr_bigram_binary.yaml"),
+        "data": {"corpus": tiny_corpus, "min_users": 2},
+        "optimizer": {"class_path": "torch.optim.AdamW"},
+    }
+    with pytest.raises(ValueError, match="The run's options were rejected: .*optimizer"):
+        instantiate(config)
+    cli = make_cli(config_args(tiny_corpus), run=False)
+    assert cli.model.hparams.optimizer == "lbfgs"
+    assert isinstance(cli.model.configure_optimizers(), torch.optim.LBFGS)
 
 
 def test_fit_then_evaluate_round_trip(tiny_corpus, tmp_path, capsys):
@@ -113,3 +178,38 @@ def test_unadjusted_run_evaluates_to_the_difference_in_means(tiny_corpus, tmp_pa
     naive = task.outcome[test][task.treatment[test] == 1].mean() - task.outcome[test][task.treatment[test] == 0].mean()
     for name in ("unadjusted", "ipw", "stratified"):
         assert rows[name]["ate"] == pytest.approx(naive, abs=1e-9)
+
+
+def test_evaluating_a_trained_model_needs_its_checkpoint(tiny_corpus, tmp_path):
+    from textcause.models import PropensityModel
+    from textcause.runs.fit import find_checkpoint
+
+    cli = make_cli(fit_args(tiny_corpus, tmp_path, "lr_bigram_binary.yaml", "--trainer.max_epochs", "1"))
+    run_dir = Path(cli.trainer.log_dir)
+    # the checkpoint rebuilds its model with no arguments, the net sized as the CLI sized it
+    loaded = PropensityModel.load_from_checkpoint(find_checkpoint(run_dir))
+    assert loaded.net.input_dim == cli.datamodule.input_dim and loaded.optimizer_name == "lbfgs"
+    assert cli.model.requires_training
+    shutil.rmtree(run_dir / "checkpoints")
+    with pytest.raises(
+        FileNotFoundError, match=f"No checkpoint in '{re.escape(str(run_dir))}': PropensityModel must be trained"
+    ):
+        evaluate_main([str(run_dir), "--n_boot", "0"])
+    assert not (run_dir / "results.json").exists()
+
+
+def test_a_baseline_evaluates_without_a_checkpoint(tiny_corpus, tmp_path):
+    from textcause.runs.fit import find_checkpoint
+
+    cli = make_cli(fit_args(tiny_corpus, tmp_path, "oracle.yaml", "--trainer.max_epochs", "1"))
+    run_dir = Path(cli.trainer.log_dir)
+    shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
+    assert find_checkpoint(run_dir) is None and not cli.model.requires_training
+    result = evaluate_main([str(run_dir), "--n_boot", "0"])
+    test = cli.datamodule.task.split.test
+    task = cli.datamodule.task
+    ipw = next(r for r in result["rows"] if r["estimator"] == "ipw")
+    assert ipw["ate"] == pytest.approx(
+        est.ipw(task.treatment[test], task.outcome[test], task.propensity[test]).ate, abs=1e-6
+    )
+    assert result["meta"]["checkpoint"] is None

@@ -9,17 +9,25 @@ import numpy as np
 import pytest
 import torch
 
-from textcause.runs.lightning_cli import make_cli
 from textcause.data import CausalTextDataModule
 from textcause.features.embeddings import PostEmbeddingCache
+from textcause.runs.lightning_cli import make_cli
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 def make_dm(corpus: str, encoder: str, representation: str, **kw) -> CausalTextDataModule:
     return CausalTextDataModule(
-        corpus=corpus, task="order_of_text", level=2, seed=1, representation=representation,
-        encoder=encoder, max_tokens=16, token_cap=8, batch_size=8, **kw,
+        corpus=corpus,
+        task="order_of_text",
+        level=2,
+        seed=1,
+        representation=representation,
+        encoder=encoder,
+        max_tokens=16,
+        token_cap=8,
+        batch_size=8,
+        **kw,
     )
 
 
@@ -35,7 +43,7 @@ def test_post_embedding_batches_match_the_cache(tiny_corpus, tiny_encoder):
     first = dm.task.texts[idx[0]]
     expected = cache.embed(first)
     assert np.allclose(x["posts"][0, : len(first)].numpy(), expected, atol=1e-3)
-    assert not x["posts"][0, len(first):].any()  # padding stays zero
+    assert not x["posts"][0, len(first) :].any()  # padding stays zero
     values, offsets = cache.token_states(first[:1])
     n_tok = int(offsets[1] - offsets[0])
     assert int(x["token_mask"][0, 0].sum()) == n_tok <= 8
@@ -52,16 +60,38 @@ def test_pooled_only_has_no_tokens(tiny_corpus, tiny_encoder):
 
 @pytest.mark.parametrize("config", ["sherbert.yaml", "order_count.yaml"])
 def test_hierarchical_models_train_through_the_cli(config, tiny_corpus, tiny_encoder, tmp_path):
-    cli = make_cli([
-        "fit", "--config", str(CONFIGS / config),
-        "--data.corpus", tiny_corpus, "--data.encoder", tiny_encoder, "--data.max_tokens", "16",
-        "--data.token_cap", "8", "--data.task", "order_of_text",
-        "--model.init_args.net.init_args.hidden_size", "16",
-        "--trainer.max_epochs", "1", "--trainer.enable_progress_bar", "false",
-        "--trainer.default_root_dir", str(tmp_path),
-        "--trainer.logger", json.dumps({"class_path": "lightning.pytorch.loggers.CSVLogger",
-                                        "init_args": {"save_dir": str(tmp_path), "name": "h"}}),
-    ])
+    cli = make_cli(
+        [
+            "fit",
+            "--config",
+            str(CONFIGS / config),
+            "--data.corpus",
+            tiny_corpus,
+            "--data.encoder",
+            tiny_encoder,
+            "--data.max_tokens",
+            "16",
+            "--data.token_cap",
+            "8",
+            "--data.task",
+            "order_of_text",
+            "--model.init_args.net.init_args.hidden_size",
+            "16",
+            "--trainer.max_epochs",
+            "1",
+            "--trainer.enable_progress_bar",
+            "false",
+            "--trainer.default_root_dir",
+            str(tmp_path),
+            "--trainer.logger",
+            json.dumps(
+                {
+                    "class_path": "lightning.pytorch.loggers.CSVLogger",
+                    "init_args": {"save_dir": str(tmp_path), "name": "h"},
+                }
+            ),
+        ]
+    )
     assert cli.model.net.input_dim == 32  # sized from the data module, not the 384 default
     metrics = cli.trainer.callback_metrics
     assert torch.isfinite(metrics["val_loss"]) and "val/ate_stratified" in metrics

@@ -48,8 +48,9 @@ def _save_tiny(folder: Path, seed: int) -> Path:
 
     tok = AutoTokenizer.from_pretrained(_minilm_path())
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=37)
+    config = BertConfig(
+        vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37
+    )
     BertModel(config).save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
@@ -212,7 +213,7 @@ def test_token_states_are_ragged_capped_and_match_direct(tiny):
     tok, model = AutoTokenizer.from_pretrained(str(tiny)), AutoModel.from_pretrained(str(tiny)).eval()
     with torch.no_grad():
         states = model(**tok([query[1]], return_tensors="pt")).last_hidden_state[0]
-    np.testing.assert_allclose(values[offsets[1]:offsets[2]], states[:4].numpy(), atol=2e-3, rtol=2e-3)
+    np.testing.assert_allclose(values[offsets[1] : offsets[2]], states[:4].numpy(), atol=2e-3, rtol=2e-3)
     assert len(list(cache.tokens.folder.glob("*.keys.npy"))) == 3  # 7 distinct posts, shards of 3
 
 
@@ -248,9 +249,13 @@ def test_hit_and_miss_by_content_key(tiny, tiny_other, tmp_path):
     copy = Path(shutil.copytree(tiny, tmp_path / "copy-of-tiny"))
     assert make_cache(copy).folder == base.folder
     # Different max_tokens, pooling, normalize, storage dtype or model: a different key, a miss.
-    for variant in (make_cache(tiny, max_tokens=8), make_cache(tiny, pooling="cls"),
-                    make_cache(tiny, normalize=True), make_cache(tiny, dtype="bfloat16"),
-                    make_cache(tiny_other)):
+    for variant in (
+        make_cache(tiny, max_tokens=8),
+        make_cache(tiny, pooling="cls"),
+        make_cache(tiny, normalize=True),
+        make_cache(tiny, dtype="bfloat16"),
+        make_cache(tiny_other),
+    ):
         assert variant.folder != base.folder
         variant.embed(POSTS)
         assert variant.last_stats["n_encoded"] == 7
@@ -262,7 +267,8 @@ def test_duplicates_encoded_once(tiny):
     cache = make_cache(tiny, batch_size=3)
     rows = []
     handle = cache.encoder.model.register_forward_pre_hook(
-        lambda mod, args, kwargs: rows.append(kwargs["input_ids"].shape[0]), with_kwargs=True)
+        lambda mod, args, kwargs: rows.append(kwargs["input_ids"].shape[0]), with_kwargs=True
+    )
     posts = POSTS * 5
     got = cache.embed(posts)
     handle.remove()
@@ -394,7 +400,9 @@ def test_bfloat16_storage_matches_torch_rounding():
     assert bits.dtype == np.uint16
     expected = torch.from_numpy(x).to(torch.bfloat16).float().numpy()
     np.testing.assert_array_equal(from_storage(bits, "bfloat16"), expected)
-    np.testing.assert_array_equal(from_storage(to_storage(x, "float16"), "float16"), x.astype(np.float16).astype(np.float32))
+    np.testing.assert_array_equal(
+        from_storage(to_storage(x, "float16"), "float16"), x.astype(np.float16).astype(np.float32)
+    )
 
 
 def test_ranges_and_post_key():
@@ -420,7 +428,9 @@ def test_disk_usage_reports_bytes(tiny):
 def test_missing_model_gives_one_clear_error(tmp_path):
     with pytest.raises(ValueError, match="was not found"):
         resolve_encoder(tmp_path / "no-such-model")
-    with pytest.raises(ValueError, match="only the local Hugging Face cache was searched; set TEXTCAUSE_ALLOW_DOWNLOADS=1"):
+    with pytest.raises(
+        ValueError, match="only the local Hugging Face cache was searched; set TEXTCAUSE_ALLOW_DOWNLOADS=1"
+    ):
         resolve_encoder("no-such-org/no-such-model-xyz")
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "config.json").write_text("{}")

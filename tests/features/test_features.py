@@ -15,8 +15,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import CountVectorizer
 
 from textcause.corpus.types import History
-from textcause.features import NgramFeaturizer, build_representation, tokenize
-from textcause.features import ngrams, representation
+from textcause.features import NgramFeaturizer, build_representation, ngrams, representation, tokenize
 from textcause.features.tokenize import encode
 
 # ------------------------------------------------------------------------------------- helpers
@@ -365,9 +364,11 @@ def test_crash_mid_write_leaves_no_file_at_the_final_path(tmp_path):
         fh.write(b"PK\x03\x04 half a zip")
         raise OSError("No space left on device")
 
-    with mock.patch.object(representation, "_write_npz", side_effect=half_write):
-        with pytest.warns(RuntimeWarning, match="Could not write the feature cache"):
-            rep = build_representation("bigram_binary", texts, np.arange(20), min_users=2, cache_dir=tmp_path)
+    with (
+        mock.patch.object(representation, "_write_npz", side_effect=half_write),
+        pytest.warns(RuntimeWarning, match="Could not write the feature cache"),
+    ):
+        rep = build_representation("bigram_binary", texts, np.arange(20), min_users=2, cache_dir=tmp_path)
     assert rep.matrix.shape[0] == 30  # the result is still returned
     assert list(tmp_path.iterdir()) == []  # no final file, no temporary file left behind
 
@@ -455,5 +456,7 @@ def test_real_twitter_vocabulary_sizes_are_sane():
     # 150 training users at min_users=10: thousands of words, more grams once bigrams are added
     assert 1_000 < sizes["unigram_binary"] < 20_000
     assert sizes["unigram_binary"] < sizes["bigram_binary"] == sizes["bigram_counts"] < 5 * sizes["unigram_binary"]
+    assert sizes == {"unigram_binary": 1739, "bigram_binary": 3125, "bigram_counts": 3125}  # pinned
     counts = build_representation("bigram_counts", texts, train, cache=False).matrix
     assert counts.max() > 1  # real counts
+    assert (counts.nnz, int(counts.sum()), int(counts.max())) == (152_085, 495_559, 1125)  # pinned

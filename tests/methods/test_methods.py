@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from textcause.data.build import DataSettings
 from textcause.estimators import Estimate
-from textcause.paths import config_dir
-from textcause.runs.grid import grid_from_dict
 from textcause.methods import (
     ConfigPropensity,
     EffectMethod,
@@ -21,9 +20,10 @@ from textcause.methods import (
     as_method,
 )
 from textcause.methods.adapters import describe_method, load_object
-from textcause.data.build import DataSettings
 from textcause.methods.inputs import TaskInputs, build_task, data_settings
 from textcause.methods.protocols import method_name
+from textcause.paths import config_dir
+from textcause.runs.grid import grid_from_dict
 from textcause.runs.method_cell import MethodError, check_effect, check_probabilities
 
 METHOD_MODULE = '''
@@ -94,7 +94,7 @@ def test_names_representations_and_labels_are_checked():
         as_method(bad_name)
     bad_rep = Prop()
     bad_rep.representation = "trigrams"
-    with pytest.raises(ValueError, match="'representation' of method 'Prop' must be one of .*Got 'trigrams'"):
+    with pytest.raises(ValueError, match="'representation' parameter of method 'Prop' must be one of .*Got 'trigrams'"):
         as_method(bad_rep)
     bad_opts = Prop()
     bad_opts.representation_options = {"colour": 1}
@@ -146,7 +146,11 @@ class NeedsArgs:
     [
         (3, ValueError, "A method must have fit and predict_proba .* Got int instead"),
         (NeedsArgs, ValueError, r"Cannot create the method NeedsArgs\(\) without arguments"),
-        ("no_such_module_xyz:Thing", ValueError, "Cannot import the method 'no_such_module_xyz:Thing': ModuleNotFoundError"),
+        (
+            "no_such_module_xyz:Thing",
+            ValueError,
+            "Cannot import the method 'no_such_module_xyz:Thing': ModuleNotFoundError",
+        ),
         ("user_methods:Missing", ValueError, "Cannot import the method 'user_methods:Missing': AttributeError"),
         ("missing_file.py:Thing", ValueError, "Cannot import the method 'missing_file.py:Thing': FileNotFoundError"),
         ("not_a_config", ValueError, "is neither a 'package.module:Name' method nor a model config"),
@@ -229,7 +233,9 @@ def test_fingerprints_follow_code_and_parameters(method_module):
     from sklearn.pipeline import make_pipeline
 
     def pipe(C, max_features):
-        return describe_method(as_method(make_pipeline(TfidfVectorizer(max_features=max_features), LogisticRegression(C=C))))
+        return describe_method(
+            as_method(make_pipeline(TfidfVectorizer(max_features=max_features), LogisticRegression(C=C)))
+        )
 
     assert pipe(1.0, 5).fingerprint == pipe(1.0, 5).fingerprint
     assert len({pipe(1.0, 5).fingerprint, pipe(2.0, 5).fingerprint, pipe(1.0, 6).fingerprint}) == 3
@@ -266,9 +272,13 @@ def test_probability_errors(out, message):
 @pytest.mark.parametrize(
     ("out", "expected"),
     [
-        (0.3, (0.3, None, None)), (np.float32(0.5), (0.5, None, None)), (np.array(0.5), (0.5, None, None)),
-        ((0.3, 0.1, 0.5), (0.3, 0.1, 0.5)), ([0.3, 0.1, 0.5], (0.3, 0.1, 0.5)),
-        (EffectResult(0.3), (0.3, None, None)), (EffectResult(0.3, 0.2, 0.4), (0.3, 0.2, 0.4)),
+        (0.3, (0.3, None, None)),
+        (np.float32(0.5), (0.5, None, None)),
+        (np.array(0.5), (0.5, None, None)),
+        ((0.3, 0.1, 0.5), (0.3, 0.1, 0.5)),
+        ([0.3, 0.1, 0.5], (0.3, 0.1, 0.5)),
+        (EffectResult(0.3), (0.3, None, None)),
+        (EffectResult(0.3, 0.2, 0.4), (0.3, 0.2, 0.4)),
         (Estimate(ate=0.3, method="x", n_used=3, ci_low=0.0, ci_high=1.0), (0.3, 0.0, 1.0)),
     ],
 )
@@ -296,7 +306,9 @@ def test_effect_errors(out, message):
 
 # ---------------------------------------------------------------------------------------- inputs
 def test_data_settings_take_the_data_overrides():
-    s = data_settings([("data.n_users", 50), ("--data.max_posts", 5), ("trainer.max_epochs", 2), ("data.batch_size", 3)])
+    s = data_settings(
+        [("data.n_users", 50), ("--data.max_posts", 5), ("trainer.max_epochs", 2), ("data.batch_size", 3)]
+    )
     assert s == {"n_users": 50, "max_posts": 5}
     with pytest.raises(ValueError, match="Methods are evaluated on semi-synthetic tasks only"):
         data_settings([("data.observational", "configs/observational/x.yaml")])
@@ -325,7 +337,9 @@ def test_inputs_have_the_documented_types(tiny_corpus, tiny_encoder):
     for i, arr in zip(idx, emb):
         assert arr.dtype == np.float32 and arr.shape == (len(task.texts[i]), 32)
         np.testing.assert_array_equal(arr, cache.embed(task.texts[i]))
-    tokens = TaskInputs(settings, "post_tokens", options={"encoder": tiny_encoder, "token_cap": 4}, needed=idx).take(idx)
+    tokens = TaskInputs(settings, "post_tokens", options={"encoder": tiny_encoder, "token_cap": 4}, needed=idx).take(
+        idx
+    )
     assert isinstance(tokens, list) and len(tokens) == 7
     for i, posts in zip(idx, tokens):
         assert len(posts) == len(task.texts[i])
@@ -336,13 +350,23 @@ def test_inputs_have_the_documented_types(tiny_corpus, tiny_encoder):
 def test_grid_method_entries(method_module):
     base = {"name": "g", "corpora": ["twitter"], "tasks": {"placebo": [1]}, "seeds": [0, 1]}
     plain = grid_from_dict({**base, "models": ["oracle"]})
-    grid = grid_from_dict({**base, "models": ["oracle", "user_methods:Constant"], "methods": {"nv": "user_methods:naive"},
-                           "evaluation": {"effect_n_boot": 5}}, methods=["user_methods:ORACLE"])
+    grid = grid_from_dict(
+        {
+            **base,
+            "models": ["oracle", "user_methods:Constant"],
+            "methods": {"nv": "user_methods:naive"},
+            "evaluation": {"effect_n_boot": 5},
+        },
+        methods=["user_methods:ORACLE"],
+    )
     by_model = {c.model: c for c in grid.cells if c.seed == 0}
     assert set(by_model) == {"oracle", "constant", "nv", "oracle2"}
     assert by_model["oracle"].method is None and by_model["oracle"].config_hash == plain.cells[0].config_hash
     assert by_model["constant"].method == "user_methods:Constant"
-    assert by_model["constant"].estimators == ("ipw", "stratified", "matching") and by_model["constant"].model_path == method_module
+    assert (
+        by_model["constant"].estimators == ("ipw", "stratified", "matching")
+        and by_model["constant"].model_path == method_module
+    )
     assert by_model["nv"].estimators == ("effect",) and by_model["nv"].result_estimators == ("unadjusted", "effect")
     assert by_model["nv"].effect_n_boot == 5
     config = by_model["oracle2"]  # a ConfigPropensity spec is a model config cell with its own overrides
@@ -363,8 +387,16 @@ def test_grid_method_entries(method_module):
         ({"methods": {"a b": "user_methods:naive"}}, [], "'methods' must be a non-empty list"),
         ({}, [], "the key 'models' is required"),
         ({"models": ["user_methods:Constant"]}, ["user_methods:Constant"], "model names must be distinct"),
-        ({"models": ["oracle"], "evaluation": {"effect_n_boot": -1}}, [], "'evaluation.effect_n_boot' must be an int >= 0"),
-        ({"models": ["oracle"]}, ["user_methods:nothing"], "Benchmark config '--method': method 'user_methods:nothing'"),
+        (
+            {"models": ["oracle"], "evaluation": {"effect_n_boot": -1}},
+            [],
+            "'evaluation.effect_n_boot' must be an int >= 0",
+        ),
+        (
+            {"models": ["oracle"]},
+            ["user_methods:nothing"],
+            "Benchmark config '--method': method 'user_methods:nothing'",
+        ),
     ],
 )
 def test_grid_method_errors(method_module, spec, methods, message):

@@ -128,6 +128,8 @@ def test_bounds_collapse_with_the_true_propensity(units):
     assert b.lower == b.upper == pytest.approx(ipw(units["t"], units["y"], units["p"]).ate)
     noisy = arbour_dimmery_bounds(units["t"], units["y"], units["p_hat"], units["p"])
     assert noisy.lower < noisy.upper
+    assert (noisy.b0, noisy.b1, noisy.lower, noisy.upper) == pytest.approx(
+        (0.16509610967675276, 1.5782945135750552, -1.1877359497123265, 2.2990452967912893), rel=1e-9)  # seed 0, pinned
     assert interval_tighter_than_bounds(noisy.lower + 0.01, noisy.upper - 0.01, noisy)
     assert not interval_tighter_than_bounds(noisy.lower - 0.01, noisy.upper, noisy)
 
@@ -155,3 +157,72 @@ def test_metric_error_messages(units):
     bounds = Bounds(lower=-1.0, upper=1.0, b0=0.5, b1=0.5, y0_hat=0.0, y1_hat=0.0)
     with pytest.raises(ValueError, match=r"The 'ci_high' parameter of interval_tighter_than_bounds must be a float >= 0\.2"):
         interval_tighter_than_bounds(0.2, 0.1, bounds)
+
+
+# --- hostile input: a finite metric or one ValueError, never NaN, inf or a raw exception -----------
+
+
+def test_iptw_weight_mse_stays_finite_when_inverse_weights_overflow():
+    # 1 / 5e-324 overflows to inf and the normalised weights became NaN; they are at most 1, so the
+    # metric is well defined: here the estimated weights put everything on unit 0
+    t = np.array([1, 0, 1, 0])
+    p_hat = np.array([5e-324, 0.5, 0.5, 0.5])
+    p = np.full(4, 0.5)
+    value = iptw_weight_mse(t, p_hat, p)
+    assert np.isfinite(value) and value == pytest.approx((1 - 0.25) ** 2 + 3 * 0.25**2, abs=1e-15)
+    assert iptw_weight_mse(t, p, p_hat) == value  # symmetric in the two propensities
+
+
+def test_bounds_refuse_exploding_weights_and_huge_outcomes():
+    t = np.array([1, 0, 1, 0])
+    y = np.array([1.0, 0.0, 1.0, 0.5])
+    p = np.full(4, 0.5)
+    with pytest.raises(ValueError, match=r"The 'true_propensity' values of arbour_dimmery_bounds give 1 unit an "
+                                         r"inverse-probability weight above 1e\+08.*clip the propensities explicitly"):
+        arbour_dimmery_bounds(t, y, p, np.array([5e-324, 0.5, 0.5, 0.5]))
+    with pytest.raises(ValueError, match=r"The 'propensity' values of arbour_dimmery_bounds give 1 unit"):
+        arbour_dimmery_bounds(t, y, np.array([0.5, 1 - 1e-16, 0.5, 0.5]), p)
+    with pytest.raises(ValueError, match=r"The 'y' values of arbour_dimmery_bounds must have magnitude <= 1e\+100"):
+        arbour_dimmery_bounds(t, np.array([1e308, -1e308, 1e308, 1.0]), p, p)
+
+
+def test_bias_that_overflows_is_refused():
+    with pytest.raises(ValueError, match=r"The bias 1e\+308 - -1e\+308 overflows float64"):
+        bias(1e308, -1e308)
+
+
+def test_interval_widths_that_overflow_compare_correctly():
+    wide = Bounds(lower=-1e308, upper=1e308, b0=1e308, b1=1e308, y0_hat=0.0, y1_hat=0.0)
+    assert interval_tighter_than_bounds(-1e308, 0.9e308, wide)  # widths 1.9e308 < 2e308, both overflow
+    assert not interval_tighter_than_bounds(-1e308, 1e308, wide)
+    with pytest.raises(ValueError, match=r"The 'bounds.upper' parameter of interval_tighter_than_bounds must be a float"):
+        interval_tighter_than_bounds(0.0, 1.0, Bounds(lower=0.0, upper=float("inf"), b0=0, b1=0, y0_hat=0, y1_hat=0))
+
+
+def test_ece_with_absurdly_many_bins_is_refused_not_allocated(units):
+    with pytest.raises(ValueError, match=r"The 'n_bins' parameter of expected_calibration_error must be an int in the "
+                                         r"range \[1, 1000000\]\. Got 1000000000000 instead\."):
+        expected_calibration_error(units["t"], units["p_hat"], n_bins=10**12)
+
+
+def test_accuracy_interval_validates_its_inputs(units):
+    from textcause.metrics.classification import accuracy_interval
+
+    t, p = units["t"], units["p_hat"]
+    lo, hi = accuracy_interval(t, p, n_boot=50)
+    assert 0 <= lo <= treatment_accuracy(t, p) <= hi <= 1
+    assert accuracy_interval(np.ones(4), np.full(4, 0.9), n_boot=10) == (1.0, 1.0)  # one class: defined
+    assert accuracy_interval(t, p, n_boot=0) == (None, None) and accuracy_interval([], [], n_boot=10) == (None, None)
+    with pytest.raises(ValueError, match=r"'propensity' contains NaN"):  # NaN counted as a wrong prediction before
+        accuracy_interval(t, np.r_[np.nan, p[1:]], n_boot=10)
+    with pytest.raises(ValueError, match=r"inconsistent numbers of samples"):
+        accuracy_interval(t, p[:-1], n_boot=10)
+    with pytest.raises(ValueError, match=r"The treatment 't' must be binary"):
+        accuracy_interval(t * 2, p, n_boot=10)
+    with pytest.raises(ValueError, match=r"The 'level' parameter of accuracy_interval must be a float > 0\.0 and < 1\.0"):
+        accuracy_interval(t, p, n_boot=10, level=1.0)
+
+
+def test_thresholds_too_large_for_a_float_are_refused(units):
+    with pytest.raises(ValueError, match=r"The 'threshold' parameter of treatment_accuracy must be a float"):
+        treatment_accuracy(units["t"], units["p_hat"], threshold=10**400)

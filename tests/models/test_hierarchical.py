@@ -36,20 +36,23 @@ def one_thread():
 
 def make_nets(use_tokens: bool = True) -> list[torch.nn.Module]:
     torch.manual_seed(0)
-    return [SHERBERT(D, 24, use_tokens=use_tokens, dropout=0.1),
-            OrderCountNet(D, 24, n_heads=4, max_positions=16, dropout=0.1, use_tokens=use_tokens)]
+    return [
+        SHERBERT(D, 24, use_tokens=use_tokens, dropout=0.1),
+        OrderCountNet(D, 24, n_heads=4, max_positions=16, dropout=0.1, use_tokens=use_tokens),
+    ]
 
 
-def random_batch(lengths: list[int], n_tokens: int = 5, pad_posts: int = 0, pad_tokens: int = 0,
-                 seed: int = 0) -> dict[str, torch.Tensor]:
+def random_batch(
+    lengths: list[int], n_tokens: int = 5, pad_posts: int = 0, pad_tokens: int = 0, seed: int = 0
+) -> dict[str, torch.Tensor]:
     """Right-padded histories with token states; padded slots hold NaN and huge values."""
     g = torch.Generator().manual_seed(seed)
-    b, p, l = len(lengths), max(lengths) + pad_posts, n_tokens + pad_tokens
+    b, p, n_slots = len(lengths), max(lengths) + pad_posts, n_tokens + pad_tokens
     post_mask = torch.arange(p)[None, :] < torch.tensor(lengths)[:, None]
     token_len = torch.randint(1, n_tokens + 1, (b, p), generator=g)
-    token_mask = (torch.arange(l)[None, None, :] < token_len[..., None]) & post_mask[..., None]
+    token_mask = (torch.arange(n_slots)[None, None, :] < token_len[..., None]) & post_mask[..., None]
     posts = torch.randn(b, p, D, generator=g)
-    tokens = torch.randn(b, p, l, D, generator=g)
+    tokens = torch.randn(b, p, n_slots, D, generator=g)
     posts[~post_mask] = 1e30
     posts[:, -1][~post_mask[:, -1]] = float("nan")
     tokens[~token_mask] = float("nan")
@@ -58,13 +61,17 @@ def random_batch(lengths: list[int], n_tokens: int = 5, pad_posts: int = 0, pad_
 
 def repad(x: dict[str, torch.Tensor], pad_posts: int, pad_tokens: int, left: bool = False) -> dict[str, torch.Tensor]:
     """The same histories with more padding (garbage in every new slot), on the right or the left."""
+
     def grow(t: torch.Tensor, dim: int, k: int, fill: float) -> torch.Tensor:
         shape = list(t.shape)
         shape[dim] = k
         extra = torch.full(shape, fill, dtype=t.dtype)
         return torch.cat([extra, t] if left and dim == 1 else [t, extra], dim=dim)
-    out = {"posts": grow(x["posts"], 1, pad_posts, float("nan")),
-           "post_mask": grow(x["post_mask"], 1, pad_posts, False)}
+
+    out = {
+        "posts": grow(x["posts"], 1, pad_posts, float("nan")),
+        "post_mask": grow(x["post_mask"], 1, pad_posts, False),
+    }
     tokens = grow(x["tokens"], 2, pad_tokens, float("nan"))
     out["tokens"] = grow(tokens, 1, pad_posts, -5e3)
     token_mask = grow(x["token_mask"], 2, pad_tokens, False)
@@ -220,13 +227,18 @@ def test_init_arguments_are_stored_as_attributes(cls):
     assert (net.input_dim, net.hidden_size, net.dropout) == (D, 8, 0.2)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(input_dim=0), r"'input_dim' parameter of OrderCountNet must be an int >= 1\. Got 0"),
-    (dict(hidden_size=10, n_heads=4),
-     r"'hidden_size' parameter of OrderCountNet must be divisible by n_heads=4\. Got 10"),
-    (dict(max_positions=0), r"'max_positions' parameter of OrderCountNet must be an int >= 1"),
-    (dict(dropout=1.0), r"'dropout' parameter of OrderCountNet must be a float >= 0.0 and < 1.0\. Got 1.0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(input_dim=0), r"'input_dim' parameter of OrderCountNet must be an int >= 1\. Got 0"),
+        (
+            dict(hidden_size=10, n_heads=4),
+            r"'hidden_size' parameter of OrderCountNet must be divisible by n_heads=4\. Got 10",
+        ),
+        (dict(max_positions=0), r"'max_positions' parameter of OrderCountNet must be an int >= 1"),
+        (dict(dropout=1.0), r"'dropout' parameter of OrderCountNet must be a float >= 0.0 and < 1.0\. Got 1.0"),
+    ],
+)
 def test_order_count_net_rejects_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         OrderCountNet(**{"input_dim": 384, **kwargs})
@@ -238,16 +250,26 @@ def test_sherbert_rejects_bad_arguments():
 
 
 @pytest.mark.parametrize("net_cls", [SHERBERT, OrderCountNet])
-@pytest.mark.parametrize("change, match", [
-    (lambda x: x["posts"], r"expects a dict with a 'posts' tensor of shape \(batch, posts, 16\)\. Got Tensor"),
-    (lambda x: {"post_mask": x["post_mask"]}, r"expects a dict with a 'posts' tensor"),
-    (lambda x: {**x, "posts": x["posts"][..., :8]},
-     r"Expected 'posts' of shape \(batch, posts, 16\)\. Got a tensor with shape \(2, 4, 8\)"),
-    (lambda x: {**x, "post_mask": x["post_mask"][:, :3]}, r"Expected 'post_mask' of shape \(2, 4\)\. Got .* \(2, 3\)"),
-    (lambda x: {**x, "tokens": x["tokens"][:, :, 0]}, r"Expected 'tokens' of shape \(2, 4, tokens, 16\)"),
-    (lambda x: {**x, "token_mask": x["token_mask"][..., :2]},
-     r"Expected 'token_mask' of shape \(2, 4, 5\)\. Got .* \(2, 4, 2\)"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (lambda x: x["posts"], r"expects a dict with a 'posts' tensor of shape \(batch, posts, 16\)\. Got Tensor"),
+        (lambda x: {"post_mask": x["post_mask"]}, r"expects a dict with a 'posts' tensor"),
+        (
+            lambda x: {**x, "posts": x["posts"][..., :8]},
+            r"Expected 'posts' of shape \(batch, posts, 16\)\. Got a tensor with shape \(2, 4, 8\)",
+        ),
+        (
+            lambda x: {**x, "post_mask": x["post_mask"][:, :3]},
+            r"Expected 'post_mask' of shape \(2, 4\)\. Got .* \(2, 3\)",
+        ),
+        (lambda x: {**x, "tokens": x["tokens"][:, :, 0]}, r"Expected 'tokens' of shape \(2, 4, tokens, 16\)"),
+        (
+            lambda x: {**x, "token_mask": x["token_mask"][..., :2]},
+            r"Expected 'token_mask' of shape \(2, 4, 5\)\. Got .* \(2, 4, 2\)",
+        ),
+    ],
+)
 def test_bad_batches_raise_one_clear_error(net_cls, change, match):
     net = net_cls(D, 8, use_tokens=True) if net_cls is SHERBERT else net_cls(D, 8, n_heads=2, use_tokens=True)
     with pytest.raises(ValueError, match=match):

@@ -19,10 +19,9 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 from torch import nn
-
-from textcause.estimators import ipw, unadjusted
 from toydata import ToyData
 
+from textcause.estimators import ipw, unadjusted
 from textcause.models import (
     MLP,
     LogisticRegression,
@@ -120,8 +119,13 @@ def test_predict_step_outputs_and_clamping():
     with torch.no_grad():
         model.net.linear.weight.copy_(torch.tensor([[100.0, -100.0]]))
         model.net.linear.bias.zero_()
-    batch = {"x": torch.tensor([[1.0, 0.0], [0.0, 1.0]]), "t": torch.tensor([1.0, 0.0]),
-             "y": torch.tensor([0.0, 1.0]), "p_true": torch.tensor([0.9, 0.1]), "index": torch.tensor([7, 3])}
+    batch = {
+        "x": torch.tensor([[1.0, 0.0], [0.0, 1.0]]),
+        "t": torch.tensor([1.0, 0.0]),
+        "y": torch.tensor([0.0, 1.0]),
+        "p_true": torch.tensor([0.9, 0.1]),
+        "index": torch.tensor([7, 3]),
+    }
     out = model.predict_step(batch, 0)
     assert set(out) == {"propensity", "index", "t", "y", "p_true"}
     torch.testing.assert_close(out["propensity"], torch.tensor([1 - 1e-6, 1e-6]))
@@ -156,17 +160,34 @@ class ToyCLI(LightningCLI):
     [
         (False, ["--model.net=textcause.models.components.MLP", "--model.net.init_args.hidden_size=7"], MLP),
         # Every argument of the net is linked: Lightning still needs the net's init_args in the config.
-        (True, ["--model=textcause.models.PropensityModel",
-                "--model.net=textcause.models.components.LogisticRegression"], LogisticRegression),
+        (
+            True,
+            ["--model=textcause.models.PropensityModel", "--model.net=textcause.models.components.LogisticRegression"],
+            LogisticRegression,
+        ),
     ],
 )
 def test_lightning_cli_checkpoint_round_trip(tmp_path, subclass_mode, net_args, net_type):
-    args = ["fit", *net_args, "--model.lr=0.02", "--trainer.max_epochs=1", "--trainer.accelerator=cpu",
-            "--trainer.logger=false", "--trainer.enable_progress_bar=false", f"--trainer.default_root_dir={tmp_path}"]
+    args = [
+        "fit",
+        *net_args,
+        "--model.lr=0.02",
+        "--trainer.max_epochs=1",
+        "--trainer.accelerator=cpu",
+        "--trainer.logger=false",
+        "--trainer.enable_progress_bar=false",
+        f"--trainer.default_root_dir={tmp_path}",
+    ]
     model_class = L.LightningModule if subclass_mode else PropensityModel
     with mock.patch("sys.argv", ["train.py"]):
-        cli = ToyCLI(model_class, ToyData, args=args, subclass_mode_model=subclass_mode, seed_everything_default=0,
-                     save_config_callback=None)
+        cli = ToyCLI(
+            model_class,
+            ToyData,
+            args=args,
+            subclass_mode_model=subclass_mode,
+            seed_everything_default=0,
+            save_config_callback=None,
+        )
     assert cli.model.hparams["net"]["init_args"]["input_dim"] == 20
     path = cli.trainer.checkpoint_callback.best_model_path
     loaded = PropensityModel.load_from_checkpoint(path)
@@ -205,11 +226,32 @@ def test_opaque_net_needs_net_at_load(tmp_path):
 def test_net_config_and_build_net():
     net = MLP(4, hidden_size=3, dropout=0.25)
     config = net_config(net)
-    assert config == {"class_path": "textcause.models.components.mlp.MLP",
-                      "init_args": {"input_dim": 4, "hidden_size": 3, "dropout": 0.25}}
+    assert config == {
+        "class_path": "textcause.models.components.mlp.MLP",
+        "init_args": {"input_dim": 4, "hidden_size": 3, "dropout": 0.25},
+    }
     rebuilt = build_net(config)
     assert isinstance(rebuilt, MLP) and rebuilt.hidden_size == 3
     assert net_config(Opaque(3)) is None
+
+
+def test_hparams_keep_the_nets_rebuild_config_not_the_module():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "is an instance of nn.Module" warning: the module is not a hyperparameter
+        model = PropensityModel(MLP(6, hidden_size=3), lr=0.01, optimizer="lbfgs")
+    expected = {
+        "lr": 0.01,
+        "weight_decay": 0.0,
+        "optimizer": "lbfgs",
+        "lbfgs_max_iter": 50,
+        "net": net_config(model.net),
+    }
+    assert dict(model.hparams) == expected
+    assert dict(model.hparams_initial) == expected  # what loggers record
+    rebuilt = PropensityModel(model.hparams["net"])  # the stored config rebuilds the model
+    assert isinstance(rebuilt.net, MLP) and rebuilt.hparams["net"] == model.hparams["net"]
 
 
 def test_propensity_model_errors():
@@ -268,7 +310,9 @@ def test_unadjusted_share_survives_checkpoint(tmp_path):
 
 
 def test_unadjusted_errors():
-    with pytest.raises(ValueError, match="'treated_share' parameter of UnadjustedModel must be a float > 0.0 and < 1.0"):
+    with pytest.raises(
+        ValueError, match="'treated_share' parameter of UnadjustedModel must be a float > 0.0 and < 1.0"
+    ):
         UnadjustedModel(treated_share=1.0)
     dm = ToyData()
     batch = dm.collate([0, 1, 2])

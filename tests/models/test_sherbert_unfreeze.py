@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
-from textcause.runs.lightning_cli import make_cli
 from textcause.features.embeddings import PostEmbeddingCache
 from textcause.models.components import SHERBERT
+from textcause.runs.lightning_cli import make_cli
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 POSTS = ["the cat sat on the mat", "a much longer post about nothing in particular at all", "hi"]
@@ -39,7 +40,7 @@ def test_cache_stores_the_requested_layer(tiny_encoder, tmp_path):
     for i, states in enumerate(ref):
         n = min(len(states[1]), 8)
         assert offsets[i + 1] - offsets[i] == n
-        got = values[offsets[i]:offsets[i + 1]]
+        got = values[offsets[i] : offsets[i + 1]]
         assert np.abs(got - states[1][:n].numpy()).max() < 3e-3  # float16 storage
         assert np.abs(got - states[2][:n].numpy()).max() > 0.01  # not the last layer (they differ by ~0.03)
     last = PostEmbeddingCache(tiny_encoder, **kw)
@@ -49,7 +50,7 @@ def test_cache_stores_the_requested_layer(tiny_encoder, tmp_path):
     assert last.tokens_folder.name == default.tokens_folder.name == explicit_last.tokens_folder.name == "tokens-cap8"
     assert mid.tokens_folder.name == "tokens-cap8-layer1"
     lv, lo = last.token_states(POSTS)
-    assert np.abs(lv[lo[0]:lo[1]] - ref[0][2][:lo[1]].numpy()).max() < 3e-3
+    assert np.abs(lv[lo[0] : lo[1]] - ref[0][2][: lo[1]].numpy()).max() < 3e-3
     assert np.allclose(mid.embed(POSTS), last.embed(POSTS))  # pooled: always the last layer
     assert last.last_stats["n_encoded"] == 0  # the pooled vectors came from the layer-1 run
     with pytest.raises(ValueError, match="'layer' parameter of Encoder must be an int in"):
@@ -64,8 +65,12 @@ def token_batch(states: list[torch.Tensor], cap: int) -> dict[str, torch.Tensor]
     for j, s in enumerate(states):
         n = min(len(s), cap)
         tokens[0, j, :n], mask[0, j, :n] = s[:n], True
-    return {"posts": torch.randn(1, p, d), "post_mask": torch.ones(1, p, dtype=torch.bool),
-            "tokens": tokens, "token_mask": mask}
+    return {
+        "posts": torch.randn(1, p, d),
+        "post_mask": torch.ones(1, p, dtype=torch.bool),
+        "tokens": tokens,
+        "token_mask": mask,
+    }
 
 
 def test_unfrozen_layer_reproduces_the_encoder_and_trains(tiny_encoder):
@@ -128,17 +133,42 @@ def test_unfreeze_errors(tiny_encoder):
 
 
 def test_unfreeze_config_trains_through_the_cli(tiny_corpus, tiny_encoder, tmp_path):
-    cli = make_cli([
-        "fit", "--config", str(CONFIGS / "sherbert_unfreeze1.yaml"),
-        "--data.corpus", tiny_corpus, "--data.encoder", tiny_encoder, "--data.encoder_layer", "1",
-        "--data.max_tokens", "16", "--data.token_cap", "8", "--data.task", "order_of_text",
-        "--model.init_args.net.init_args.encoder", tiny_encoder,
-        "--model.init_args.net.init_args.hidden_size", "16",
-        "--trainer.max_epochs", "1", "--trainer.enable_progress_bar", "false",
-        "--trainer.default_root_dir", str(tmp_path),
-        "--trainer.logger", json.dumps({"class_path": "lightning.pytorch.loggers.CSVLogger",
-                                        "init_args": {"save_dir": str(tmp_path), "name": "u"}}),
-    ])
+    cli = make_cli(
+        [
+            "fit",
+            "--config",
+            str(CONFIGS / "sherbert_unfreeze1.yaml"),
+            "--data.corpus",
+            tiny_corpus,
+            "--data.encoder",
+            tiny_encoder,
+            "--data.encoder_layer",
+            "1",
+            "--data.max_tokens",
+            "16",
+            "--data.token_cap",
+            "8",
+            "--data.task",
+            "order_of_text",
+            "--model.init_args.net.init_args.encoder",
+            tiny_encoder,
+            "--model.init_args.net.init_args.hidden_size",
+            "16",
+            "--trainer.max_epochs",
+            "1",
+            "--trainer.enable_progress_bar",
+            "false",
+            "--trainer.default_root_dir",
+            str(tmp_path),
+            "--trainer.logger",
+            json.dumps(
+                {
+                    "class_path": "lightning.pytorch.loggers.CSVLogger",
+                    "init_args": {"save_dir": str(tmp_path), "name": "u"},
+                }
+            ),
+        ]
+    )
     net = cli.model.net
     assert net.unfreeze_top == 1 and len(net.top_layers) == 1
     assert cli.datamodule.hparams.encoder_layer == 1
@@ -146,27 +176,52 @@ def test_unfreeze_config_trains_through_the_cli(tiny_corpus, tiny_encoder, tmp_p
     assert torch.isfinite(cli.trainer.callback_metrics["val_loss"])
 
 
-def test_unfrozen_layers_check_the_data_module(tiny_encoder):
+def test_unfrozen_layers_declare_the_data_they_need(tiny_encoder):
     """A wrong data.encoder_layer, representation or encoder is refused before training starts."""
     from types import SimpleNamespace
 
+    from textcause.data.build import DataSettings
     from textcause.models import PropensityModel
+    from textcause.models.propensity import check_data_requirements
 
     net = SHERBERT(input_dim=32, hidden_size=8, unfreeze_top=1, encoder=tiny_encoder)
     assert net.n_encoder_layers == 2
+    # layer 1 = 2 layers - 1 unfrozen; the net names its encoder, it never looks at a data module
+    assert net.data_requirements() == {"representation": "post_tokens", "encoder": tiny_encoder, "encoder_layer": 1}
+    frozen = SHERBERT(input_dim=32, hidden_size=8)
+    assert frozen.data_requirements() is None
 
-    def data(**hp):
-        return SimpleNamespace(hparams={"representation": "post_tokens", "encoder": tiny_encoder, "encoder_layer": 1, **hp})
+    def settings(**kw):
+        return DataSettings(**{"representation": "post_tokens", "encoder": tiny_encoder, "encoder_layer": 1, **kw})
 
-    net.check_data(data())  # layer 1 = 2 layers - 1 unfrozen: accepted
-    with pytest.raises(ValueError, match=r"needs data.encoder_layer=1 \(n_layers - unfreeze_top\). Got None instead"):
-        net.check_data(data(encoder_layer=None))
-    with pytest.raises(ValueError, match="needs data.representation 'post_tokens'. Got 'post_embeddings' instead"):
-        net.check_data(data(representation="post_embeddings"))
-    with pytest.raises(ValueError, match="is not the data module's encoder"):
-        net.check_data(data(encoder=None))  # the packaged MiniLM, not the tiny BERT
-    SHERBERT(input_dim=32, hidden_size=8).check_data(data(encoder_layer=None))  # frozen: anything goes
+    check_data_requirements(net, settings())  # accepted
+    check_data_requirements(net, settings(encoder=str(Path(tiny_encoder)) + "/"))  # the same encoder, another path
+    with pytest.raises(
+        ValueError,
+        match=r"SHERBERT\(.*unfreeze_top=1, n_encoder_layers=2\) needs data.encoder_layer=1. "
+        r"Got None instead",
+    ):
+        check_data_requirements(net, settings(encoder_layer=None))
+    with pytest.raises(ValueError, match="needs data.representation='post_tokens'. Got 'post_embeddings' instead"):
+        check_data_requirements(net, settings(representation="post_embeddings"))
+    with pytest.raises(ValueError, match="not of the data module's encoder None: set data.encoder"):
+        check_data_requirements(net, settings(encoder=None))  # the packaged MiniLM, not the tiny BERT
+    check_data_requirements(frozen, settings(encoder_layer=None))  # frozen: anything goes
+    check_data_requirements(nn.Linear(2, 1), settings())  # a net that declares nothing
+
+    class Odd(nn.Module):
+        def data_requirements(self):
+            return {"no_such_setting": 1}
+
+    with pytest.raises(ValueError, match="Odd requires the data setting 'no_such_setting'"):
+        check_data_requirements(Odd(), settings())
+
+    # PropensityModel.setup compares the net's requirements with the data module's typed settings
     model = PropensityModel(net)
-    model._trainer = SimpleNamespace(datamodule=data(encoder_layer=2))
-    with pytest.raises(ValueError, match="needs data.encoder_layer=1"):
+    model._trainer = SimpleNamespace(datamodule=SimpleNamespace(settings=settings(encoder_layer=2)))
+    with pytest.raises(ValueError, match="needs data.encoder_layer=1. Got 2 instead"):
         model.setup("fit")
+    model._trainer = SimpleNamespace(datamodule=SimpleNamespace(settings=settings()))
+    model.setup("fit")
+    model._trainer = SimpleNamespace(datamodule=SimpleNamespace())  # no typed settings (a toy data module)
+    model.setup("fit")

@@ -15,21 +15,41 @@ import numpy as np
 import pytest
 import yaml
 
+from textcause.cli import observe as obs_cli
 from textcause.corpus.splits import split_users
 from textcause.corpus.types import Corpus, History
-from textcause.observational import build_observational_task, load_spec, load_task, spec_from_dict
-from textcause.observational import outcomes
-from textcause.cli import observe as obs_cli
+from textcause.observational import build_observational_task, load_spec, load_task, outcomes, spec_from_dict
 from textcause.runs import study as obs_run
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-WORDS = "morning train rain music game city park dog movie book friend lunch night beach phone news".split()
+WORDS = [
+    "morning",
+    "train",
+    "rain",
+    "music",
+    "game",
+    "city",
+    "park",
+    "dog",
+    "movie",
+    "book",
+    "friend",
+    "lunch",
+    "night",
+    "beach",
+    "phone",
+    "news",
+]
 
 
 def base_spec(**changes):
     spec = {
-        "name": "toy", "corpus": "unused.jsonl", "treatment": {"field": "gender", "treated": "female", "control": "male"},
-        "history": {"text_fraction": 0.5}, "outcome": {"property": "url_share"}, "min_per_arm": 2,
+        "name": "toy",
+        "corpus": "unused.jsonl",
+        "treatment": {"field": "gender", "treated": "female", "control": "male"},
+        "history": {"text_fraction": 0.5},
+        "outcome": {"property": "url_share"},
+        "min_per_arm": 2,
         "models": ["unadjusted"],
     }
     spec.update(changes)
@@ -37,28 +57,108 @@ def base_spec(**changes):
 
 
 # ------------------------------------------------------------------------------------ config errors
-@pytest.mark.parametrize("changes, match", [
-    ({"colour": "red"}, r"unknown key\(s\) \['colour'\]"),
-    ({"treatment": {"field": "gender", "treated": "female", "control": "male", "arm": 1}}, r"unknown key\(s\) \['arm'\] in 'treatment'"),
-    ({"treatment": {"field": "gender", "treated": "female"}}, r"needs the keys .*\['control'\] missing"),
-    ({"treatment": {"field": "gender", "treated": "female", "control": "female"}}, r"both treated and control"),
-    ({"history": {"text_posts": 5, "text_fraction": 0.5}}, r"not both"),
-    ({"history": {"text_fraction": 1.5}}, r"'history.text_fraction' must be a number in \(0, 1\)"),
-    ({"history": {"text_posts": 0}}, r"'history.text_posts' must be an int >= 1"),
-    ({"outcome": {"property": "likes"}}, r"'outcome.property' must be one of"),
-    ({"outcome": {"property": "term_share"}}, r"'outcome.terms' must be a non-empty list"),
-    ({"outcome": {"property": "url_share", "terms": ["x"]}}, r"only used by term_share"),
-    ({"outcome": {"property": "url_share", "threshold": "mean"}}, r"'outcome.threshold' must be 'median'"),
-    ({"models": ["oracle"]}, r"reads the true propensity"),
-    ({"models": ["no_such_model"]}, r"no model config 'no_such_model'"),
-    ({"model_overrides": {"lr_lda": {"trainer.max_epochs": 1}}}, r"'model_overrides' must map model names"),
-    ({"evaluation": {"split": "dev"}}, r"'evaluation.split' must be one of"),
-    ({"min_per_arm": 1}, r"'min_per_arm' must be an int >= 2"),
-    ({"name": "a b"}, r"'name' must be made of"),
-])
+@pytest.mark.parametrize(
+    "changes, match",
+    [
+        ({"colour": "red"}, r"unknown key\(s\) \['colour'\]; expected some of \['corpus', 'treatment'"),
+        (
+            {"treatment": {"field": "gender", "treated": "female", "control": "male", "arm": 1}},
+            r"unknown key\(s\) \['arm'\] in 'treatment'; expected some of \['field', 'treated', 'control'\]",
+        ),
+        ({"treatment": {"field": "gender", "treated": "female"}}, r"the key 'treatment.control' is required"),
+        (
+            {"treatment": "gender"},
+            r"'treatment' must be a mapping with some of the keys \['field', 'treated', 'control'\]",
+        ),
+        (
+            {"treatment": {"field": "", "treated": "female", "control": "male"}},
+            r"'treatment.field' must be the name of a meta field",
+        ),
+        (
+            {"treatment": {"field": "gender", "treated": [], "control": "male"}},
+            r"'treatment.treated' must be a value or a non-empty list",
+        ),
+        (
+            {"treatment": {"field": "gender", "treated": {"a": 1}, "control": "male"}},
+            r"'treatment.treated' must be a value or a non-empty list",
+        ),
+        (
+            {"treatment": {"field": "gender", "treated": "female", "control": "female"}},
+            r"a value cannot be both treated and control: \['female'\]",
+        ),
+        (
+            {"history": {"text_posts": 5, "text_fraction": 0.5}},
+            r"give 'history.text_posts' or 'history.text_fraction', not both",
+        ),
+        (
+            {"history": {"text_fraction": 1.5}},
+            r"'history.text_fraction' must be a float > 0.0 and < 1.0. Got 1.5 instead",
+        ),
+        ({"history": {"text_posts": 0}}, r"'history.text_posts' must be an int >= 1. Got 0 instead"),
+        ({"history": {"min_later_posts": "5"}}, r"'history.min_later_posts' must be an int >= 1. Got '5' instead"),
+        (
+            {"outcome": {"property": "likes"}},
+            r"'outcome.property' must be one of \[.*'url_share'\]. Got 'likes' instead",
+        ),
+        (
+            {"outcome": {"property": "term_share"}},
+            r"'outcome.terms' must be a non-empty list of words for term_share. Got None",
+        ),
+        ({"outcome": {"property": "term_share", "terms": [" "]}}, r"'outcome.terms' must be a non-empty list of words"),
+        (
+            {"outcome": {"property": "url_share", "terms": ["x"]}},
+            r"'outcome.terms' is only used by term_share, not by 'url_share'",
+        ),
+        (
+            {"outcome": {"property": "url_share", "threshold": "mean"}},
+            r"'outcome.threshold' must be 'median', a number or null. Got 'mean'",
+        ),
+        ({"models": ["oracle"]}, r"the model 'oracle' reads the true propensity"),
+        ({"models": ["no_such_model"]}, r"no model config 'no_such_model'"),
+        ({"models": []}, r"'models' must be a non-empty list of model config names. Got \[\] instead"),
+        ({"models": ["unadjusted", "unadjusted"]}, r"model names must be distinct"),
+        (
+            {"model_overrides": {"lr_lda": {"trainer.max_epochs": 1}}},
+            r"'model_overrides' must be a mapping from model names of 'models'",
+        ),
+        ({"overrides": {"": 1}}, r"'overrides' must be a mapping of train.py options"),
+        ({"filter": {"kind": []}}, r"'filter' must be a mapping \{meta field: value or non-empty list of values\}"),
+        (
+            {"evaluation": {"split": "dev"}},
+            r"'evaluation.split' must be one of \['train', 'val', 'test'\]. Got 'dev' instead",
+        ),
+        (
+            {"evaluation": {"estimators": ["aipw"]}},
+            r"'evaluation.estimators' must be a non-empty list of distinct values among",
+        ),
+        ({"min_per_arm": 1}, r"'min_per_arm' must be an int >= 2. Got 1 instead"),
+        ({"n_users": 2}, r"'n_users' must be an int >= 3. Got 2 instead"),
+        ({"seed": -1}, r"'seed' must be an int >= 0"),
+        ({"corpus": ""}, r"'corpus' must be a short corpus name or a path"),
+        ({"description": 3}, r"'description' must be a string. Got 3 instead"),
+        ({"name": "a b"}, r"'name' must be made of letters, digits"),
+    ],
+)
 def test_bad_config_is_one_clear_sentence(changes, match):
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError, match=r"^Observational config 'toy.yaml': " + match):
         spec_from_dict(base_spec(**changes), source="toy.yaml")
+
+
+def test_nulls_mean_defaults_and_content_is_the_raw_config():
+    spec = spec_from_dict(
+        base_spec(
+            history=None,
+            evaluation=None,
+            description=None,
+            n_users=None,
+            outcome={"property": "url_share", "threshold": None},
+            overrides={"a.b": "null"},
+        )
+    )
+    assert spec.text_fraction == 0.5 and spec.n_boot == 1000 and spec.description == "" and spec.n_users is None
+    assert spec.threshold is None and spec.overrides == (("a.b", "null"),)  # strings stay strings
+    assert json.loads(spec.content)["history"] is None  # the content key is of the YAML as written
+    assert spec_from_dict(base_spec(outcome={"property": "url_share", "threshold": 2})).threshold == 2
 
 
 def test_missing_key_and_missing_file(tmp_path):
@@ -70,7 +170,9 @@ def test_missing_key_and_missing_file(tmp_path):
         load_spec(tmp_path / "nope.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: [unclosed\n")
-    with pytest.raises(ValueError, match="not valid YAML"):
+    with pytest.raises(
+        ValueError, match=r"^Observational config '.*bad.yaml': not valid YAML \(.* at line 2, column 1\)\.$"
+    ):
         load_spec(bad)
 
 
@@ -80,15 +182,18 @@ def history(uid, gender, posts, kind="human"):
 
 def small_corpus():
     url = "see http://x.co/a"
-    return Corpus((
-        history("a", "female", ["t1", "t2", "t3", url, "plain", url]),            # later url share 2/3
-        history("b", "male", ["t1", "t2", "t3", "plain", "plain", url]),          # 1/3
-        history("c", "female", ["t1", "t2", "t3", "t4", url, url, url, "x"]),     # text 4, later 3/4
-        history("d", "male", ["t1", "t2", "plain", "plain"]),                     # 0/2
-        history("e", "nonbinary", ["t1", "t2", url, url]),                        # not an arm: dropped
-        history("f", "female", ["t1", url]),                                      # 1 text post: dropped (min 2)
-        history("g", "male", ["t1", "t2", url, url], kind="bot"),                 # filtered out
-    ), "mem")
+    return Corpus(
+        (
+            history("a", "female", ["t1", "t2", "t3", url, "plain", url]),  # later url share 2/3
+            history("b", "male", ["t1", "t2", "t3", "plain", "plain", url]),  # 1/3
+            history("c", "female", ["t1", "t2", "t3", "t4", url, url, url, "x"]),  # text 4, later 3/4
+            history("d", "male", ["t1", "t2", "plain", "plain"]),  # 0/2
+            history("e", "nonbinary", ["t1", "t2", url, url]),  # not an arm: dropped
+            history("f", "female", ["t1", url]),  # 1 text post: dropped (min 2)
+            history("g", "male", ["t1", "t2", url, url], kind="bot"),  # filtered out
+        ),
+        "mem",
+    )
 
 
 def test_task_matches_hand_computed_values():
@@ -101,7 +206,12 @@ def test_task_matches_hand_computed_values():
     median = np.median([2 / 3, 1 / 3, 3 / 4, 0.0])  # 0.5
     np.testing.assert_array_equal(task.outcome, [1, 0, 1, 0])
     assert task.info["threshold"] == pytest.approx(median)
-    assert (task.info["n_corpus"], task.info["n_filtered"], task.info["n_with_treatment"], task.info["n_eligible"]) == (7, 6, 5, 4)
+    assert (task.info["n_corpus"], task.info["n_filtered"], task.info["n_with_treatment"], task.info["n_eligible"]) == (
+        7,
+        6,
+        5,
+        4,
+    )
     assert task.true_ate is None and np.isnan(task.propensity).all()
     expected = split_users(4, seed=3)
     for name in ("train", "val", "test"):
@@ -109,28 +219,47 @@ def test_task_matches_hand_computed_values():
 
 
 def test_text_posts_fixed_threshold_and_continuous_outcome():
-    spec = spec_from_dict(base_spec(history={"text_posts": 2, "min_later_posts": 2},
-                                    outcome={"property": "term_share", "terms": ["PLAIN"], "threshold": None}))
+    spec = spec_from_dict(
+        base_spec(
+            history={"text_posts": 2, "min_later_posts": 2},
+            outcome={"property": "term_share", "terms": ["PLAIN"], "threshold": None},
+        )
+    )
     task = build_observational_task(small_corpus(), spec)
     assert task.user_ids == ["a", "b", "c", "d", "g"]  # e is in no arm; f has no later post; no filter
     assert task.texts[2] == ["t1", "t2"]
     np.testing.assert_allclose(task.outcome, [1 / 4, 2 / 4, 0 / 6, 2 / 2, 0 / 2])  # Y is the share itself
     spec = spec_from_dict(base_spec(outcome={"property": "mean_words", "threshold": 1.5}))
     task = build_observational_task(small_corpus(), spec)
-    np.testing.assert_allclose(task.outcome_value[:2], [(2 + 1 + 2) / 3, (1 + 1 + 2) / 3])  # "see http://x.co/a": 2 words
+    np.testing.assert_allclose(
+        task.outcome_value[:2], [(2 + 1 + 2) / 3, (1 + 1 + 2) / 3]
+    )  # "see http://x.co/a": 2 words
     np.testing.assert_array_equal(task.outcome[:2], [1, 0])  # Y = value > 1.5
 
 
-@pytest.mark.parametrize("changes, match", [
-    ({"filter": {"knd": "human"}}, r"no user of the corpus has the meta field 'knd' \(filter\); its fields are \['gender', 'kind'\]"),
-    ({"treatment": {"field": "sex", "treated": "f", "control": "m"}}, r"no user of the corpus has the meta field 'sex' \(treatment\)"),
-    ({"treatment": {"field": "gender", "treated": "femal", "control": "male"}}, r"the value\(s\) \['femal'\] of meta field 'gender' .* occur in no user"),
-    ({"min_per_arm": 3}, r"2 treated and 2 control users remain .* fewer than min_per_arm = 3"),
-    ({"outcome": {"property": "hashtag_share"}}, r"the outcome is the same \(0\) for every user"),
-])
+@pytest.mark.parametrize(
+    "changes, match",
+    [
+        (
+            {"filter": {"knd": "human"}},
+            r"no user of the corpus has the meta field 'knd' \(filter\); its fields are \['gender', 'kind'\]",
+        ),
+        (
+            {"treatment": {"field": "sex", "treated": "f", "control": "m"}},
+            r"no user of the corpus has the meta field 'sex' \(treatment\)",
+        ),
+        (
+            {"treatment": {"field": "gender", "treated": "femal", "control": "male"}},
+            r"the value\(s\) \['femal'\] of meta field 'gender' .* occur in no user",
+        ),
+        ({"min_per_arm": 3}, r"2 treated and 2 control users remain .* fewer than min_per_arm = 3"),
+        ({"outcome": {"property": "hashtag_share"}}, r"the outcome is the same \(0\) for every user"),
+    ],
+)
 def test_task_errors_name_the_problem(changes, match):
-    spec = spec_from_dict(base_spec(**{"filter": {"kind": "human"}, "history": {"min_text_posts": 2}, **changes}),
-                          source="toy.yaml")
+    spec = spec_from_dict(
+        base_spec(**{"filter": {"kind": "human"}, "history": {"min_text_posts": 2}, **changes}), source="toy.yaml"
+    )
     with pytest.raises(ValueError, match=r"Observational config 'toy.yaml': " + match):
         build_observational_task(small_corpus(), spec)
 
@@ -190,8 +319,14 @@ def study(tmp_path_factory):
     corpus = write_corpus(root / "toy.jsonl.gz")
     broken = root / "broken.yaml"
     broken.write_text("model:\n  class_path: textcause.models.NoSuchModel\n")
-    spec = base_spec(corpus=str(corpus), filter={"kind": "human"}, models=["unadjusted", "lr_unigram_binary", str(broken)],
-                     overrides={"data.min_users": 2, "trainer.max_epochs": 3}, evaluation={"n_boot": 200}, seed=1)
+    spec = base_spec(
+        corpus=str(corpus),
+        filter={"kind": "human"},
+        models=["unadjusted", "lr_unigram_binary", str(broken)],
+        overrides={"data.min_users": 2, "trainer.max_epochs": 3},
+        evaluation={"n_boot": 200},
+        seed=1,
+    )
     config = root / "toy.yaml"
     config.write_text(yaml.safe_dump(spec))
     lines: list[str] = []
@@ -283,7 +418,9 @@ def test_figure_files_and_layout(study):
     axes = fig.axes
     assert len(axes) == 4
     assert [t.get_text() for t in axes[0].get_yticklabels()] == ["Unadjusted", "LR 1-gram", "broken"]
-    assert axes[0].get_title(loc="left") == "(a) Treatment accuracy" and axes[1].get_title(loc="left") == "(b) ATE, IPTW"
+    assert (
+        axes[0].get_title(loc="left") == "(a) Treatment accuracy" and axes[1].get_title(loc="left") == "(b) ATE, IPTW"
+    )
     unadjusted = next(r["ate"] for r in rows if r["model"] == "unadjusted" and r["estimator"] == "ipw")
     for ax in axes[1:]:
         verticals = {round(float(line.get_xdata()[0]), 9) for line in ax.get_lines() if len(set(line.get_xdata())) == 1}
@@ -312,9 +449,11 @@ def test_cli_errors_and_light_help(tmp_path, capsys):
     assert obs_cli.observe_main(["--config", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: Observational config") and "unknown key(s) ['colour']" in err and "\n" not in err
-    code = ("import sys; from textcause.__main__ import main\n"
-            "try:\n    main(['observe', '--help'])\nexcept SystemExit:\n    pass\n"
-            "assert 'lightning' not in sys.modules and 'torch' not in sys.modules")
+    code = (
+        "import sys; from textcause.__main__ import main\n"
+        "try:\n    main(['observe', '--help'])\nexcept SystemExit:\n    pass\n"
+        "assert 'lightning' not in sys.modules and 'torch' not in sys.modules"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "--retry-failed" in out.stdout

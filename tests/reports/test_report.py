@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 
 from textcause.analysis.agreement import bound_tightness
-from textcause.reports.figures import panel_points, resolve_interval
 from textcause.analysis.inference import compare, corrected_interval, seed_summary
-from textcause.reports.markup import Bullets, Heading, Image, Para, Table, to_html, to_markdown
 from textcause.analysis.names import model_labels, model_order
-from textcause.cli.report import report_main
-from textcause.reports.report import mean_sd, write_report
 from textcause.analysis.simulated import simulate_results
+from textcause.cli.report import report_main
+from textcause.reports.figures import panel_points, resolve_interval
+from textcause.reports.markup import Bullets, Heading, Image, Para, Table, to_html, to_markdown
+from textcause.reports.report import mean_sd, write_report
 
 TASKS = {"linguistic_complexity": 2, "placebo": 1, "order_of_text": 2}
 MODELS = ("oracle", "lr_bigram_binary", "sherbert")
@@ -31,12 +31,21 @@ def results() -> pd.DataFrame:
 def report(results, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
     written = write_report(results, out)
-    return out, written, (out / "report.md").read_text(encoding="utf-8"), (out / "report.html").read_text(encoding="utf-8")
+    return (
+        out,
+        written,
+        (out / "report.md").read_text(encoding="utf-8"),
+        (out / "report.html").read_text(encoding="utf-8"),
+    )
 
 
 def test_every_expected_file_is_written(report):
     out, written, _, _ = report
-    stems = [f"{fig}_{c}" for c in CORPORA for fig in ("fig4_tasks", "fig6_estimators", "fig7_propensity", "fig11_order_of_text")]
+    stems = [
+        f"{fig}_{c}"
+        for c in CORPORA
+        for fig in ("fig4_tasks", "fig6_estimators", "fig7_propensity", "fig11_order_of_text")
+    ]
     stems.append("fig10_agreement_reddit_twitter")
     assert sorted(written["figures"]) == sorted(stems)
     for stem in stems:
@@ -54,24 +63,42 @@ def test_markdown_tables_and_numbers(report, results):
         "## Method comparison across seeds",
         "| Corpus | Model | Adjusted better | Unadjusted better | No significant difference | Not enough seeds | Note |",
         "| Corpus | Model | Task | Level | Seeds | mean \\|bias\\| A | mean \\|bias\\| B | diff A - B | t (corrected) | p (corrected) | p (Holm) | p (naive) | Verdict |",
-        "## Placebo test: false discoveries", "## Coverage of the true ATE", "## Appendix A: theoretical bounds",
-        "## Appendix G: reddit vs twitter", "## Failed cells", "percentile bootstrap over test units",
+        "## Placebo test: false discoveries",
+        "## Coverage of the true ATE",
+        "## Appendix A: theoretical bounds",
+        "## Appendix G: reddit vs twitter",
+        "## Failed cells",
+        "percentile bootstrap over test units",
         "![Treatment accuracy and bias by task (Fig. 4)](fig4_tasks_reddit.png)",
     ):
         assert header in md, header
     summary = seed_summary(results)
-    cell = summary[(summary["corpus"] == "reddit") & (summary["task"] == "linguistic_complexity") & (summary["level"] == 2)
-                   & (summary["model"] == "lr_bigram_binary") & (summary["estimator"] == "stratified")].iloc[0]
-    assert f"| LR 1,2-gram | 2 | 3 | " in md
+    cell = summary[
+        (summary["corpus"] == "reddit")
+        & (summary["task"] == "linguistic_complexity")
+        & (summary["level"] == 2)
+        & (summary["model"] == "lr_bigram_binary")
+        & (summary["estimator"] == "stratified")
+    ].iloc[0]
+    assert "| LR 1,2-gram | 2 | 3 | " in md
     assert mean_sd(cell["mean_bias"], cell["sd_bias"]) in md
-    placebo = summary[(summary["corpus"] == "reddit") & (summary["task"] == "placebo") & (summary["model"] == "oracle")
-                      & (summary["estimator"] == "ipw")].iloc[0]
-    assert f"| reddit | Oracle | IPTW | Placebo Test 1 | 3 | {placebo['mean_ate']:+.3f} | {placebo['false_discovery_rate']:.2f} |" in md
+    placebo = summary[
+        (summary["corpus"] == "reddit")
+        & (summary["task"] == "placebo")
+        & (summary["model"] == "oracle")
+        & (summary["estimator"] == "ipw")
+    ].iloc[0]
+    assert (
+        f"| reddit | Oracle | IPTW | Placebo Test 1 | 3 | {placebo['mean_ate']:+.3f} | {placebo['false_discovery_rate']:.2f} |"
+        in md
+    )
     bounds = bound_tightness(results).iloc[-1]
     assert f"tighter than the Arbour-Dimmery bound in **{bounds['text']}**" in md
     cmp = compare(results[results["corpus"] == "reddit"], "sherbert:stratified", "sherbert:unadjusted")
     first = cmp.iloc[0]
-    assert f"| reddit | SHERBERT | Linguistic Complexity | 1 | 3 | {first['mean_a']:.3f} | {first['mean_b']:.3f} |" in md
+    assert (
+        f"| reddit | SHERBERT | Linguistic Complexity | 1 | 3 | {first['mean_a']:.3f} | {first['mean_b']:.3f} |" in md
+    )
     # The failed cell (the grid's last one) is listed with its error and left out of the summaries.
     assert "| twitter | order_of_text | 2 | sherbert | 2 |" in md and "simulated failure (out of memory)" in md
 
@@ -82,7 +109,7 @@ def test_html_is_the_same_content(report):
     assert '<img src="fig4_tasks_reddit.png" alt="Treatment accuracy and bias by task (Fig. 4)">' in page
     n_tables = sum(1 for line in md.splitlines() if re.match(r"^\| :?---:? \|", line))
     assert n_tables > 10 and page.count("<table>") == n_tables
-    assert "<th class=\"l\">Model</th>" in page and "<h2>Failed cells</h2>" in page
+    assert '<th class="l">Model</th>' in page and "<h2>Failed cells</h2>" in page
     assert "<strong>Stratified</strong>" in page
 
 
@@ -94,8 +121,11 @@ def test_report_main_from_sqlite_one_corpus(tmp_path, capsys):
     out = tmp_path / "rep"
     result = report_main(["--db", str(db), "--out", str(out), "--formats", "png"])
     assert "wrote" in capsys.readouterr().out
-    assert sorted(p.name for p in out.glob("*.png")) == ["fig4_tasks_reddit.png", "fig6_estimators_reddit.png",
-                                                         "fig7_propensity_reddit.png"]
+    assert sorted(p.name for p in out.glob("*.png")) == [
+        "fig4_tasks_reddit.png",
+        "fig6_estimators_reddit.png",
+        "fig7_propensity_reddit.png",
+    ]
     md = result["markdown"].read_text(encoding="utf-8")
     assert "Appendix G" not in md and "None: every cell ran." in md
 
@@ -122,21 +152,30 @@ def test_panel_points_intervals(results):
     assert boot.iloc[0]["lo"] == pytest.approx(r["mean_ci_low"] - r["true_ate"])
     acc = panel_points(summary, "linguistic_complexity", None, "treatment_accuracy", "bootstrap")
     assert acc["lo"].isna().all() and len(acc) == len(MODELS) * 2
-    with pytest.raises(ValueError, match="'interval' parameter must be one of"):
+    with pytest.raises(ValueError, match="'interval' parameter of resolve_interval must be one of"):
         resolve_interval(summary, "wide")
 
 
 def test_names():
     assert model_order(["sherbert", "zeta", "oracle", "lr_lda"]) == ["oracle", "lr_lda", "sherbert", "zeta"]
-    assert model_labels(["sherbert_pooled", "order_count"]) == {"sherbert_pooled": "SHERBERT",
-                                                                 "order_count": "OrderCountNet (ours)"}
-    assert model_labels(["sherbert", "sherbert_pooled"]) == {"sherbert": "SHERBERT (sherbert)",
-                                                             "sherbert_pooled": "SHERBERT (sherbert_pooled)"}
+    assert model_labels(["sherbert_pooled", "order_count"]) == {
+        "sherbert_pooled": "SHERBERT",
+        "order_count": "OrderCountNet (ours)",
+    }
+    assert model_labels(["sherbert", "sherbert_pooled"]) == {
+        "sherbert": "SHERBERT (sherbert)",
+        "sherbert_pooled": "SHERBERT (sherbert_pooled)",
+    }
 
 
 def test_markup_escapes():
-    blocks = [Heading(1, "T"), Para("a <b> `x`"), Bullets(["one"]), Table(["h|1", "v"], [["x|y", "1"]]),
-              Image("f.png", "alt")]
+    blocks = [
+        Heading(1, "T"),
+        Para("a <b> `x`"),
+        Bullets(["one"]),
+        Table(["h|1", "v"], [["x|y", "1"]]),
+        Image("f.png", "alt"),
+    ]
     md = to_markdown(blocks)
     assert "| h\\|1 | v |\n| :--- | ---: |\n| x\\|y | 1 |" in md and "![alt](f.png)" in md
     page = to_html(blocks, "t")

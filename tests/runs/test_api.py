@@ -13,14 +13,14 @@ import yaml
 
 import textcause
 from textcause import estimators as est
+from textcause.cli.benchmark import benchmark_main
+from textcause.methods import ConfigPropensity, EffectResult, FunctionEffect
+from textcause.methods.inputs import build_task
 from textcause.metrics.schema import RESULT_COLUMNS
 from textcause.runs import store
 from textcause.runs.grid import grid_from_dict
-from textcause.cli.benchmark import benchmark_main
-from textcause.runs.worker import run_cell
-from textcause.methods import ConfigPropensity, EffectResult, FunctionEffect
 from textcause.runs.methods import COLUMNS
-from textcause.methods.inputs import build_task
+from textcause.runs.worker import run_cell
 
 USER_MODULE = '''
 import numpy as np
@@ -86,8 +86,16 @@ class TruePropensity:
 def test_true_propensities_reproduce_the_oracle_row_exactly(tiny_corpus, tmp_path, task, level, seed):
     from textcause.data import CausalTextDataModule
 
-    grid = grid_from_dict({"corpora": {"tiny": tiny_corpus}, "tasks": {task: [level]}, "models": ["oracle"],
-                           "seeds": [seed], "overrides": {"trainer.max_epochs": 1}, "evaluation": {"n_boot": 100}})
+    grid = grid_from_dict(
+        {
+            "corpora": {"tiny": tiny_corpus},
+            "tasks": {task: [level]},
+            "models": ["oracle"],
+            "seeds": [seed],
+            "overrides": {"trainer.max_epochs": 1},
+            "evaluation": {"n_boot": 100},
+        }
+    )
     oracle = run_cell(grid.cells[0], tmp_path / "out")
     assert oracle.status == "ok"
     built = build_task(tiny_corpus, task, level, seed)
@@ -95,8 +103,9 @@ def test_true_propensities_reproduce_the_oracle_row_exactly(tiny_corpus, tmp_pat
     assert built.texts == reference.texts and (built.propensity == reference.propensity).all()
     assert all((built.split[s] == reference.split[s]).all() for s in ("train", "val", "test"))
 
-    table = textcause.evaluate(TruePropensity(built), corpus=tiny_corpus, tasks={task: [level]}, seeds=[seed],
-                               n_boot=100, progress=False)
+    table = textcause.evaluate(
+        TruePropensity(built), corpus=tiny_corpus, tasks={task: [level]}, seeds=[seed], n_boot=100, progress=False
+    )
     ref = pd.DataFrame(oracle.rows).reindex(columns=list(COLUMNS))
     assert list(table["estimator"]) == ["unadjusted", "ipw", "stratified", "matching"] == list(ref["estimator"])
     for col in RESULT_COLUMNS:
@@ -129,8 +138,12 @@ class Flaky:
             return p
         if self.how == "raise":
             raise RuntimeError("boom")
-        return {"length": p[1:], "nan": np.where(np.arange(len(p)) == 3, np.nan, p), "above_one": p + (np.arange(len(p)) == 0),
-                "type": "oops"}[self.how]
+        return {
+            "length": p[1:],
+            "nan": np.where(np.arange(len(p)) == 3, np.nan, p),
+            "above_one": p + (np.arange(len(p)) == 0),
+            "type": "oops",
+        }[self.how]
 
 
 @pytest.mark.parametrize(
@@ -138,7 +151,10 @@ class Flaky:
     [
         ("length", "Flaky.predict_proba returned 119 values for 120 test users."),
         ("nan", "Flaky.predict_proba returned 1 NaN or infinite values (of 120)."),
-        ("above_one", "Flaky.predict_proba returned values outside [0, 1] (from 0.5 to 1.5); it must return probabilities P(T=1)."),
+        (
+            "above_one",
+            "Flaky.predict_proba returned values outside [0, 1] (from 0.5 to 1.5); it must return probabilities P(T=1).",
+        ),
         ("type", "Flaky.predict_proba returned str; expected an array of 120 probabilities."),
         ("raise", "Flaky.predict_proba raised RuntimeError: boom"),
         ("fit", "Flaky.fit raised ValueError: bad fit"),
@@ -172,12 +188,13 @@ def test_a_propensity_method_fits_on_training_users_and_predicts_test_users(tiny
             seen.append(("predict", X))
             return np.full(X.shape[0], 0.5)
 
-    textcause.evaluate(Recorder(), corpus=tiny_corpus, tasks={"linguistic_complexity": [1]}, seeds=[4], n_boot=0,
-                       progress=False)
+    textcause.evaluate(
+        Recorder(), corpus=tiny_corpus, tasks={"linguistic_complexity": [1]}, seeds=[4], n_boot=0, progress=False
+    )
     task = build_task(tiny_corpus, "linguistic_complexity", 1, 4)
     matrix = build_representation("bigram_binary", task.texts, task.split.train, min_users=10, seed=4).matrix
     (_, X, t, (X_val, t_val)), (_, X_test) = seen
-    assert sp.isspmatrix_csr(X) and (X != matrix[task.split.train]).nnz == 0 and t.dtype == np.int64
+    assert sp.isspmatrix_csr(X) and (matrix[task.split.train] != X).nnz == 0 and t.dtype == np.int64
     assert (t == task.treatment[task.split.train]).all() and (t_val == task.treatment[task.split.val]).all()
     assert (X_val != matrix[task.split.val]).nnz == 0 and (X_test != matrix[task.split.test]).nnz == 0
 
@@ -203,11 +220,19 @@ def test_effect_method_rows(tiny_corpus):
         seen.update(X=X, t=t, y=y)
         return (0.4, 0.3, 0.5)
 
-    table = textcause.evaluate(FunctionEffect(oracle_effect, estimator="dr"), corpus=tiny_corpus,
-                               tasks={"linguistic_complexity": [1], "sample_size": [3]}, seeds=[2], n_boot=50, progress=False)
+    table = textcause.evaluate(
+        FunctionEffect(oracle_effect, estimator="dr"),
+        corpus=tiny_corpus,
+        tasks={"linguistic_complexity": [1], "sample_size": [3]},
+        seeds=[2],
+        n_boot=50,
+        progress=False,
+    )
     assert list(table["estimator"]) == ["unadjusted", "dr"] * 2 and (table["split"] == "all").all()
     dr = table[table.estimator == "dr"].set_index("task")
-    assert (dr["bias"] == dr["ate"] - dr["true_ate"]).all() and dr.at["linguistic_complexity", "bias"] == pytest.approx(0.0)
+    assert (dr["bias"] == dr["ate"] - dr["true_ate"]).all() and dr.at["linguistic_complexity", "bias"] == pytest.approx(
+        0.0
+    )
     assert (dr["covers_truth"] == True).all() and (dr["ci_method"] == "the method's own interval").all()  # noqa: E712
     assert dr["treatment_accuracy"].isna().all()  # no propensities, no propensity metrics
     task = build_task(tiny_corpus, "sample_size", 3, 2)
@@ -226,22 +251,34 @@ def test_effect_bootstrap_reruns_the_method(tiny_corpus):
     def diff(X, t, y):
         return float(y[t == 1].mean() - y[t == 0].mean())
 
-    table = textcause.evaluate(diff, corpus=tiny_corpus, tasks={"placebo": [1]}, seeds=[0], n_boot=20,
-                               effect_n_boot=30, progress=False)
+    table = textcause.evaluate(
+        diff, corpus=tiny_corpus, tasks={"placebo": [1]}, seeds=[0], n_boot=20, effect_n_boot=30, progress=False
+    )
     row = table[table.estimator == "effect"].iloc[0]
     task = build_task(tiny_corpus, "placebo", 1, 0)
     t, y = task.treatment.astype(np.int64), task.outcome.astype(np.float64)
     reps = [diff(None, t[r], y[r]) for chunk in bootstrap_indices(len(t), 30, 0) for r in chunk]
     assert (row["ci_low"], row["ci_high"]) == tuple(np.quantile(reps, [0.025, 0.975]))
     assert row["ci_method"].startswith("percentile bootstrap re-running the method (30 resamples")
-    own = textcause.evaluate(lambda X, t, y: EffectResult(0.0, -1.0, 1.0), corpus=tiny_corpus, tasks={"placebo": [1]},
-                             n_boot=0, effect_n_boot=30, progress=False)
+    own = textcause.evaluate(
+        lambda X, t, y: EffectResult(0.0, -1.0, 1.0),
+        corpus=tiny_corpus,
+        tasks={"placebo": [1]},
+        n_boot=0,
+        effect_n_boot=30,
+        progress=False,
+    )
     assert own.loc[own.estimator == "effect", "ci_low"].item() == -1.0  # the method's own interval wins
 
 
 def test_a_broken_effect_method_fails_its_cell(tiny_corpus):
-    table = textcause.evaluate(FunctionEffect(lambda X, t, y: float("nan"), name="nan_effect"), corpus=tiny_corpus,
-                               tasks={"placebo": [1]}, n_boot=0, progress=False)
+    table = textcause.evaluate(
+        FunctionEffect(lambda X, t, y: float("nan"), name="nan_effect"),
+        corpus=tiny_corpus,
+        tasks={"placebo": [1]},
+        n_boot=0,
+        progress=False,
+    )
     assert list(table["estimator"]) == ["unadjusted", "effect"] and (table["status"] == "failed").all()
     assert (table["error"] == "nan_effect.estimate returned nan as its ATE; expected a finite number.").all()
 
@@ -276,11 +313,24 @@ def test_evaluate_resumes_from_the_database(tiny_corpus, tmp_path, user_module):
 
 
 def test_config_propensity_runs_the_benchmark_cell(tiny_corpus, tmp_path):
-    grid = grid_from_dict({"corpora": {"tiny": tiny_corpus}, "tasks": {"linguistic_complexity": [1]}, "models": ["oracle"],
-                           "seeds": [0], "overrides": {"trainer.max_epochs": 1}, "evaluation": {"n_boot": 20}})
+    grid = grid_from_dict(
+        {
+            "corpora": {"tiny": tiny_corpus},
+            "tasks": {"linguistic_complexity": [1]},
+            "models": ["oracle"],
+            "seeds": [0],
+            "overrides": {"trainer.max_epochs": 1},
+            "evaluation": {"n_boot": 20},
+        }
+    )
     cell_rows = run_cell(grid.cells[0], tmp_path / "out").rows
-    table = textcause.evaluate(ConfigPropensity("oracle", overrides={"trainer.max_epochs": 1}), corpus=tiny_corpus,
-                               tasks={"linguistic_complexity": [1]}, n_boot=20, progress=False)
+    table = textcause.evaluate(
+        ConfigPropensity("oracle", overrides={"trainer.max_epochs": 1}),
+        corpus=tiny_corpus,
+        tasks={"linguistic_complexity": [1]},
+        n_boot=20,
+        progress=False,
+    )
     ref = pd.DataFrame(cell_rows).reindex(columns=list(COLUMNS))
     for col in RESULT_COLUMNS:
         if col != "run":
@@ -294,9 +344,17 @@ def test_benchmark_method_cells_report_and_compare(tiny_corpus, tmp_path, user_m
     from textcause.cli.compare import compare_main
     from textcause.reports.report import write_report
 
-    spec = {"name": "tiny", "corpora": {"tiny": tiny_corpus}, "tasks": {"placebo": [1]},
-            "models": ["oracle", "user_methods:Constant"], "methods": {"naive_dr": "user_methods:naive"}, "seeds": [0, 1],
-            "overrides": {"trainer.max_epochs": 1}, "evaluation": {"n_boot": 20}, "threads": 1}
+    spec = {
+        "name": "tiny",
+        "corpora": {"tiny": tiny_corpus},
+        "tasks": {"placebo": [1]},
+        "models": ["oracle", "user_methods:Constant"],
+        "methods": {"naive_dr": "user_methods:naive"},
+        "seeds": [0, 1],
+        "overrides": {"trainer.max_epochs": 1},
+        "evaluation": {"n_boot": 20},
+        "threads": 1,
+    }
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(spec), encoding="utf-8")
     argv = ["--config", str(config), "--out", str(tmp_path / "out"), "--method", f"{user_module}:Half"]
@@ -309,16 +367,28 @@ def test_benchmark_method_cells_report_and_compare(tiny_corpus, tmp_path, user_m
     assert set(df["status"]) == {"ok"} and set(df["model"]) == {"oracle", "constant", "naive_dr", "Half"}
     effect = df[df.model == "naive_dr"]
     own = effect[effect.estimator == "effect"]
-    assert list(effect["estimator"]) == ["unadjusted", "effect"] * 2 and (own["ci_high"] - own["ci_low"]).round(9).eq(0.2).all()
+    assert (
+        list(effect["estimator"]) == ["unadjusted", "effect"] * 2
+        and (own["ci_high"] - own["ci_low"]).round(9).eq(0.2).all()
+    )
     logs = (tmp_path / "out" / "runs" / "tiny" / "tiny" / "placebo-1" / "constant" / "s0" / "cell.log").read_text()
     assert "fitting constant on 96 users" in logs  # the method's output goes to its cell's log
 
-    extra = textcause.evaluate(FunctionEffect(lambda X, t, y: (0.05, -0.5, 0.6), name="wide"), corpus=tiny_corpus,
-                               tasks={"placebo": [1]}, seeds=[0, 1], n_boot=20, db=db, name="tiny", progress=False)
+    extra = textcause.evaluate(
+        FunctionEffect(lambda X, t, y: (0.05, -0.5, 0.6), name="wide"),
+        corpus=tiny_corpus,
+        tasks={"placebo": [1]},
+        seeds=[0, 1],
+        n_boot=20,
+        db=db,
+        name="tiny",
+        progress=False,
+    )
     assert set(extra["cell_id"]) == {"tiny/tiny/placebo-1/wide/s0", "tiny/tiny/placebo-1/wide/s1"}
 
     report = write_report(str(db), tmp_path / "report", formats=["png"])
     text = report["markdown"].read_text(encoding="utf-8")
+
     def lines(section: str, *words: str) -> list[str]:
         body = text.split(f"## {section}")[1].split("\n## ")[0]
         return [ln for ln in body.splitlines() if all(f"| {w} |" in ln for w in words)]
@@ -339,12 +409,19 @@ def test_benchmark_method_cells_report_and_compare(tiny_corpus, tmp_path, user_m
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"tasks": ["nope"]}, "textcause.evaluate: unknown task 'nope'"),
-        ({"tasks": {"placebo": [3]}}, r"textcause.evaluate: task 'placebo' has levels \[1\]"),
-        ({"seeds": []}, "textcause.evaluate: 'seeds' must be a list of distinct ints"),
-        ({"estimators": ["aipw"]}, "textcause.evaluate: 'evaluation.estimators' must be a non-empty subset"),
-        ({"n_boot": -1}, r"textcause.evaluate: 'evaluation.n_boot' must be an int >= 0"),
-        ({"effect_n_boot": -2}, r"'evaluation.effect_n_boot' must be an int >= 0"),
+        (
+            {"tasks": ["nope"]},
+            r"^textcause.evaluate: 'tasks' must be one of \['linguistic_complexity', .*\]. Got 'nope' instead",
+        ),
+        ({"tasks": {"placebo": [3]}}, r"^textcause.evaluate: 'tasks.placebo' must be one of \[1\]. Got 3 instead"),
+        ({"seeds": []}, r"^textcause.evaluate: 'seeds' must be a list of distinct ints >= 0 or an int >= 1. Got \[\]"),
+        (
+            {"estimators": ["aipw"]},
+            r"^textcause.evaluate: 'evaluation.estimators' must be a non-empty list of distinct "
+            r"values among \['ipw', 'stratified', 'matching'\]. Got \['aipw'\] instead",
+        ),
+        ({"n_boot": -1}, r"^textcause.evaluate: 'evaluation.n_boot' must be an int >= 0. Got -1 instead"),
+        ({"effect_n_boot": -2}, r"^textcause.evaluate: 'evaluation.effect_n_boot' must be an int >= 0. Got -2 instead"),
         ({"name": "a b"}, "The 'name' parameter of evaluate must be made of letters"),
         ({"n_users": 0}, "n_users"),
         ({"corpus": 3}, "The 'corpus' parameter of evaluate must be a corpus name or path"),
@@ -356,7 +433,9 @@ def test_evaluate_argument_errors(kwargs, message):
 
 
 def test_importing_textcause_stays_light():
-    code = ("import sys, textcause; textcause.as_method; textcause.PropensityMethod; "
-            "heavy = [m for m in ('torch', 'lightning', 'pandas', 'sklearn') if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys, textcause; textcause.as_method; textcause.PropensityMethod; "
+        "heavy = [m for m in ('torch', 'lightning', 'pandas', 'sklearn') if m in sys.modules]; print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

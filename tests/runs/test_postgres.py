@@ -16,14 +16,14 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import pgserver
 import pytest
 import sqlalchemy as sa
 import yaml
 
-import pgserver
+from textcause.cli.benchmark import benchmark_main
 from textcause.runs import store
 from textcause.runs.grid import ESTIMATORS, load_grid
-from textcause.cli.benchmark import benchmark_main
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip install 'textcause[postgres]')")
 
@@ -53,9 +53,14 @@ def workspace(tmp_path_factory):
 
 def write_grid(folder: Path, corpus: str, *, name: str, levels, seeds) -> Path:
     spec = {
-        "name": name, "corpora": {"tiny": corpus}, "tasks": {"linguistic_complexity": list(levels)},
-        "models": ["oracle", "unadjusted"], "seeds": list(seeds), "overrides": {"trainer.max_epochs": 1},
-        "evaluation": {"n_boot": 20}, "threads": 1,
+        "name": name,
+        "corpora": {"tiny": corpus},
+        "tasks": {"linguistic_complexity": list(levels)},
+        "models": ["oracle", "unadjusted"],
+        "seeds": list(seeds),
+        "overrides": {"trainer.max_epochs": 1},
+        "evaluation": {"n_boot": 20},
+        "threads": 1,
     }
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(spec), encoding="utf-8")
@@ -70,8 +75,12 @@ def sql(server, database: str, query: str, *params):
 
 def complete_trials(server, database: str) -> list[str]:
     """The cell id of every COMPLETE Optuna trial (one per cell that ran to the end)."""
-    rows = sql(server, database, "SELECT a.value_json FROM trials t JOIN trial_user_attributes a "
-                                 "ON a.trial_id = t.trial_id WHERE t.state = 'COMPLETE' AND a.key = 'cell_id'")
+    rows = sql(
+        server,
+        database,
+        "SELECT a.value_json FROM trials t JOIN trial_user_attributes a "
+        "ON a.trial_id = t.trial_id WHERE t.state = 'COMPLETE' AND a.key = 'cell_id'",
+    )
     return sorted(r[0].strip('"') for r in rows)
 
 
@@ -96,10 +105,20 @@ def _claim(engine, cell_id, previous=None, pid=1):
 def test_store_semantics_on_postgres(pg):
     np = pytest.importorskip("numpy")
     engine = store.connect(pg.create_database("semantics"))
-    types = dict(sql(pg, "semantics", "SELECT column_name, data_type FROM information_schema.columns "
-                                      "WHERE table_name = 'results'"))
+    types = dict(
+        sql(
+            pg,
+            "semantics",
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'results'",
+        )
+    )
     assert (types["covers_truth"], types["level"], types["ate"], types["started_at"], types["error"]) == (
-        "boolean", "integer", "double precision", "timestamp without time zone", "text")
+        "boolean",
+        "integer",
+        "double precision",
+        "timestamp without time zone",
+        "text",
+    )
     token = _claim(engine, "c1")
     assert token is not None and _claim(engine, "c1") is None  # the row exists: a second insert loses
     row = store.ledger(engine, "g")["c1"]
@@ -107,9 +126,20 @@ def test_store_semantics_on_postgres(pg):
     assert won is not None and lost is None
     with pytest.raises(store.ClaimLost, match="taken over"):
         store.finish_cell(engine, "c1", token, status="ok", rows=[])
-    rows = [{"cell_id": "c1", "grid": "g", "estimator": e, "status": "ok", "ate": np.float64("nan") if e == "ipw" else 0.25,
-             "n_used": np.int64(7), "covers_truth": np.bool_(e != "ipw"), "bias": np.float32(0.5),
-             "started_at": store.utcnow()} for e in ("ipw", "stratified")]
+    rows = [
+        {
+            "cell_id": "c1",
+            "grid": "g",
+            "estimator": e,
+            "status": "ok",
+            "ate": np.float64("nan") if e == "ipw" else 0.25,
+            "n_used": np.int64(7),
+            "covers_truth": np.bool_(e != "ipw"),
+            "bias": np.float32(0.5),
+            "started_at": store.utcnow(),
+        }
+        for e in ("ipw", "stratified")
+    ]
     with pytest.raises(sa.exc.IntegrityError):  # UNIQUE(cell_id, estimator): the status update rolls back too
         store.finish_cell(engine, "c1", won, status="ok", rows=[rows[0], rows[0]])
     assert sql(pg, "semantics", "SELECT status FROM cells") == [("running",)]
@@ -141,7 +171,7 @@ def _open_together(urls, grid_path, barrier, queue):
             barrier.wait(timeout=60)
             try:
                 step(url)
-            except Exception as err:  # noqa: BLE001 - reported to the test
+            except Exception as err:
                 errors.append(f"{type(err).__name__}: {str(err)[:300]}")
     queue.put(errors)
 
@@ -251,8 +281,13 @@ def test_report_and_compare_read_postgres(pg, benchmarked, capsys):
     table = compare_main(["--db", benchmarked.url, "oracle", "unadjusted", "--estimator", "ipw"])
     assert "A = oracle:ipw   B = unadjusted:ipw" in capsys.readouterr().out
     assert len(table) == 1 and table["n_seeds"].iloc[0] == 2
-    means = dict(sql(pg, benchmarked.db, "SELECT model, avg(abs(ate - true_ate)) FROM results "
-                                         "WHERE estimator = 'ipw' GROUP BY model"))
+    means = dict(
+        sql(
+            pg,
+            benchmarked.db,
+            "SELECT model, avg(abs(ate - true_ate)) FROM results WHERE estimator = 'ipw' GROUP BY model",
+        )
+    )
     assert table["mean_a"].iloc[0] == pytest.approx(means["oracle"])
     assert table["mean_b"].iloc[0] == pytest.approx(means["unadjusted"])
 
@@ -274,9 +309,17 @@ def test_two_machines_on_one_database_run_each_cell_once(pg, workspace):
     grid = load_grid(config)
     ids = sorted(c.cell_id for c in grid.cells)
     outs = [workspace.root / f"machine-{i}" for i in (0, 1)]
-    procs = [subprocess.Popen([sys.executable, "-m", "textcause.cli.benchmark", "--config", str(config),
-                               "--db", url, "--out", str(out)], cwd=ROOT, env=os.environ.copy(),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for out in outs]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "textcause.cli.benchmark", "--config", str(config), "--db", url, "--out", str(out)],
+            cwd=ROOT,
+            env=os.environ.copy(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for out in outs
+    ]
     logs = []
     for p in procs:
         try:

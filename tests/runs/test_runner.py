@@ -15,25 +15,40 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
-from textcause.runs import store
-from textcause.paths import config_dir
-from textcause.runs.grid import ESTIMATORS, grid_from_dict, load_grid
 from textcause.cli.benchmark import benchmark_main
+from textcause.estimators.registry import PROPENSITY_ESTIMATORS as ESTIMATORS
+from textcause.paths import config_dir
+from textcause.runs import store
+from textcause.runs.grid import grid_from_dict, load_grid
 from textcause.runs.worker import holder_alive, open_study, worker_loop
 
 ROOT = Path(__file__).resolve().parents[2]
 N_EST = 4  # unadjusted + ipw, stratified, matching
 PAPER_MODELS = [
-    "oracle", "unadjusted", "lr_unigram_binary", "lr_bigram_binary", "lr_bigram_counts", "lr_lda",
-    "nn_unigram_binary", "nn_bigram_binary", "nn_bigram_counts", "nn_lda",
+    "oracle",
+    "unadjusted",
+    "lr_unigram_binary",
+    "lr_bigram_binary",
+    "lr_bigram_counts",
+    "lr_lda",
+    "nn_unigram_binary",
+    "nn_bigram_binary",
+    "nn_bigram_counts",
+    "nn_lda",
 ]
 
 
 def write_grid(tmp_path, corpus, *, name="tiny", models=("oracle", "unadjusted"), levels=(1, 2), **extra):
     spec = {
-        "name": name, "corpora": {"tiny": corpus}, "tasks": {"linguistic_complexity": list(levels)},
-        "models": list(models), "seeds": [0], "overrides": {"trainer.max_epochs": 1},
-        "evaluation": {"n_boot": 20}, "threads": 1, **extra,
+        "name": name,
+        "corpora": {"tiny": corpus},
+        "tasks": {"linguistic_complexity": list(levels)},
+        "models": list(models),
+        "seeds": [0],
+        "overrides": {"trainer.max_epochs": 1},
+        "evaluation": {"n_boot": 20},
+        "threads": 1,
+        **extra,
     }
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(spec), encoding="utf-8")
@@ -55,16 +70,25 @@ def n_trials(tmp_path):
 
 # ---------------------------------------------------------------------------------------- the grid
 def test_cells_are_the_product_of_the_dimensions():
-    grid = grid_from_dict({
-        "name": "g", "corpora": {"a": "x.jsonl.gz", "b": "y.jsonl.gz"},
-        "tasks": {"linguistic_complexity": [1, 2], "placebo": "all"}, "models": ["oracle", "unadjusted"], "seeds": 2,
-    })
+    grid = grid_from_dict(
+        {
+            "name": "g",
+            "corpora": {"a": "x.jsonl.gz", "b": "y.jsonl.gz"},
+            "tasks": {"linguistic_complexity": [1, 2], "placebo": "all"},
+            "models": ["oracle", "unadjusted"],
+            "seeds": 2,
+        }
+    )
     assert len(grid.cells) == 2 * 3 * 2 * 2
     assert len({c.cell_id for c in grid.cells}) == len(grid.cells)
     assert grid.cells[0].cell_id == "g/a/linguistic_complexity-1/oracle/s0"
     space = grid.search_space
-    assert space == {"corpus": ["a", "b"], "task": ["linguistic_complexity-1", "linguistic_complexity-2", "placebo-1"],
-                     "model": ["oracle", "unadjusted"], "seed": [0, 1]}
+    assert space == {
+        "corpus": ["a", "b"],
+        "task": ["linguistic_complexity-1", "linguistic_complexity-2", "placebo-1"],
+        "model": ["oracle", "unadjusted"],
+        "seed": [0, 1],
+    }
     for cell in grid.cells:  # every Optuna grid point names exactly its cell
         assert grid.cell_for(cell.params) is cell
     assert grid_from_dict({"corpora": ["twitter"], "models": ["oracle"]}).cells[0].corpus == "twitter"
@@ -93,10 +117,15 @@ def test_run_settings_put_the_cell_after_the_overrides():
 
     from textcause.runs.fit import run_config
 
-    cell = grid_from_dict({
-        "corpora": {"c": "/data/c.jsonl.gz"}, "models": ["lr_bigram_binary"], "tasks": {"placebo": [1]}, "seeds": [3],
-        "overrides": {"data.n_users": 300, "--trainer.max_epochs": 2, "data.insertion": "append", "data.task": "x"},
-    }).cells[0]
+    cell = grid_from_dict(
+        {
+            "corpora": {"c": "/data/c.jsonl.gz"},
+            "models": ["lr_bigram_binary"],
+            "tasks": {"placebo": [1]},
+            "seeds": [3],
+            "overrides": {"data.n_users": 300, "--trainer.max_epochs": 2, "data.insertion": "append", "data.task": "x"},
+        }
+    ).cells[0]
     settings = cell.run_settings("/out/run")
     assert settings.configs == (config_dir() / "lr_bigram_binary.yaml",)
     assert settings.run_dir == Path("/out/run") and settings.quiet
@@ -127,28 +156,117 @@ def test_the_shipped_grids():
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ({"corpora": ["t"], "models": ["m"], "color": 1}, r"unknown key\(s\) \['color'\]"),
+        ({"corpora": ["t"], "models": ["m"], "color": 1}, r"unknown key\(s\) \['color'\]; expected some of \['tasks'"),
         ({"models": ["m"]}, "the key 'corpora' is required"),
-        ({"corpora": ["t"], "models": []}, "'models' must be a non-empty list"),
+        ({"corpora": None, "models": ["m"]}, "the key 'corpora' is required"),
+        (
+            {"corpora": ["t"], "models": []},
+            r"'models' must be a non-empty list of model config names. Got \[\] instead",
+        ),
+        ({"corpora": ["t"], "models": [3]}, "'models' must be a non-empty list of model config names. Got"),
         ({"corpora": ["t"], "models": ["m", "m"]}, "model names must be distinct"),
-        ({"corpora": ["t"], "models": ["m"], "tasks": ["nope"]}, "unknown task 'nope'"),
-        ({"corpora": ["t"], "models": ["m"], "tasks": {"placebo": [2]}}, r"task 'placebo' has levels \[1\]"),
+        (
+            {"corpora": ["t"], "models": ["m"], "tasks": ["nope"]},
+            r"'tasks' must be one of \['linguistic_complexity', .*\]. Got 'nope' instead",
+        ),
+        (
+            {"corpora": ["t"], "models": ["m"], "tasks": {"placebo": [2]}},
+            r"'tasks.placebo' must be one of \[1\]. Got 2 instead",
+        ),
+        (
+            {"corpora": ["t"], "models": ["m"], "tasks": {"placebo": ["1"]}},
+            r"'tasks.placebo' must be one of \[1\]. Got '1' instead",
+        ),
+        ({"corpora": ["t"], "models": ["m"], "tasks": 3}, r"'tasks' must be 'all', a list of task names or a mapping"),
+        ({"corpora": ["t"], "models": ["m"], "tasks": []}, r"'tasks' must be 'all', a list of task names or a mapping"),
         ({"corpora": ["t"], "models": ["m"], "seeds": [0, 0]}, "'seeds' must be a list of distinct ints"),
         ({"corpora": ["t"], "models": ["m"], "seeds": 0}, "'seeds' must be a list of distinct ints"),
+        (
+            {"corpora": ["t"], "models": ["m"], "seeds": "3"},
+            r"'seeds' must be a list of distinct ints >= 0 or an int >= 1. Got '3' instead",
+        ),
         ({"corpora": [], "models": ["m"]}, "'corpora' must be a non-empty list"),
+        (
+            {"corpora": ["a/t.jsonl", "b/t.jsonl"], "models": ["m"]},
+            "'corpora' must be a non-empty list .* with distinct names",
+        ),
+        ({"corpora": {"a": 1}, "models": ["m"]}, "'corpora' must be a non-empty list of corpus names or paths"),
         ({"corpora": ["t"], "models": ["m"], "name": "a b"}, "'name' must be made of letters"),
-        ({"corpora": ["t"], "models": ["m"], "overrides": ["x"]}, "'overrides' must be a mapping"),
-        ({"corpora": ["t"], "models": ["m"], "model_overrides": {"z": {}}}, "'model_overrides' must map model names"),
-        ({"corpora": ["t"], "models": ["m"], "evaluation": {"n_boot": -1}}, r"'evaluation.n_boot' must be an int >= 0"),
-        ({"corpora": ["t"], "models": ["m"], "evaluation": {"estimators": ["aipw"]}}, "must be a non-empty subset"),
-        ({"corpora": ["t"], "models": ["m"], "evaluation": {"split": "dev"}}, "'evaluation.split' must be one of"),
-        ({"corpora": ["t"], "models": ["m"], "threads": 0}, "'threads' must be an int >= 1"),
-        (["corpora"], "expected a mapping"),
+        ({"corpora": ["t"], "models": ["m"], "name": 5}, "'name' must be made of letters"),
+        ({"corpora": ["t"], "models": ["m"], "overrides": ["x"]}, r"'overrides' must be a mapping of train.py options"),
+        (
+            {"corpora": ["t"], "models": ["m"], "overrides": {1: 2}},
+            r"'overrides' must be a mapping of train.py options",
+        ),
+        (
+            {"corpora": ["t"], "models": ["m"], "model_overrides": {"z": {}}},
+            "'model_overrides' must be a mapping from model names of 'models'",
+        ),
+        (
+            {"corpora": ["t"], "models": ["m"], "model_overrides": {"m": [1]}},
+            "'model_overrides' must be a mapping from model names",
+        ),
+        (
+            {"corpora": ["t"], "models": ["m"], "evaluation": {"n_boot": -1}},
+            r"'evaluation.n_boot' must be an int >= 0. Got -1 instead",
+        ),
+        (
+            {"corpora": ["t"], "models": ["m"], "evaluation": {"n_boot": "5"}},
+            r"'evaluation.n_boot' must be an int >= 0. Got '5' instead",
+        ),
+        (
+            {"corpora": ["t"], "models": ["m"], "evaluation": {"n_boot": True}},
+            r"'evaluation.n_boot' must be an int >= 0. Got True instead",
+        ),
+        (
+            {"corpora": ["t"], "models": ["m"], "evaluation": {"estimators": ["aipw"]}},
+            r"'evaluation.estimators' must be a non-empty list of distinct values among \['ipw', 'stratified', 'matching'\]",
+        ),
+        (
+            {"corpora": ["t"], "models": ["m"], "evaluation": {"estimators": ["ipw", "ipw"]}},
+            "'evaluation.estimators' must be a non-empty list of distinct",
+        ),
+        (
+            {"corpora": ["t"], "models": ["m"], "evaluation": {"split": "dev"}},
+            r"'evaluation.split' must be one of \['train', 'val', 'test'\]. Got 'dev' instead",
+        ),
+        (
+            {"corpora": ["t"], "models": ["m"], "evaluation": {"nboot": 5}},
+            r"unknown key\(s\) \['nboot'\] in 'evaluation'; expected some of \['n_boot'",
+        ),
+        (
+            {"corpora": ["t"], "models": ["m"], "evaluation": 3},
+            r"'evaluation' must be a mapping with some of the keys \['n_boot'",
+        ),
+        ({"corpora": ["t"], "models": ["m"], "threads": 0}, "'threads' must be an int >= 1. Got 0 instead"),
+        (["corpora"], "expected a mapping with some of the keys .*. Got list instead"),
     ],
 )
 def test_grid_errors(spec, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=r"^Benchmark config 'x.yaml': " + message):
         grid_from_dict(spec, source="x.yaml")
+
+
+def test_grid_nulls_mean_defaults_and_values_are_not_coerced():
+    base = {"corpora": ["t"], "models": ["oracle"], "tasks": ["placebo"]}
+    plain = grid_from_dict(base)
+    nulls = grid_from_dict(
+        {
+            **base,
+            "evaluation": None,
+            "overrides": None,
+            "model_overrides": {"oracle": None},
+            "seeds": None,
+            "name": None,
+            "threads": None,
+        },
+        default_name="grid",
+    )
+    assert [c.config_hash for c in nulls.cells] == [c.config_hash for c in plain.cells] and nulls.name == "grid"
+    kept = grid_from_dict({**base, "overrides": {"data.insertion": "null", "--data.n_users": "300"}}).cells[0]
+    assert kept.overrides == (("data.insertion", "null"), ("data.n_users", "300"))  # strings stay strings
+    with pytest.raises(ValueError, match=r"^Benchmark config 'my grid.yaml': 'name' must be made of letters"):
+        grid_from_dict(base, source="my grid.yaml", default_name="my grid")
 
 
 def test_grid_file_errors(tmp_path):
@@ -156,7 +274,10 @@ def test_grid_file_errors(tmp_path):
         load_grid(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("corpora: [unclosed", encoding="utf-8")
-    with pytest.raises(ValueError, match="is not valid YAML"):
+    with pytest.raises(
+        ValueError,
+        match=r"^Benchmark config '.*bad.yaml': not valid YAML \(expected ',' or '\]'.* at line 1, column 19\)\.$",
+    ):
         load_grid(bad)
 
 
@@ -214,7 +335,9 @@ def test_a_grid_runs_records_every_estimator_and_resumes(tmp_path, tiny_corpus, 
     before, trials = store.ledger(db(tmp_path), "tiny"), n_trials(tmp_path)
     assert run(config, tmp_path) == 0  # nothing to do: nothing runs, nothing changes
     after = store.ledger(db(tmp_path), "tiny")
-    assert {k: (r.token, r.started_at) for k, r in after.items()} == {k: (r.token, r.started_at) for k, r in before.items()}
+    assert {k: (r.token, r.started_at) for k, r in after.items()} == {
+        k: (r.token, r.started_at) for k, r in before.items()
+    }
     assert n_trials(tmp_path) == trials
 
     assert run(config, tmp_path, "--retry-failed") == 0  # only the failed cells run again, once
@@ -273,14 +396,25 @@ def test_dry_run_lists_cells_and_creates_nothing(tmp_path, tiny_corpus, capsys):
     config = write_grid(tmp_path, tiny_corpus)
     assert run(config, tmp_path, "--dry-run") == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[:2] == ["tiny/tiny/linguistic_complexity-1/oracle/s0\ttodo", "tiny/tiny/linguistic_complexity-1/unadjusted/s0\ttodo"]
+    assert out[:2] == [
+        "tiny/tiny/linguistic_complexity-1/oracle/s0\ttodo",
+        "tiny/tiny/linguistic_complexity-1/unadjusted/s0\ttodo",
+    ]
     assert out[-1].startswith("tiny: 4 cells (0 done)")
     assert not (tmp_path / "out").exists()
 
 
 def _command(config, tmp_path, *extra):
-    return [sys.executable, "-m", "textcause.cli.benchmark", "--config", str(config),
-            "--out", str(tmp_path / "out"), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "textcause.cli.benchmark",
+        "--config",
+        str(config),
+        "--out",
+        str(tmp_path / "out"),
+        *extra,
+    ]
 
 
 def _ok_cells(tmp_path):
@@ -303,10 +437,17 @@ def test_a_killed_run_resumes_with_no_duplicate_and_no_missing_row(tmp_path, tin
     assert run(config, tmp_path) == 0
     df = store.read_results(db(tmp_path), "tiny")
     assert len(df) == 8 * N_EST and not df.duplicated(["cell_id", "estimator"]).any()
-    assert set(df["status"]) == {"ok"} and (df.groupby("cell_id")["estimator"].apply(set) == set(("unadjusted",) + ESTIMATORS)).all()
+    assert (
+        set(df["status"]) == {"ok"}
+        and (df.groupby("cell_id")["estimator"].apply(set) == set(("unadjusted",) + ESTIMATORS)).all()
+    )
     rows = store.ledger(db(tmp_path), "tiny")
     for cell_id, before in finished.items():  # finished cells were not run again
-        assert (rows[cell_id].token, rows[cell_id].started_at, rows[cell_id].attempts) == (before.token, before.started_at, 1)
+        assert (rows[cell_id].token, rows[cell_id].started_at, rows[cell_id].attempts) == (
+            before.token,
+            before.started_at,
+            1,
+        )
     assert sum(r.attempts for r in rows.values()) <= 9  # at most the one cell running at the kill ran twice
 
 
@@ -320,9 +461,16 @@ def test_two_workers_on_one_database_run_each_cell_once(tmp_path, tiny_corpus):
     ran = [int(line.split("ran ")[1].split()[0]) for line in logs.splitlines() if ": ran " in line]
     assert len(ran) == 2 and sum(ran) == 8  # the workers' own counts: eight cell runs in all
     with db(tmp_path).begin() as conn:
-        done = conn.execute(sa.text(
-            "SELECT a.value_json FROM trials t JOIN trial_user_attributes a ON a.trial_id = t.trial_id "
-            "WHERE t.state = 'COMPLETE' AND a.key = 'cell_id'")).scalars().all()
+        done = (
+            conn.execute(
+                sa.text(
+                    "SELECT a.value_json FROM trials t JOIN trial_user_attributes a ON a.trial_id = t.trial_id "
+                    "WHERE t.state = 'COMPLETE' AND a.key = 'cell_id'"
+                )
+            )
+            .scalars()
+            .all()
+        )
     assert sorted(done) == sorted(f'"{cid}"' for cid in rows)
     assert len(store.read_results(db(tmp_path), "tiny")) == 8 * N_EST
 
@@ -330,8 +478,16 @@ def test_two_workers_on_one_database_run_each_cell_once(tmp_path, tiny_corpus):
 @pytest.mark.slow  # the real Twitter corpus and MiniLM encoder (cold cache): a few minutes on 2 cores
 def test_the_smoke_grid(tmp_path):
     started = time.perf_counter()
-    code = benchmark_main(["--config", str(ROOT / "configs" / "benchmark" / "smoke.yaml"), "--out", str(tmp_path / "out"),
-                           "--workers", "2"])
+    code = benchmark_main(
+        [
+            "--config",
+            str(ROOT / "configs" / "benchmark" / "smoke.yaml"),
+            "--out",
+            str(tmp_path / "out"),
+            "--workers",
+            "2",
+        ]
+    )
     seconds = time.perf_counter() - started
     assert code == 0
     engine = store.connect(store.default_url(tmp_path / "out"))

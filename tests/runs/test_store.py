@@ -22,8 +22,10 @@ def engine(tmp_path):
 
 
 def _rows(cell_id, estimators=ESTIMATORS, **extra):
-    return [{"cell_id": cell_id, "grid": GRID, "estimator": e, "status": "ok", "ate": 0.1 * i, **extra}
-            for i, e in enumerate(estimators)]
+    return [
+        {"cell_id": cell_id, "grid": GRID, "estimator": e, "status": "ok", "ate": 0.1 * i, **extra}
+        for i, e in enumerate(estimators)
+    ]
 
 
 def _claim(engine, cell_id, previous=None, pid=1, trial_id=None):
@@ -101,8 +103,14 @@ def test_a_failing_insert_rolls_back_the_status_too(engine):
 
 def test_a_retry_replaces_the_failed_rows(engine):
     token = _claim(engine, "c1")
-    store.finish_cell(engine, "c1", token, status="failed", error="boom",
-                      rows=[{**r, "status": "failed", "error": "boom", "ate": None} for r in _rows("c1")])
+    store.finish_cell(
+        engine,
+        "c1",
+        token,
+        status="failed",
+        error="boom",
+        rows=[{**r, "status": "failed", "error": "boom", "ate": None} for r in _rows("c1")],
+    )
     row = store.ledger(engine, GRID)["c1"]
     assert (row.status, row.error) == ("failed", "boom")
     token = _claim(engine, "c1", previous=row)
@@ -121,8 +129,18 @@ def test_finish_rejects_an_unknown_status(engine):
 def test_nan_and_numpy_values_are_stored_as_plain_values(engine):
     np = pytest.importorskip("numpy")
     token = _claim(engine, "c1")
-    rows = [{"cell_id": "c1", "grid": GRID, "estimator": "ipw", "status": "ok", "ate": np.float64("nan"),
-             "n_used": np.int64(7), "covers_truth": np.bool_(True), "bias": np.float32(0.5)}]
+    rows = [
+        {
+            "cell_id": "c1",
+            "grid": GRID,
+            "estimator": "ipw",
+            "status": "ok",
+            "ate": np.float64("nan"),
+            "n_used": np.int64(7),
+            "covers_truth": np.bool_(True),
+            "bias": np.float32(0.5),
+        }
+    ]
     store.finish_cell(engine, "c1", token, status="ok", rows=rows)
     got = store.read_results(engine, GRID).iloc[0]
     assert got["n_used"] == 7 and bool(got["covers_truth"]) and got["bias"] == 0.5

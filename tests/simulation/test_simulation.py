@@ -96,6 +96,7 @@ def test_bank_sample_is_uniform_over_template_word_pairs():
     draws = [BANK.sample("sickness", rng) for _ in range(10_800)]
     counts = np.array([draws.count(p) for p in BANK.posts("sickness")])
     assert counts.sum() == 10_800 and counts.min() > 130 and counts.max() < 270  # expected 200 each
+    assert (counts.min(), counts.max(), counts[:4].tolist()) == (169, 229, [222, 181, 193, 209])  # seed 0, pinned
     assert {BANK.sample("isolation", rng) for _ in range(300)} == set(BANK.posts("isolation"))
 
 
@@ -164,11 +165,33 @@ def _joint_unadjusted(p_t: tuple[float, float], table) -> float:
     return num[1] / den[1] - num[0] / den[0]
 
 
+# The pinned draws of seeds 0, 1, 2 (a determinism check beside the known-truth bands): per class,
+# (treated units, sum of Y(0), sum of Y(1), sum of Y(0) * Y(1)); then the sample ATE and the unadjusted difference.
 @pytest.mark.parametrize(
-    "p_t, table, ate",
-    [((0.9, 0.1), STANDARD_OUTCOME, 0.4), ((0.95, 0.1), STANDARD_OUTCOME, 0.4), ((0.95, 0.1), PLACEBO_OUTCOME, 0.0)],
+    "p_t, table, ate, pinned",
+    [
+        (
+            (0.9, 0.1),
+            STANDARD_OUTCOME,
+            0.4,
+            ({1: (90058, 9961, 89995, 8987), 2: (9970, 89954, 90015, 81005)}, 0.400475, 0.08022881228993894),
+        ),
+        (
+            (0.95, 0.1),
+            STANDARD_OUTCOME,
+            0.4,
+            ({1: (95116, 9961, 89995, 8987), 2: (9970, 89954, 90015, 81005)}, 0.400475, 0.041887984307773074),
+        ),
+        (
+            (0.95, 0.1),
+            PLACEBO_OUTCOME,
+            0.0,
+            ({1: (95116, 5001, 95027, 4773), 2: (9970, 94950, 5036, 4787)}, 0.00056, -0.03846843241748421),
+        ),
+    ],
 )
-def test_draws_match_the_tables_on_a_large_sample(p_t, table, ate):
+def test_draws_match_the_tables_on_a_large_sample(p_t, table, ate, pinned):
+    counts, sample_ate, sample_naive = pinned
     n = 200_000
     c = assign_classes(n, np.random.default_rng(0))
     t, prop = draw_treatment(c, p_t, np.random.default_rng(1))
@@ -183,10 +206,13 @@ def test_draws_match_the_tables_on_a_large_sample(p_t, table, ate):
             assert abs(y[m & (t == tt)].mean() - table[k - 1][tt]) < 0.02
         # Y(0) and Y(1) are drawn with independent uniforms.
         assert abs(np.mean(y0[m] * y1[m]) - table[k - 1][0] * table[k - 1][1]) < 0.005
+        assert (int(t[m].sum()), int(y0[m].sum()), int(y1[m].sum()), int((y0[m] * y1[m]).sum())) == counts[k]
     assert abs(np.mean(y1 - y0) - ate) < 0.01
+    assert np.mean(y1 - y0) == pytest.approx(sample_ate, rel=1e-9)
     assert population_ate(table) == pytest.approx(ate, abs=1e-12)
     naive = y[t == 1].mean() - y[t == 0].mean()
     assert abs(naive - _joint_unadjusted(p_t, table)) < 0.01
+    assert naive == pytest.approx(sample_naive, rel=1e-9)
     assert population_unadjusted(p_t, table) == pytest.approx(_joint_unadjusted(p_t, table), abs=1e-12)
 
 
@@ -204,7 +230,14 @@ def test_normal_outcomes():
         assert abs(y0[m].mean() - m0) < 0.01 and abs(y1[m].mean() - m1) < 0.01
         assert abs(y0[m].var() - 0.3) < 0.01 and abs(y1[m].var() - 0.3) < 0.01
     assert abs(np.mean(y1 - y0) - 0.4) < 0.01
-    assert NORMAL_SD == pytest.approx(math.sqrt(0.3))
+    # pinned draws of seeds 0 and 2: the class means of Y(0), Y(1) and the sample ATE
+    means = [(y0[c == k].mean(), y1[c == k].mean()) for k in (1, 2)]
+    assert means == [
+        pytest.approx((0.09896034639180569, 0.9041561374976654), rel=1e-9),
+        pytest.approx((0.8989388206549344, 0.9023016251219684), rel=1e-9),
+    ]
+    assert np.mean(y1 - y0) == pytest.approx(0.404279297786447, rel=1e-9)
+    assert pytest.approx(math.sqrt(0.3)) == NORMAL_SD
 
 
 def test_true_ate_comes_from_the_table():
@@ -266,8 +299,11 @@ def test_linguistic_complexity_1_uses_one_post_for_everyone(corpus):
         assert last == set(t.info["fixed_posts"]["f1"])
         fixed |= last
     assert len(fixed) > 1  # drawn from the seed, not hard-coded
+    assert len(fixed) == 5  # seeds 0-5, pinned: one repeat
     t2 = make_task(corpus, "linguistic_complexity", 2, seed=0)
-    assert len({texts[-1] for texts, c in zip(t2.texts, t2.latent_class) if c == 1}) > 30
+    distinct = len({texts[-1] for texts, c in zip(t2.texts, t2.latent_class) if c == 1})
+    assert distinct > 30
+    assert distinct == 53  # seed 0, pinned: 53 of the 54 Sickness Posts
 
 
 def test_linguistic_complexity_kind_shares(corpus):
@@ -275,6 +311,11 @@ def test_linguistic_complexity_kind_shares(corpus):
     kinds = [KIND_OF[x[-1]] for x, c in zip(t.texts, t.latent_class) if c == 1]
     for k in ("sickness", "isolation", "death"):
         assert 0.2 < kinds.count(k) / len(kinds) < 0.47  # 1/3 each, 200 users
+    assert {k: kinds.count(k) for k in ("sickness", "isolation", "death")} == {
+        "sickness": 74,
+        "isolation": 67,
+        "death": 59,
+    }  # seed 1, pinned
 
 
 def test_sample_size_subsamples_only_the_training_split():
@@ -299,6 +340,9 @@ def test_pipeline_probabilities_on_many_users():
     c, tr = t.latent_class, t.treatment
     assert abs(tr[c == 1].mean() - 0.95) < 0.01 and abs(tr[c == 2].mean() - 0.1) < 0.01
     assert abs(t.sample_ate - 0.4) < 0.02
+    # seed 0, pinned: treated units per class of 10,000, and the sample ATE
+    assert (int(tr[c == 1].sum()), int(tr[c == 2].sum())) == (9494, 999)
+    assert t.sample_ate == pytest.approx(0.4043, rel=1e-9)
 
 
 @pytest.mark.parametrize("insertion", ["prepend", "replace"])
@@ -433,7 +477,9 @@ def test_rewrite_errors(corpus):
 # --------------------------------------------------------------------------- user tasks
 def test_register_task(corpus):
     def build(level: int) -> TaskSpec:
-        return TaskSpec(f1=Insert(("death",), count=level), f2=Insert(("isolation",)), outcome_probs=((0.3, 0.6), (0.5, 0.5)))
+        return TaskSpec(
+            f1=Insert(("death",), count=level), f2=Insert(("isolation",)), outcome_probs=((0.3, 0.6), (0.5, 0.5))
+        )
 
     try:
         register_task("grief", (1, 2), build)

@@ -98,15 +98,20 @@ def cross_corpus_agreement(df: Any, corpus_a: str | None = None, corpus_b: str |
         raise ValueError(f"Compare two different corpora; both are {corpus_a!r}.")
     means = _cell_means(data)
     keys = ["task", "level", "model", "quantity"]
-    paired = means[means["corpus"] == corpus_a][keys + ["value"]].merge(
-        means[means["corpus"] == corpus_b][keys + ["value"]], on=keys, suffixes=("_a", "_b")
-    ).dropna(subset=["value_a", "value_b"])
+    paired = (
+        means[means["corpus"] == corpus_a][keys + ["value"]]
+        .merge(means[means["corpus"] == corpus_b][keys + ["value"]], on=keys, suffixes=("_a", "_b"))
+        .dropna(subset=["value_a", "value_b"])
+    )
     if paired.empty:
         raise ValueError(f"Corpora {corpus_a!r} and {corpus_b!r} share no (task, level, model) with results.")
     labels = [q[0] for q in AGREEMENT_QUANTITIES]
     rows = []
-    for scope, col, groups in (("all", None, ["all"]), ("task", "task", task_order(paired["task"])),
-                               ("model", "model", model_order(paired["model"]))):
+    for scope, col, groups in (
+        ("all", None, ["all"]),
+        ("task", "task", task_order(paired["task"])),
+        ("model", "model", model_order(paired["model"])),
+    ):
         for group in groups:
             sub = paired if col is None else paired[paired[col] == group]
             for label in labels:

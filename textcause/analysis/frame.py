@@ -21,8 +21,24 @@ import pandas as pd
 REQUIRED_COLUMNS = ("corpus", "task", "level", "model", "seed", "estimator", "ate", "ci_low", "ci_high", "true_ate")
 #: Numeric columns (missing ones are added as NaN).
 NUMERIC_COLUMNS = (
-    "ate", "ci_low", "ci_high", "bias", "true_ate", "sample_ate", "n_used", "n_dropped", "treatment_accuracy",
-    "ece", "brier", "iptw_weight_mse", "spearman", "bound_low", "bound_high", "train_seconds", "n_train", "n_test",
+    "ate",
+    "ci_low",
+    "ci_high",
+    "bias",
+    "true_ate",
+    "sample_ate",
+    "n_used",
+    "n_dropped",
+    "treatment_accuracy",
+    "ece",
+    "brier",
+    "iptw_weight_mse",
+    "spearman",
+    "bound_low",
+    "bound_high",
+    "train_seconds",
+    "n_train",
+    "n_test",
 )
 #: Yes / no columns, kept as floats 1.0 / 0.0 / NaN so that a mean is a share.
 FLAG_COLUMNS = ("ci_tighter_than_bound", "covers_truth")
@@ -69,7 +85,9 @@ def _read(source: Any, table: str) -> pd.DataFrame:
         return _read_url(text, table)
     path = Path(text)
     if not path.exists():
-        raise FileNotFoundError(f"No results database or file at '{path}': give an SQLite file, a CSV or a database URL.")
+        raise FileNotFoundError(
+            f"No results database or file at '{path}': give an SQLite file, a CSV or a database URL."
+        )
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return pd.read_csv(path)
@@ -88,7 +106,7 @@ def _read_sqlite(path: Path, table: str) -> pd.DataFrame:
 
 def _read_url(url: str, table: str) -> pd.DataFrame:
     if url.startswith("sqlite:///"):
-        path = Path(url[len("sqlite:///"):])
+        path = Path(url[len("sqlite:///") :])
         if not path.exists():
             raise FileNotFoundError(f"No results database at '{path}' (from the URL '{url}').")
         return _read_sqlite(path, table)

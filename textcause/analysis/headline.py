@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from textcause.simulation.tasks import task_label
-from textcause.estimators.registry import ESTIMATOR_LABELS
 from textcause.analysis.names import estimator_order, model_labels, model_order
+from textcause.estimators.registry import ESTIMATOR_LABELS
+from textcause.simulation.tasks import task_label
+
+
 def _levels(summary: pd.DataFrame) -> list[tuple[str, int]]:
     seen: dict[tuple[str, int], None] = {}
     for task, level in zip(summary["task"], summary["level"]):  # seed_summary is already in paper order
@@ -50,8 +52,10 @@ def bias_table(summary: pd.DataFrame, corpus: str, estimator: str = "stratified"
     single = own.groupby("model")["estimator"].nunique()
     sub = pd.concat([sub, own[own["model"].isin(single[single == 1].index)]])
     if sub.empty:
-        raise ValueError(f"No {estimator!r} results for corpus {corpus!r}; the results have corpora "
-                         f"{sorted(set(summary['corpus']))} and estimators {sorted(set(summary['estimator']))}.")
+        raise ValueError(
+            f"No {estimator!r} results for corpus {corpus!r}; the results have corpora "
+            f"{sorted(set(summary['corpus']))} and estimators {sorted(set(summary['estimator']))}."
+        )
     models = model_order(sub["model"].unique())
     labels = model_labels(models)
     index = [_task_label(t, lv) for t, lv in _levels(sub)]
@@ -73,8 +77,9 @@ def placebo_table(summary: pd.DataFrame, corpus: str) -> pd.DataFrame:
     models = model_order(sub["model"].unique())
     labels = model_labels(models)
     estimators = estimator_order(sub["estimator"].unique())
-    table = pd.DataFrame(np.nan, index=[labels[m] for m in models],
-                         columns=[ESTIMATOR_LABELS.get(e, e) for e in estimators])
+    table = pd.DataFrame(
+        np.nan, index=[labels[m] for m in models], columns=[ESTIMATOR_LABELS.get(e, e) for e in estimators]
+    )
     for r in sub.itertuples():
         table.loc[labels[r.model], ESTIMATOR_LABELS.get(r.estimator, r.estimator)] = r.false_discovery_rate
     table.attrs["n_seeds"] = int(sub["n_seeds"].max())
@@ -92,8 +97,10 @@ def bias_rows(summary: pd.DataFrame, corpus: str, estimator: str = "stratified")
     table = bias_table(summary, corpus, estimator)
     models = list(dict.fromkeys(table.columns.get_level_values(0)))
     with_sd = bool((table.xs("n_seeds", axis=1, level=1).fillna(0) > 1).any().any())
-    rows = [[label] + [_cell(table.loc[label, (m, "mean")], table.loc[label, (m, "sd")], with_sd) for m in models]
-            for label in table.index]
+    rows = [
+        [label] + [_cell(table.loc[label, (m, "mean")], table.loc[label, (m, "sd")], with_sd) for m in models]
+        for label in table.index
+    ]
     return ["Task level"] + models, rows
 
 
@@ -102,13 +109,18 @@ def format_headline(summary: pd.DataFrame, corpus: str, estimator: str = "strati
     header, rows = bias_rows(summary, corpus, estimator)
     n_seeds = int(summary.loc[summary["corpus"] == corpus, "n_seeds"].max())
     what = "mean ± sd over" if n_seeds > 1 else "one draw,"
-    lines = [f"{ESTIMATOR_LABELS.get(estimator, estimator)} bias on {corpus} ({what} {n_seeds} seed(s); "
-             "true ATE known, 0 is unbiased):"]
+    lines = [
+        f"{ESTIMATOR_LABELS.get(estimator, estimator)} bias on {corpus} ({what} {n_seeds} seed(s); "
+        "true ATE known, 0 is unbiased):"
+    ]
     lines += _fixed([header] + rows)
     placebo = placebo_table(summary, corpus)
     if not placebo.empty:
-        lines += ["", f"Placebo test on {corpus}: share of {placebo.attrs['n_seeds']} seed(s) whose 95% interval "
-                      "excludes the true ATE of 0 (false discoveries):"]
+        lines += [
+            "",
+            f"Placebo test on {corpus}: share of {placebo.attrs['n_seeds']} seed(s) whose 95% interval "
+            "excludes the true ATE of 0 (false discoveries):",
+        ]
         body = [[str(m)] + ["-" if not np.isfinite(v) else f"{v:.2f}" for v in placebo.loc[m]] for m in placebo.index]
         lines += _fixed([["Model"] + list(placebo.columns)] + body)
     return "\n".join(lines)

@@ -12,28 +12,52 @@ across seeds that makes the naive paired t-test too liberal.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from textcause.analysis.frame import METHOD, PAPER_TRAIN_PER_TEST, load_results, task_order
-from textcause.validation import check_real
+from textcause.validation import check_options, check_real
 
 #: Metrics a comparison can use, and whether higher is better (None: two-sided, no "better").
 METRICS = {
-    "abs_bias": False, "sq_bias": False, "bias": None, "treatment_accuracy": True, "spearman": True,
-    "iptw_weight_mse": False, "ece": False, "brier": False,
+    "abs_bias": False,
+    "sq_bias": False,
+    "bias": None,
+    "treatment_accuracy": True,
+    "spearman": True,
+    "iptw_weight_mse": False,
+    "ece": False,
+    "brier": False,
 }
 
 
 #: The columns of :func:`seed_summary`.
 SUMMARY_COLUMNS = METHOD + [
-    "n_seeds", "n_failed", "true_ate", "mean_ate", "mean_bias", "sd_bias", "mean_abs_bias", "rmse", "n_ci", "coverage",
-    "false_discovery_rate", "mean_treatment_accuracy", "sd_treatment_accuracy", "mean_iptw_weight_mse",
-    "sd_iptw_weight_mse", "mean_spearman", "sd_spearman", "mean_ci_low", "mean_ci_high", "test_train_ratio",
+    "n_seeds",
+    "n_failed",
+    "true_ate",
+    "mean_ate",
+    "mean_bias",
+    "sd_bias",
+    "mean_abs_bias",
+    "rmse",
+    "n_ci",
+    "coverage",
+    "false_discovery_rate",
+    "mean_treatment_accuracy",
+    "sd_treatment_accuracy",
+    "mean_iptw_weight_mse",
+    "sd_iptw_weight_mse",
+    "mean_spearman",
+    "sd_spearman",
+    "mean_ci_low",
+    "mean_ci_high",
+    "test_train_ratio",
 ]
 
 
@@ -83,8 +107,18 @@ def corrected_resampled_ttest(differences: Sequence[float], *, test_train_ratio:
     n = int(d.size)
     mean = float(d.mean()) if n else 0.0
     if n < 2:
-        return TTest(n, mean, 0.0, 0.0, max(n - 1, 0), 1.0, 0.0, 1.0, False,
-                     f"not enough seeds ({n} paired; a test needs at least 2)")
+        return TTest(
+            n,
+            mean,
+            0.0,
+            0.0,
+            max(n - 1, 0),
+            1.0,
+            0.0,
+            1.0,
+            False,
+            f"not enough seeds ({n} paired; a test needs at least 2)",
+        )
     sd = float(d.std(ddof=1))
     df = n - 1
     if sd == 0.0 or sd <= 1e-15 * max(1.0, abs(mean)):
@@ -99,7 +133,9 @@ def corrected_resampled_ttest(differences: Sequence[float], *, test_train_ratio:
     return TTest(n, mean, sd, float(t), df, p, float(t_naive), p_naive, True)
 
 
-def corrected_interval(mean: float, sd: float, n: int, test_train_ratio: float, level: float = 0.95) -> tuple[float, float]:
+def corrected_interval(
+    mean: float, sd: float, n: int, test_train_ratio: float, level: float = 0.95
+) -> tuple[float, float]:
     """The interval for a mean over ``n`` seeds with the corrected variance ``(1/n + ratio) sd^2``.
 
     Returns ``(mean, mean)`` with fewer than 2 seeds or a NaN ``sd``.
@@ -208,8 +244,7 @@ def compare(
         ``sd_diff``, ``t``, ``df``, ``p``, ``p_holm`` (Holm across the testable rows), ``p_naive``
         (uncorrected paired t), ``better`` and ``note``.
     """
-    if metric not in METRICS:
-        raise ValueError(f"The 'metric' parameter of compare must be one of {sorted(METRICS)}. Got {metric!r} instead.")
+    check_options(metric, "metric", "compare", sorted(METRICS))
     check_real(alpha, "alpha", "compare", low=0.0, high=1.0, low_open=True, high_open=True)
     data = load_results(df)
     if corpus is not None:
@@ -241,12 +276,25 @@ def compare(
         ratio = g["ratio_a"].fillna(g["ratio_b"]).mean()
         ratio = ratio if np.isfinite(ratio) else 1.0 / PAPER_TRAIN_PER_TEST
         res = corrected_resampled_ttest((g[f"{metric}_a"] - g[f"{metric}_b"]).to_numpy(), test_train_ratio=float(ratio))
-        rows.append({
-            "corpus": corp, "task": task, "level": int(level), "n_seeds": res.n,
-            "mean_a": float(g[f"{metric}_a"].mean()), "mean_b": float(g[f"{metric}_b"].mean()),
-            "mean_diff": res.mean, "sd_diff": res.sd, "test_train_ratio": float(ratio), "t": res.t, "df": res.df,
-            "p": res.p, "p_naive": res.p_naive, "testable": res.testable, "note": res.note,
-        })
+        rows.append(
+            {
+                "corpus": corp,
+                "task": task,
+                "level": int(level),
+                "n_seeds": res.n,
+                "mean_a": float(g[f"{metric}_a"].mean()),
+                "mean_b": float(g[f"{metric}_b"].mean()),
+                "mean_diff": res.mean,
+                "sd_diff": res.sd,
+                "test_train_ratio": float(ratio),
+                "t": res.t,
+                "df": res.df,
+                "p": res.p,
+                "p_naive": res.p_naive,
+                "testable": res.testable,
+                "note": res.note,
+            }
+        )
     out = _paper_sorted(pd.DataFrame(rows), ["corpus", "task", "level"])
     # Degenerate rows are not tests: they keep p = 1 and do not enlarge the Holm family, except
     # zero-variance rows with a non-zero difference (p = 0), which are kept in it.
@@ -255,8 +303,24 @@ def compare(
     out.loc[family, "p_holm"] = holm(out.loc[family, "p"].to_numpy())
     out["better"] = [_verdict(r, higher, alpha) for r in out.itertuples()]
     out.attrs.update(method_a=f"{a[0]}:{a[1]}", method_b=f"{b[0]}:{b[1]}", metric=metric, alpha=alpha)
-    cols = ["corpus", "task", "level", "n_seeds", "mean_a", "mean_b", "mean_diff", "sd_diff", "test_train_ratio",
-            "t", "df", "p", "p_holm", "p_naive", "better", "note"]
+    cols = [
+        "corpus",
+        "task",
+        "level",
+        "n_seeds",
+        "mean_a",
+        "mean_b",
+        "mean_diff",
+        "sd_diff",
+        "test_train_ratio",
+        "t",
+        "df",
+        "p",
+        "p_holm",
+        "p_naive",
+        "better",
+        "note",
+    ]
     return out[cols]
 
 
@@ -274,7 +338,7 @@ def _verdict(row: Any, higher: bool | None, alpha: float) -> str:
 def format_comparison(table: pd.DataFrame) -> str:
     """A readable fixed-width text table of :func:`compare`'s output, with its legend."""
     meta = table.attrs
-    higher = METRICS.get(meta.get("metric", ""), None)
+    higher = METRICS.get(meta.get("metric", ""))
     direction = {True: "higher is better", False: "lower is better", None: "two-sided"}[higher]
     lines = [
         f"A = {meta.get('method_a', '?')}   B = {meta.get('method_b', '?')}   "
@@ -284,12 +348,16 @@ def format_comparison(table: pd.DataFrame) -> str:
         "p_naive: uncorrected paired t-test (ignores overlapping training sets; too liberal).",
         "",
     ]
-    header = f"{'corpus':<10} {'task':<22} {'lvl':>3} {'seeds':>5} {'mean A':>8} {'mean B':>8} {'diff':>8} " \
-             f"{'t':>7} {'p':>7} {'p_holm':>7} {'p_naive':>7}  better"
+    header = (
+        f"{'corpus':<10} {'task':<22} {'lvl':>3} {'seeds':>5} {'mean A':>8} {'mean B':>8} {'diff':>8} "
+        f"{'t':>7} {'p':>7} {'p_holm':>7} {'p_naive':>7}  better"
+    )
     lines += [header, "-" * len(header)]
     for r in table.itertuples():
         t = f"{r.t:+7.2f}" if np.isfinite(r.t) else f"{'+inf' if r.t > 0 else '-inf':>7}"
-        line = (f"{r.corpus:<10} {r.task:<22} {r.level:>3} {r.n_seeds:>5} {r.mean_a:8.4f} {r.mean_b:8.4f} "
-                f"{r.mean_diff:+8.4f} {t} {r.p:7.4f} {r.p_holm:7.4f} {r.p_naive:7.4f}  {r.better}")
+        line = (
+            f"{r.corpus:<10} {r.task:<22} {r.level:>3} {r.n_seeds:>5} {r.mean_a:8.4f} {r.mean_b:8.4f} "
+            f"{r.mean_diff:+8.4f} {t} {r.p:7.4f} {r.p_holm:7.4f} {r.p_naive:7.4f}  {r.better}"
+        )
         lines.append(line + (f"  ({r.note})" if r.note else ""))
     return "\n".join(lines)

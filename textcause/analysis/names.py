@@ -6,7 +6,7 @@ labels to the estimator registry (:data:`textcause.estimators.ESTIMATOR_LABELS`)
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import pandas as pd
 
@@ -14,11 +14,19 @@ from textcause.estimators.registry import ESTIMATOR_LABELS
 
 #: Config name -> the paper's name (section 6.1), in the paper's order.
 MODEL_LABELS = {
-    "oracle": "Oracle", "unadjusted": "Unadjusted",
-    "lr_unigram_binary": "LR 1-gram", "lr_bigram_binary": "LR 1,2-gram", "lr_bigram_counts": "LR 1,2-gram counts",
-    "lr_lda": "LR LDA", "nn_unigram_binary": "Simple NN 1-gram", "nn_bigram_binary": "Simple NN 1,2-gram",
-    "nn_bigram_counts": "Simple NN 1,2-gram counts", "nn_lda": "Simple NN LDA",
-    "sherbert": "SHERBERT", "sherbert_pooled": "SHERBERT", "order_count": "OrderCountNet (ours)",
+    "oracle": "Oracle",
+    "unadjusted": "Unadjusted",
+    "lr_unigram_binary": "LR 1-gram",
+    "lr_bigram_binary": "LR 1,2-gram",
+    "lr_bigram_counts": "LR 1,2-gram counts",
+    "lr_lda": "LR LDA",
+    "nn_unigram_binary": "Simple NN 1-gram",
+    "nn_bigram_binary": "Simple NN 1,2-gram",
+    "nn_bigram_counts": "Simple NN 1,2-gram counts",
+    "nn_lda": "Simple NN LDA",
+    "sherbert": "SHERBERT",
+    "sherbert_pooled": "SHERBERT",
+    "order_count": "OrderCountNet (ours)",
 }
 ESTIMATOR_ORDER = tuple(ESTIMATOR_LABELS)
 

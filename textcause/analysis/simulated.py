@@ -8,7 +8,7 @@ than stratification) without claiming anything about real models.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -17,14 +17,28 @@ from textcause.validation import check_int
 
 #: The paper's task levels (section 5.2 and Appendix H).
 PAPER_TASK_LEVELS = {
-    "linguistic_complexity": 4, "signal_intensity": 2, "selection_strength": 2, "sample_size": 3,
-    "placebo": 1, "order_of_text": 2,
+    "linguistic_complexity": 4,
+    "signal_intensity": 2,
+    "selection_strength": 2,
+    "sample_size": 3,
+    "placebo": 1,
+    "order_of_text": 2,
 }
 #: Simulated quality of each model's propensities (1: the truth).
 QUALITY = {
-    "oracle": 1.0, "unadjusted": 0.0, "lr_unigram_binary": 0.7, "lr_bigram_binary": 0.8,
-    "lr_bigram_counts": 0.78, "lr_lda": 0.2, "nn_unigram_binary": 0.68, "nn_bigram_binary": 0.8,
-    "nn_bigram_counts": 0.77, "nn_lda": 0.22, "sherbert": 0.88, "sherbert_pooled": 0.85, "order_count": 0.75,
+    "oracle": 1.0,
+    "unadjusted": 0.0,
+    "lr_unigram_binary": 0.7,
+    "lr_bigram_binary": 0.8,
+    "lr_bigram_counts": 0.78,
+    "lr_lda": 0.2,
+    "nn_unigram_binary": 0.68,
+    "nn_bigram_binary": 0.8,
+    "nn_bigram_counts": 0.77,
+    "nn_lda": 0.22,
+    "sherbert": 0.88,
+    "sherbert_pooled": 0.85,
+    "order_count": 0.75,
 }
 #: Simulated sampling noise (sd of the ATE over test units) per estimator.
 ESTIMATOR_SE = {"unadjusted": 0.02, "ipw": 0.05, "stratified": 0.03, "matching": 0.035, "aipw": 0.03}
@@ -75,7 +89,11 @@ def simulate_results(
                 for s in range(n_seeds):
                     naive = truth + confounding + ESTIMATOR_SE["unadjusted"] * rng.standard_normal()
                     for model in models:
-                        q = QUALITY.get(model, 0.5) * (1.0 - 0.35 * difficulty) * (task != "order_of_text" or level == 1)
+                        q = (
+                            QUALITY.get(model, 0.5)
+                            * (1.0 - 0.35 * difficulty)
+                            * (task != "order_of_text" or level == 1)
+                        )
                         if model == "oracle":
                             q = 1.0
                         acc = 0.5 + 0.42 * q + shift + 0.01 * rng.standard_normal()
@@ -88,20 +106,39 @@ def simulate_results(
                                 ate = truth + scale * confounding * (1.0 - q) + noise
                             half = 1.96 * ESTIMATOR_SE.get(name, 0.03) * (1.0 + 0.2 * rng.random())
                             wide = 0.05 + 0.6 * rng.random()
-                            rows.append({
-                                "corpus": corpus, "task": task, "level": level, "model": model, "seed": s,
-                                "estimator": name, "ate": ate, "ci_low": ate - half, "ci_high": ate + half,
-                                "bias": ate - truth, "true_ate": truth, "sample_ate": truth + 0.01 * rng.standard_normal(),
-                                "n_used": n_test, "n_dropped": 0, "treatment_accuracy": acc,
-                                "ece": 0.05 + 0.1 * (1 - q), "brier": 0.25 - 0.15 * q,
-                                "iptw_weight_mse": 2.0 * (1 - q) + 0.1 * rng.random(), "spearman": 0.2 + 0.78 * q,
-                                "bound_low": ate - wide, "bound_high": ate + wide,
-                                "ci_tighter_than_bound": bool(2 * half < 2 * wide),
-                                "covers_truth": bool(ate - half <= truth <= ate + half),
-                                "ci_method": "percentile bootstrap over evaluation units",
-                                "status": "ok", "error": None, "train_seconds": 1.0 + rng.random(), "split": "test",
-                                **({"n_train": round(0.8 * n_test * keep), "n_test": n_test} if with_sizes else {}),
-                            })
+                            rows.append(
+                                {
+                                    "corpus": corpus,
+                                    "task": task,
+                                    "level": level,
+                                    "model": model,
+                                    "seed": s,
+                                    "estimator": name,
+                                    "ate": ate,
+                                    "ci_low": ate - half,
+                                    "ci_high": ate + half,
+                                    "bias": ate - truth,
+                                    "true_ate": truth,
+                                    "sample_ate": truth + 0.01 * rng.standard_normal(),
+                                    "n_used": n_test,
+                                    "n_dropped": 0,
+                                    "treatment_accuracy": acc,
+                                    "ece": 0.05 + 0.1 * (1 - q),
+                                    "brier": 0.25 - 0.15 * q,
+                                    "iptw_weight_mse": 2.0 * (1 - q) + 0.1 * rng.random(),
+                                    "spearman": 0.2 + 0.78 * q,
+                                    "bound_low": ate - wide,
+                                    "bound_high": ate + wide,
+                                    "ci_tighter_than_bound": bool(2 * half < 2 * wide),
+                                    "covers_truth": bool(ate - half <= truth <= ate + half),
+                                    "ci_method": "percentile bootstrap over evaluation units",
+                                    "status": "ok",
+                                    "error": None,
+                                    "train_seconds": 1.0 + rng.random(),
+                                    "split": "test",
+                                    **({"n_train": round(0.8 * n_test * keep), "n_test": n_test} if with_sizes else {}),
+                                }
+                            )
     df = pd.DataFrame(rows)
     if n_failed:
         cells = df[["corpus", "task", "level", "model", "seed"]].drop_duplicates().tail(n_failed)

@@ -2,8 +2,10 @@
 
 The model collects ``index, propensity, t, y, p_true`` per unit (its ``val_outputs`` /
 ``test_outputs``, a :class:`~textcause.metrics.torch.PredictionCollector`); at the end of the epoch
-this callback gathers them across DDP ranks, de-duplicated by unit index, and logs, with the same
-value on every rank (so a 2-process run logs the numbers of a 1-process run):
+this callback gathers them across DDP ranks, de-duplicated by unit index, evaluates them with
+:func:`textcause.metrics.evaluation.evaluate_propensities` (``n_boot=0``: the function ``evaluate.py``
+and every run use, so the numbers agree by construction) and logs, with the same value on every
+rank (so a 2-process run logs the numbers of a 1-process run):
 
 - ``<prefix>/ate_<estimator>`` and, when the true ATE is known, ``<prefix>/bias_<estimator>``;
 - ``<prefix>/treatment_accuracy``, ``<prefix>/ece``, ``<prefix>/brier``,
@@ -11,33 +13,25 @@ value on every rank (so a 2-process run logs the numbers of a 1-process run):
 
 AIPW is added when the model gives outcome predictions (``predict_outcomes`` -> ``mu0, mu1``).
 A quantity that is undefined on the data (one treatment class in a tiny validation split, no
-match within the caliper, ...) is skipped with a warning; training never stops and NaN is never
-logged.
+match within the caliper, ...) is skipped with a warning that names it; training never stops and
+NaN is never logged.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import lightning as L
 import numpy as np
 from lightning.pytorch.utilities import rank_zero_warn
 
-from textcause.estimators import ESTIMATORS, aipw, ipw, matching, stratified, unadjusted
-from textcause.metrics import (
-    bias,
-    brier_score,
-    expected_calibration_error,
-    iptw_weight_mse,
-    spearman,
-    treatment_accuracy,
-)
+from textcause.estimators import ESTIMATORS
+from textcause.estimators.registry import DEFAULT_ESTIMATORS, ESTIMATOR_DEFAULTS
+from textcause.metrics.evaluation import ECE_BINS, PROPENSITY_METRICS, TRUTH_METRICS, evaluate_propensities
 from textcause.metrics.torch import PredictionCollector
 from textcause.validation import check_int, check_real
-
-DEFAULT_ESTIMATORS = ("ipw", "stratified", "matching")
 
 
 class CausalMetricsCallback(L.Callback):
@@ -48,10 +42,10 @@ class CausalMetricsCallback(L.Callback):
             when neither is available).
         estimators: estimator names among ``unadjusted``, ``ipw``, ``stratified``, ``matching``,
             ``aipw`` (AIPW needs outcome predictions and is added automatically when the model
-            gives them).
-        n_strata: strata of the stratification estimator (>= 2).
+            gives them); the default is the estimator registry's ``DEFAULT_ESTIMATORS``.
+        n_strata: strata of the stratification estimator (>= 2; default: the registry's).
         caliper: caliper of the matching estimator, in standard deviations of the propensity
-            (None: no caliper).
+            (None: no caliper; default: the registry's).
         n_bins: bins of the expected calibration error (>= 1).
         prefix: the name prefix of the validation metrics (``<prefix>/ate_ipw``, ...); test
             metrics are always prefixed ``test``.
@@ -61,9 +55,9 @@ class CausalMetricsCallback(L.Callback):
         self,
         true_ate: Optional[float] = None,
         estimators: Sequence[str] = DEFAULT_ESTIMATORS,
-        n_strata: int = 10,
-        caliper: Optional[float] = 0.2,
-        n_bins: int = 15,
+        n_strata: int = ESTIMATOR_DEFAULTS["stratified"]["n_strata"],
+        caliper: Optional[float] = ESTIMATOR_DEFAULTS["matching"]["caliper"],
+        n_bins: int = ECE_BINS,
         prefix: str = "val",
     ) -> None:
         super().__init__()
@@ -127,57 +121,58 @@ class CausalMetricsCallback(L.Callback):
             ``{"ate_<est>": ..., "bias_<est>": ..., "treatment_accuracy": ..., ...}``; quantities
             that are undefined on these data are left out (with a warning).
         """
-        t, y, p, p_true = outputs["t"], outputs["y"], outputs["propensity"], outputs["p_true"]
         has_mu = "mu0" in outputs and "mu1" in outputs
         names = list(self.estimators)
         if has_mu and "aipw" not in names:
             names.append("aipw")
+        if not has_mu and "aipw" in names:
+            rank_zero_warn("AIPW needs outcome predictions (mu0, mu1) from the model: skipped.")
+            names.remove("aipw")
+        p_true = outputs["p_true"]
+        # Observational data have no true propensities: nothing to compare against.
+        truth = p_true if np.isfinite(p_true).all() else None
+        metrics = PROPENSITY_METRICS + (TRUTH_METRICS if truth is not None else ())
+        try:
+            rows = evaluate_propensities(
+                outputs["t"],
+                outputs["y"],
+                outputs["propensity"],
+                true_propensity=truth,
+                true_ate=true_ate,
+                estimators=names,
+                n_boot=0,
+                n_strata=self.n_strata,
+                caliper=self.caliper,
+                n_bins=self.n_bins,
+                mu0=outputs.get("mu0"),
+                mu1=outputs.get("mu1"),
+            )
+        except ValueError as err:  # the data admit no evaluation at all (e.g. one treatment class)
+            _skip([f"ate_{n}" for n in names] + list(metrics), str(err))
+            return {}
         out: dict[str, float] = {}
-        for name in names:
-            if name == "aipw" and not has_mu:
-                rank_zero_warn("AIPW needs outcome predictions (mu0, mu1) from the model: skipped.")
-                continue
-            ate = self._safe(f"ate_{name}", self._estimator(name, t, y, p, outputs))
-            if ate is None:
-                continue
-            out[f"ate_{name}"] = ate
-            if true_ate is not None:
-                out[f"bias_{name}"] = bias(ate, true_ate)
-        metrics: dict[str, Callable[[], float]] = {
-            "treatment_accuracy": lambda: treatment_accuracy(t, p),
-            "ece": lambda: expected_calibration_error(t, p, self.n_bins),
-            "brier": lambda: brier_score(t, p),
-        }
-        if np.isfinite(p_true).all():  # observational data have no true propensities: nothing to compare
-            metrics["iptw_weight_mse"] = lambda: iptw_weight_mse(t, p, p_true)
-            metrics["spearman"] = lambda: spearman(p, p_true)
-        for name, fn in metrics.items():
-            value = self._safe(name, fn)
-            if value is not None:
-                out[name] = value
+        for row in rows:
+            name = row["estimator"]
+            if name not in names:
+                continue  # unadjusted is always evaluated; it is logged when asked for
+            if "error" in row:
+                _skip([f"ate_{name}"], row["error"])
+            elif _finite(f"ate_{name}", row["ate"]):
+                out[f"ate_{name}"] = row["ate"]
+                if row["bias"] is not None:
+                    out[f"bias_{name}"] = row["bias"]
+        for name in metrics:
+            if _finite(name, rows[0][name]):
+                out[name] = rows[0][name]
         return out
 
-    def _estimator(self, name: str, t: np.ndarray, y: np.ndarray, p: np.ndarray,
-                   outputs: dict[str, np.ndarray]) -> Callable[[], float]:
-        """A thunk computing the ATE of estimator ``name`` on the collected outputs."""
-        if name == "unadjusted":
-            return lambda: unadjusted(t, y).ate
-        if name == "ipw":
-            return lambda: ipw(t, y, p).ate
-        if name == "stratified":
-            return lambda: stratified(t, y, p, n_strata=self.n_strata).ate
-        if name == "matching":
-            return lambda: matching(t, y, p, caliper=self.caliper).ate
-        return lambda: aipw(t, y, p, outputs["mu0"], outputs["mu1"]).ate
 
-    @staticmethod
-    def _safe(name: str, fn: Callable[[], float]) -> Optional[float]:
-        try:
-            value = float(fn())
-        except ValueError as err:
-            rank_zero_warn(f"CausalMetricsCallback skipped {name}: {err}")
-            return None
-        if not math.isfinite(value):
-            rank_zero_warn(f"CausalMetricsCallback skipped {name}: the value is not finite.")
-            return None
-        return value
+def _skip(names: Sequence[str], reason: str) -> None:
+    rank_zero_warn(f"CausalMetricsCallback skipped {', '.join(names)}: {reason}")
+
+
+def _finite(name: str, value: float) -> bool:
+    if math.isfinite(value):
+        return True
+    _skip([name], "the value is not finite.")
+    return False

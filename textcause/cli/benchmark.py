@@ -14,22 +14,29 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
     from textcause.runs.worker import HEARTBEAT_INTERVAL
 
-    parser = argparse.ArgumentParser(prog="textcause benchmark", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="textcause benchmark", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--config", required=True, help="a benchmark grid YAML (configs/benchmark/*.yaml)")
     parser.add_argument("--db", default=None, help="a SQLAlchemy URL (default: sqlite:///<out>/results.db)")
     parser.add_argument("--out", default=None, help="run folders go to <out>/runs/ (default: runs/benchmark/<grid>)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes on this machine")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads per worker (default: cores // workers)")
-    parser.add_argument("--method", action="append", default=None, metavar="PACKAGE.MODULE:NAME",
-                        help="also evaluate this importable method (a textcause.methods propensity or effect "
-                             "method; repeatable)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads per worker (default: cores // workers)"
+    )
+    parser.add_argument(
+        "--method",
+        action="append",
+        default=None,
+        metavar="PACKAGE.MODULE:NAME",
+        help="also evaluate this importable method (a textcause.methods propensity or effect method; repeatable)",
+    )
     parser.add_argument("--retry-failed", action="store_true", help="run failed cells again")
     parser.add_argument("--dry-run", action="store_true", help="list the cells and their status, run nothing")
     parser.add_argument("--heartbeat", type=int, default=HEARTBEAT_INTERVAL, help=argparse.SUPPRESS)
@@ -44,9 +51,17 @@ def benchmark_main(argv: Sequence[str]) -> int:
     from textcause.runs.runner import run_benchmark
 
     try:
-        return run_benchmark(args.config, db=args.db, out=args.out, workers=args.workers, threads=args.threads,
-                             methods=args.method or (), retry_failed=args.retry_failed, dry_run=args.dry_run,
-                             heartbeat=args.heartbeat)
+        return run_benchmark(
+            args.config,
+            db=args.db,
+            out=args.out,
+            workers=args.workers,
+            threads=args.threads,
+            methods=args.method or (),
+            retry_failed=args.retry_failed,
+            dry_run=args.dry_run,
+            heartbeat=args.heartbeat,
+        )
     except (ValueError, FileNotFoundError) as err:
         if os.environ.get("TEXTCAUSE_DEBUG"):
             raise

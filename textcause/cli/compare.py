@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def compare_main(argv: Sequence[str] | None = None) -> Any:
@@ -13,7 +14,9 @@ def compare_main(argv: Sequence[str] | None = None) -> Any:
         description="Compare two methods (model or model:estimator) over the seeds of a results database: "
         "corrected resampled t-test per task level, Holm-adjusted across task levels.",
     )
-    parser.add_argument("--db", required=True, help="SQLite file, CSV/Parquet export or SQLAlchemy URL (table 'results')")
+    parser.add_argument(
+        "--db", required=True, help="SQLite file, CSV/Parquet export or SQLAlchemy URL (table 'results')"
+    )
     parser.add_argument("method_a", metavar="A", help="model or model:estimator")
     parser.add_argument("method_b", metavar="B", help="model or model:estimator")
     parser.add_argument("--metric", default="abs_bias", choices=sorted(_metrics()))
@@ -25,8 +28,15 @@ def compare_main(argv: Sequence[str] | None = None) -> Any:
     from textcause.analysis.frame import load_results
     from textcause.analysis.inference import compare, format_comparison
 
-    table = compare(load_results(args.db, grid=args.grid), args.method_a, args.method_b, metric=args.metric,
-                    estimator=args.estimator, corpus=args.corpus, alpha=args.alpha)
+    table = compare(
+        load_results(args.db, grid=args.grid),
+        args.method_a,
+        args.method_b,
+        metric=args.metric,
+        estimator=args.estimator,
+        corpus=args.corpus,
+        alpha=args.alpha,
+    )
     print(format_comparison(table))
     return table
 

@@ -11,21 +11,28 @@ The work is :func:`textcause.runs.fit.evaluate_run`, the path every run is evalu
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 
 def build_parser() -> argparse.ArgumentParser:
     from textcause.corpus.types import SPLITS
     from textcause.estimators.registry import DEFAULT_ESTIMATORS, PROPENSITY_ESTIMATORS
 
-    parser = argparse.ArgumentParser(prog="evaluate.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="evaluate.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("run_dir", help="a training run folder (holds config.yaml and checkpoints/)")
     parser.add_argument("--ckpt", default=None, help="checkpoint to evaluate (default: the run's best)")
     parser.add_argument("--split", default="test", choices=list(SPLITS), help="the users evaluated")
-    parser.add_argument("--estimators", nargs="+", default=list(DEFAULT_ESTIMATORS), choices=list(PROPENSITY_ESTIMATORS),
-                        help="propensity estimators (unadjusted is always reported first)")
+    parser.add_argument(
+        "--estimators",
+        nargs="+",
+        default=list(DEFAULT_ESTIMATORS),
+        choices=list(PROPENSITY_ESTIMATORS),
+        help="propensity estimators (unadjusted is always reported first)",
+    )
     parser.add_argument("--n_boot", type=int, default=1000, help="bootstrap replicates of each interval (0: none)")
     parser.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the run's seed)")
     parser.add_argument("--out", default=None, help="folder for results.csv (default: the run folder)")
@@ -38,15 +45,20 @@ def main(argv: Sequence[str]) -> dict[str, Any]:
     from textcause.metrics.evaluation import format_table
     from textcause.runs.fit import EvaluationSettings, evaluate_run
 
-    evaluation = EvaluationSettings(n_boot=args.n_boot, split=args.split, estimators=tuple(args.estimators),
-                                    seed=args.seed)
+    evaluation = EvaluationSettings(
+        n_boot=args.n_boot, split=args.split, estimators=tuple(args.estimators), seed=args.seed
+    )
     result = evaluate_run(args.run_dir, evaluation, ckpt=args.ckpt, csv_dir=args.out)
     m = result.meta
     truth = "no true ATE (observational)" if m["true_ate"] is None else f"true ATE {m['true_ate']:+.3f}"
-    title = (f"{m['model']} ({m['representation']}) on {m['corpus']} {m['task']}-{m['level']}, seed {m['seed']}, "
-             f"{args.split} split: {truth}")
+    title = (
+        f"{m['model']} ({m['representation']}) on {m['corpus']} {m['task']}-{m['level']}, seed {m['seed']}, "
+        f"{args.split} split: {truth}"
+    )
     print(format_table(result.rows, title=title))
     out_dir = Path(args.out) if args.out else Path(args.run_dir)
     print(f"wrote {Path(args.run_dir) / 'results.json'} and {out_dir / 'results.csv'}")
-    return {"meta": {**m, "checkpoint": str(result.checkpoint) if result.checkpoint else None,
-                     "n_boot": args.n_boot}, "rows": result.rows}
+    return {
+        "meta": {**m, "checkpoint": str(result.checkpoint) if result.checkpoint else None, "n_boot": args.n_boot},
+        "rows": result.rows,
+    }

@@ -8,6 +8,7 @@
     textcause compare --db runs/benchmark/<grid>/results.db A B                      two methods across seeds
     textcause report --db runs/benchmark/<grid>/results.db --out report/            figures and a report
     textcause observe --config configs/observational/twitter_gender.yaml   every model on real T and Y (no truth)
+    textcause gender probe --model PATH_OR_NAME --w years          masked gender probes: table 2 and figure 2
 
 Light commands (``tasks``, ``--help``) do not import Lightning.
 """
@@ -39,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         from textcause.cli.observe import observe_main
 
         return observe_main(rest)
+    if cmd == "gender":  # handles its own errors and exit codes; light --help
+        from textcause.cli.gender import gender_main
+
+        return gender_main(rest)
     from textcause.cli.errors import friendly_errors
 
     if cmd == "train":

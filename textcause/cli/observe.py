@@ -18,12 +18,19 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 
-def observe(config: str | Path, out_dir: str | Path | None = None, *, models: Sequence[str] | None = None,
-            retry_failed: bool = False, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
+def observe(
+    config: str | Path,
+    out_dir: str | Path | None = None,
+    *,
+    models: Sequence[str] | None = None,
+    retry_failed: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Run (or resume) a study's models, then write its tables and figure.
 
     Returns:
@@ -37,8 +44,9 @@ def observe(config: str | Path, out_dir: str | Path | None = None, *, models: Se
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="textcause observe", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="textcause observe", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--config", required=True, help="an observational study YAML (configs/observational/*.yaml)")
     parser.add_argument("--out", default=None, help="the output folder (default: runs/observe/<name>)")
     parser.add_argument("--models", nargs="+", default=None, help="run only these models of the study")

@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def report_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """``textcause report --db URL --out report/``: write the report and print what was written."""
     parser = argparse.ArgumentParser(prog="textcause report", description=__doc__)
-    parser.add_argument("--db", required=True, help="SQLite file, CSV/Parquet export or SQLAlchemy URL (table 'results')")
+    parser.add_argument(
+        "--db", required=True, help="SQLite file, CSV/Parquet export or SQLAlchemy URL (table 'results')"
+    )
     parser.add_argument("--out", default="report", help="output folder (default: report/)")
-    parser.add_argument("--interval", default="auto", choices=["auto", "seeds", "bootstrap"],
-                        help="figure error bars: across seeds (corrected) or per-cell bootstrap (auto: seeds if >= 2)")
+    parser.add_argument(
+        "--interval",
+        default="auto",
+        choices=["auto", "seeds", "bootstrap"],
+        help="figure error bars: across seeds (corrected) or per-cell bootstrap (auto: seeds if >= 2)",
+    )
     parser.add_argument("--estimator", default="stratified", help="estimator compared with the unadjusted estimate")
     parser.add_argument("--formats", nargs="+", default=["png", "svg"])
     parser.add_argument("--grid", default=None, help="only this grid (a database may hold several)")
     args = parser.parse_args(list(argv) if argv is not None else None)
     from textcause.reports.report import write_report
 
-    result = write_report(args.db, args.out, interval=args.interval, estimator=args.estimator, formats=args.formats,
-                          grid=args.grid)
+    result = write_report(
+        args.db, args.out, interval=args.interval, estimator=args.estimator, formats=args.formats, grid=args.grid
+    )
     n_files = sum(len(v) for v in result["figures"].values())
     print(f"wrote {result['markdown']}, {result['html']}, {result['summary']} and {n_files} figure files in {args.out}")
     return result

@@ -7,7 +7,8 @@ proportions) become float32 tensors. The collate object is picklable, so ``num_w
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -60,11 +61,19 @@ class HistoryCollate:
     """
 
     def __init__(
-        self, histories: Any, treatment: np.ndarray, outcome: np.ndarray, propensity: np.ndarray, *,
-        use_tokens: bool = False, token_dtype: torch.dtype = torch.float32,
+        self,
+        histories: Any,
+        treatment: np.ndarray,
+        outcome: np.ndarray,
+        propensity: np.ndarray,
+        *,
+        use_tokens: bool = False,
+        token_dtype: torch.dtype = torch.float32,
     ) -> None:
         if use_tokens and histories.token_values is None:
-            raise ValueError("Token states were requested but the embedding cache holds none: build it with store_tokens=True.")
+            raise ValueError(
+                "Token states were requested but the embedding cache holds none: build it with store_tokens=True."
+            )
         self.h = histories
         self.use_tokens = use_tokens
         self.token_dtype = token_dtype
@@ -92,7 +101,11 @@ class HistoryCollate:
             post_of_tok = np.repeat(np.arange(len(flat)), n_tok)
             pos_in_post = np.arange(int(n_tok.sum())) - np.repeat(np.cumsum(n_tok) - n_tok, n_tok)
             src = np.repeat(off[flat], n_tok) + pos_in_post
-            at = (torch.from_numpy(rows[post_of_tok]), torch.from_numpy(cols[post_of_tok]), torch.from_numpy(pos_in_post))
+            at = (
+                torch.from_numpy(rows[post_of_tok]),
+                torch.from_numpy(cols[post_of_tok]),
+                torch.from_numpy(pos_in_post),
+            )
             tokens = torch.zeros((b, p, cap, vectors.shape[1]), dtype=self.token_dtype)
             tokens[at] = torch.from_numpy(np.ascontiguousarray(self.h.token_values[src])).to(self.token_dtype)
             tmask = torch.zeros((b, p, cap), dtype=torch.bool)

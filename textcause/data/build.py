@@ -143,8 +143,9 @@ def build_task(settings: DataSettings) -> Any:
     from textcause.corpus import read_corpus
     from textcause.simulation import make_task
 
-    corpus = read_corpus(settings.corpus, min_posts=settings.min_posts, max_posts=settings.max_posts,
-                         n_users=settings.n_users)
+    corpus = read_corpus(
+        settings.corpus, min_posts=settings.min_posts, max_posts=settings.max_posts, n_users=settings.n_users
+    )
     kwargs: dict[str, Any] = {"outcome": settings.outcome}
     if settings.insertion is not None:
         kwargs["insertion"] = settings.insertion
@@ -174,13 +175,23 @@ def embed_texts(texts: list[list[str]], settings: DataSettings) -> tuple[Any, di
     from textcause.features.embeddings import PostEmbeddingCache
 
     tokens = settings.representation == "post_tokens"
-    cache = PostEmbeddingCache(settings.encoder, max_tokens=settings.max_tokens, store_tokens=tokens,
-                               token_cap=settings.token_cap, layer=settings.encoder_layer if tokens else None)
+    cache = PostEmbeddingCache(
+        settings.encoder,
+        max_tokens=settings.max_tokens,
+        store_tokens=tokens,
+        token_cap=settings.token_cap,
+        layer=settings.encoder_layer if tokens else None,
+    )
     started = time.perf_counter()
     # float16 in memory: the token table of a 4,000-user corpus is several GB in float32.
     table = cache.embed_histories(texts, out_dtype=np.float16 if tokens else np.float32)
-    info = {"kind": settings.representation, "vocabulary_size": 0, "fit_seconds": time.perf_counter() - started,
-            "encoder": cache.spec.name, "cache": str(cache.folder)}
+    info = {
+        "kind": settings.representation,
+        "vocabulary_size": 0,
+        "fit_seconds": time.perf_counter() - started,
+        "encoder": cache.spec.name,
+        "cache": str(cache.folder),
+    }
     return table, info
 
 
@@ -193,13 +204,14 @@ def _features(task: Any, settings: DataSettings, cache: bool) -> tuple[Any, dict
     assert rep in NGRAM_KINDS  # DataSettings checked it
     from textcause.features import build_representation
 
-    built = build_representation(rep, task.texts, task.split.train, min_users=settings.min_users, seed=settings.seed,
-                                 cache=cache)
+    built = build_representation(
+        rep, task.texts, task.split.train, min_users=settings.min_users, seed=settings.seed, cache=cache
+    )
     info = {"kind": built.kind, "vocabulary_size": int(built.vocabulary_size), "fit_seconds": float(built.fit_seconds)}
     return scale_features(built.matrix, task.split.train, settings.scale), info
 
 
-_BUILT: "OrderedDict[str, BuiltData]" = OrderedDict()
+_BUILT: OrderedDict[str, BuiltData] = OrderedDict()
 
 
 def build_data(settings: DataSettings, *, cache: bool = True) -> BuiltData:

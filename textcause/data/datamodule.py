@@ -175,8 +175,12 @@ class CausalTextDataModule(L.LightningDataModule):
             if tokens:
                 keep_freed_memory()
             collate: Any = HistoryCollate(
-                self.features, task.treatment, task.outcome, task.propensity,
-                use_tokens=tokens, token_dtype=self._token_dtype(),
+                self.features,
+                task.treatment,
+                task.outcome,
+                task.propensity,
+                use_tokens=tokens,
+                token_dtype=self._token_dtype(),
             )
         else:
             collate = FeatureCollate(self.features, task.treatment, task.outcome, task.propensity)

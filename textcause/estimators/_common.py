@@ -1,37 +1,49 @@
-"""Input coercion shared by the estimators, and the one place an effect's sign is decided."""
+"""Input coercion shared by the estimators, the one place an effect's sign is decided, and the final
+guard that no estimate leaves an estimator non-finite."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from textcause.validation import as_1d_float, check_consistent_length, check_propensity, check_treatment
+from textcause.estimators.types import Estimate
+from textcause.validation import (
+    as_1d_float,
+    check_consistent_length,
+    check_magnitude,
+    check_propensity,
+    check_treatment,
+)
 
 
 def prepare(
-    t: Any, y: Any, propensity: Any = None, *extra: tuple[str, Any]
+    t: Any, y: Any, propensity: Any = None, *extra: tuple[str, Any], owner: str = "the estimator"
 ) -> tuple[np.ndarray, ...]:
     """Validate and convert the per-unit inputs of an estimator.
 
     Args:
         t: binary treatment (0/1 or bool), both classes present.
-        y: outcome, finite (binary or continuous).
+        y: outcome, finite (binary or continuous), magnitude at most
+            :data:`~textcause.validation.MAX_MAGNITUDE`.
         propensity: estimated P(T=1 | X), strictly inside (0, 1); None to skip.
-        *extra: further ``(name, array)`` pairs of finite floats (e.g. outcome-model predictions).
+        *extra: further ``(name, array)`` pairs of finite floats (e.g. outcome-model predictions),
+            magnitude at most ``MAX_MAGNITUDE``.
+        owner: the estimator's name, for messages.
 
     Returns:
         ``(t, y)`` or ``(t, y, propensity)`` followed by the extra arrays (t int8, the rest
         float64). Float arrays may share memory with the caller's: estimators only read them.
 
     Raises:
-        ValueError: wrong shape, NaN, one treatment class, propensity outside (0, 1),
-            or inputs of different lengths.
+        ValueError: wrong shape, NaN, one treatment class, propensity outside (0, 1), outcomes
+            so large that sums overflow, or inputs of different lengths.
     """
-    out = [check_treatment(t, "t"), as_1d_float(y, "y")]
+    out = [check_treatment(t, "t"), check_magnitude(as_1d_float(y, "y"), "y", owner)]
     if propensity is not None:
         out.append(check_propensity(propensity, "propensity"))
-    out.extend(as_1d_float(a, name) for name, a in extra)
+    out.extend(check_magnitude(as_1d_float(a, name), name, owner) for name, a in extra)
     check_consistent_length(*out)
     return tuple(out)
 
@@ -39,3 +51,23 @@ def prepare(
 def effect(mean_treated: Any, mean_control: Any) -> Any:
     """The ATE convention of the whole package: E[Y(1)] - E[Y(0)] (floats or arrays)."""
     return mean_treated - mean_control
+
+
+def finite(est: Estimate) -> Estimate:
+    """Return ``est`` if its ATE, interval and float diagnostics are finite; raise otherwise.
+
+    The entry checks (outcome magnitude, weight ceiling) keep every estimate finite; this guard makes
+    sure a non-finite number can never leave an estimator, whatever path produced it.
+
+    Raises:
+        ValueError: a non-finite value, named with its field.
+    """
+    values = {"ate": est.ate, "ci_low": est.ci_low, "ci_high": est.ci_high}
+    values.update({k: v for k, v in est.details.items() if isinstance(v, float)})
+    for key, value in values.items():
+        if value is not None and not math.isfinite(value):
+            raise ValueError(
+                f"The {key} of {est.method} is {value!r}, not a finite number: the inputs overflow float64 "
+                "arithmetic; rescale the outcomes or clip the propensities."
+            )
+    return est

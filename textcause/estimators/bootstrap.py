@@ -12,6 +12,8 @@ the resampled arrays.
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import math
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -72,14 +74,19 @@ def _linear_plan(
         else:
             (t, y), p = prepare(*arrays[:2]), np.clip(arrays[2].astype(np.float64), clip, 1.0 - clip)
         return ipw_columns(t, y, p), ratio_difference
-    if fn is aipw and set(kwargs) <= {"mu0", "mu1", "level"}:
+    if fn is aipw and set(kwargs) <= {"mu0", "mu1", "level", "clip"}:
         named = dict(zip(("t", "y", "propensity", "mu0", "mu1"), arrays))
-        named.update({k: v for k, v in kwargs.items() if k != "level"})
+        named.update({k: v for k, v in kwargs.items() if k not in ("level", "clip")})
         if len(named) != 5:
             return None
-        t, y, p, mu0, mu1 = prepare(
-            named["t"], named["y"], named["propensity"], ("mu0", named["mu0"]), ("mu1", named["mu1"])
-        )
+        clip = point.details["clip"]
+        if clip is None:
+            t, y, p, mu0, mu1 = prepare(
+                named["t"], named["y"], named["propensity"], ("mu0", named["mu0"]), ("mu1", named["mu1"])
+            )
+        else:
+            t, y, mu0, mu1 = prepare(named["t"], named["y"], None, ("mu0", named["mu0"]), ("mu1", named["mu1"]))
+            p = np.clip(np.asarray(named["propensity"]).astype(np.float64), clip, 1.0 - clip)
         cols = np.column_stack([aipw_psi(t, y, p, mu0, mu1), t, 1 - t]).astype(np.float64)
 
         def finish(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -129,15 +136,18 @@ def bootstrap_ci(
         class) are dropped and counted in ``n_failed``; they never produce NaN.
 
     Raises:
-        ValueError: invalid inputs or parameters, or every replicate undefined.
+        ValueError: invalid inputs or parameters, arguments the estimator does not take (e.g. no
+            propensity for ``ipw``), a non-finite estimate or replicate, or every replicate undefined.
     """
     fn = get_estimator(estimator, "bootstrap_ci")
     n_boot = check_int(n_boot, "n_boot", "bootstrap_ci", low=1)
     level = check_real(level, "level", "bootstrap_ci", low=0.0, high=1.0, low_open=True, high_open=True)
     seed = check_int(seed, "seed", "bootstrap_ci", low=0)
     arrays = [t, y] + ([] if propensity is None else [propensity]) + list(args)
+    _check_call(fn, arrays, kwargs, propensity is None)
     point = fn(*arrays, **kwargs)
-    n = len(t)
+    _check_finite(point.ate, "estimate", point.method)
+    n = _length(t)
     per_unit = {k: v for k, v in kwargs.items() if np.ndim(v) == 1 and len(v) == n}
     fixed = {k: v for k, v in kwargs.items() if k not in per_unit}
     arrays = [np.asarray(a) for a in arrays]
@@ -161,8 +171,10 @@ def bootstrap_ci(
             except ValueError:
                 n_failed += 1
                 continue
-            reps.append(np.array([est.ate]))
+            reps.append(np.array([est.ate], dtype=np.float64))
     values = np.concatenate(reps) if reps else np.empty(0)
+    if not np.all(np.isfinite(values)):
+        _check_finite(float(values[~np.isfinite(values)][0]), "bootstrap replicate", point.method)
     if values.size == 0:
         raise ValueError(
             f"All {n_boot} bootstrap replicates of {point.method} were undefined (each raised "
@@ -178,4 +190,46 @@ def bootstrap_ci(
         "se": float(values.std(ddof=1)) if values.size > 1 else 0.0,
         "replicates": values,
     }
+    for name, value in (("interval's lower end", lo), ("interval's upper end", hi), ("bootstrap se", boot["se"])):
+        _check_finite(float(value), name, point.method)
     return dataclasses.replace(point, ci_low=float(lo), ci_high=float(hi), details={**point.details, "bootstrap": boot})
+
+
+def _check_call(fn: Callable[..., Estimate], arrays: list[Any], kwargs: dict[str, Any], no_propensity: bool) -> None:
+    """Refuse, in one sentence, arguments ``fn`` cannot take (instead of a raw ``TypeError``)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a callable without a signature: let it decide
+        return
+    try:
+        signature.bind(*arrays, **kwargs)
+    except TypeError as e:
+        name = getattr(fn, "__name__", type(fn).__name__)
+        param = signature.parameters.get("propensity")
+        if no_propensity and param is not None and param.default is inspect.Parameter.empty:
+            raise ValueError(
+                f"The 'propensity' parameter of bootstrap_ci is required by {name}: pass the estimated "
+                "propensities (None is only for estimators without one, such as 'unadjusted')."
+            ) from None
+        raise ValueError(f"The estimator {name} of bootstrap_ci cannot take the arguments given ({e}).") from None
+
+
+def _length(t: Any) -> int:
+    """The number of units, from the treatment the point estimate accepted."""
+    shape = np.shape(t)
+    if len(shape) != 1:
+        raise ValueError(f"Expected 't' to be a 1-D array. Got an array with shape {shape} instead.")
+    return int(shape[0])
+
+
+def _check_finite(value: Any, what: str, method: str) -> None:
+    """Raise if ``value`` is not a finite number (never let NaN or inf leave the bootstrap)."""
+    try:
+        ok = math.isfinite(value)
+    except TypeError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"The {what} of {method} is {value!r}, not a finite number: the inputs overflow float64 "
+            "arithmetic; rescale the outcomes or clip the propensities."
+        )

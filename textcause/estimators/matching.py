@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from textcause.estimators._common import prepare
+from textcause.estimators._common import finite, prepare
 from textcause.estimators.types import Estimate
 from textcause.validation import check_consistent_length, check_propensity, check_real, check_treatment
 
@@ -122,7 +122,7 @@ def matching(t: Any, y: Any, propensity: Any, *, caliper: float | None = 0.2) ->
     """
     if caliper is not None:
         caliper = check_real(caliper, "caliper", "matching", low=0.0)
-    t, y, p = prepare(t, y, propensity)
+    t, y, p = prepare(t, y, propensity, owner="matching")
     match, y_match, n_tied = _match(t, p, y)
     dist = np.abs(p - p[match])
     width = None if caliper is None else caliper * float(p.std())
@@ -136,7 +136,7 @@ def matching(t: Any, y: Any, propensity: Any, *, caliper: float | None = 0.2) ->
     contrib = sign * (y - y_match)  # Y(1) - Y(0) from either side of the pair
     treated = t == 1
     kt, kc = kept & treated, kept & ~treated
-    return Estimate(
+    return finite(Estimate(
         ate=float(contrib[kept].mean()),
         method="matching",
         n_used=int(kept.sum()),
@@ -150,4 +150,4 @@ def matching(t: Any, y: Any, propensity: Any, *, caliper: float | None = 0.2) ->
             "atc": float(contrib[kc].mean()) if kc.any() else None,
             "mean_tied": float(n_tied[kept].mean()),
         },
-    )
+    ))

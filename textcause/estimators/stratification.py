@@ -6,9 +6,19 @@ from typing import Any
 
 import numpy as np
 
-from textcause.estimators._common import effect, prepare
+from textcause.estimators._common import effect, finite, prepare
 from textcause.estimators.types import Estimate
 from textcause.validation import check_int, check_propensity
+
+#: The most strata :func:`propensity_strata` forms: stratum arithmetic stays exact in int64 and the
+#: per-stratum tables small.
+MAX_STRATA = 1_000_000
+
+
+def check_n_strata(n_strata: Any, owner: str) -> int:
+    """``n_strata`` as an int in ``[2, MAX_STRATA]`` (the low bound's message first, as always)."""
+    check_int(n_strata, "n_strata", owner, low=2)
+    return check_int(n_strata, "n_strata", owner, low=2, high=MAX_STRATA)
 
 
 def tie_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -48,15 +58,15 @@ def propensity_strata(propensity: Any, n_strata: int = 10) -> np.ndarray:
 
     Args:
         propensity: estimated P(T=1 | X), strictly inside (0, 1).
-        n_strata: number of percentile strata, >= 2.
+        n_strata: number of percentile strata, in ``[2, MAX_STRATA]``.
 
     Returns:
         int64 array of stratum numbers in ``[0, n_strata)``, one per unit.
 
     Raises:
-        ValueError: invalid propensity or ``n_strata`` < 2.
+        ValueError: invalid propensity or ``n_strata`` outside ``[2, MAX_STRATA]``.
     """
-    n_strata = check_int(n_strata, "n_strata", "propensity_strata", low=2)
+    n_strata = check_n_strata(n_strata, "propensity_strata")
     p = check_propensity(propensity)
     return _strata(p, n_strata)
 
@@ -82,18 +92,19 @@ def stratified(t: Any, y: Any, propensity: Any, *, n_strata: int = 10) -> Estima
         t: binary treatment (0/1 or bool), both classes present.
         y: outcomes (binary or continuous).
         propensity: estimated P(T=1 | X), strictly inside (0, 1).
-        n_strata: number of percentile strata, >= 2.
+        n_strata: number of percentile strata, in ``[2, MAX_STRATA]``; fewer than the units (with
+            as many strata as units, every stratum holds one unit and no effect is defined).
 
     Returns:
         ``Estimate`` (method ``stratified``); details: ``n_strata``, ``strata`` (the stratum numbers
         formed), ``empty_strata``, ``stratum_sizes`` and ``stratum_ates`` (dicts by stratum).
 
     Raises:
-        ValueError: invalid inputs, ``n_strata`` < 2, or no stratum holds both treated and
-            untreated units.
+        ValueError: invalid inputs, ``n_strata`` outside ``[2, MAX_STRATA]``, or no stratum holds both
+            treated and untreated units (because ``n_strata >= n``, or because the arms do not overlap).
     """
-    n_strata = check_int(n_strata, "n_strata", "stratified", low=2)
-    t, y, p = prepare(t, y, propensity)
+    n_strata = check_n_strata(n_strata, "stratified")
+    t, y, p = prepare(t, y, propensity, owner="stratified")
     k = _strata(p, n_strata)
     key = 2 * k + t
     count = np.bincount(key, minlength=2 * n_strata).reshape(n_strata, 2)
@@ -103,6 +114,12 @@ def stratified(t: Any, y: Any, propensity: Any, *, n_strata: int = 10) -> Estima
     kept = formed & (count[:, 0] > 0) & (count[:, 1] > 0)
     empty = np.flatnonzero(formed & ~kept)
     if not kept.any():
+        if n_strata >= t.size:
+            raise ValueError(
+                f"The 'n_strata' parameter of stratified must be an int < n, the number of units ({t.size}): "
+                f"with more strata than units no stratum holds both treated and untreated units. Got {n_strata} "
+                "instead."
+            )
         raise ValueError(
             f"No propensity stratum of stratified holds both treated and untreated units "
             f"(n_strata={n_strata}): the arms do not overlap, so no effect can be estimated."
@@ -112,7 +129,7 @@ def stratified(t: Any, y: Any, propensity: Any, *, n_strata: int = 10) -> Estima
     ate_k = effect(means[:, 1], means[:, 0])
     n_kept = int(size[kept].sum())
     ate = float(np.sum(size[kept] * ate_k[kept]) / n_kept)
-    return Estimate(
+    return finite(Estimate(
         ate=ate,
         method="stratified",
         n_used=n_kept,
@@ -124,4 +141,4 @@ def stratified(t: Any, y: Any, propensity: Any, *, n_strata: int = 10) -> Estima
             "stratum_sizes": {int(s): int(size[s]) for s in np.flatnonzero(formed)},
             "stratum_ates": {int(s): float(ate_k[s]) for s in np.flatnonzero(kept)},
         },
-    )
+    ))

@@ -12,9 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from textcause.estimators._common import effect, prepare
+from textcause.estimators._common import effect, finite, prepare
 from textcause.estimators.types import Estimate
-from textcause.validation import check_consistent_length, check_probability, check_real
+from textcause.validation import MAX_WEIGHT, check_consistent_length, check_probability, check_real, check_weights
+
+#: The smallest ``clip=`` the weighting estimators take: weights stay at most ``MAX_WEIGHT``.
+MIN_CLIP = 1.0 / MAX_WEIGHT
 
 
 def unadjusted_columns(t: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -44,6 +47,19 @@ def ratio_difference(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ate, ok
 
 
+def clipped_propensity(t: np.ndarray, propensity: Any, clip: float) -> tuple[np.ndarray, int]:
+    """Propensities in [0, 1] clipped to ``[clip, 1 - clip]`` (``clip`` already checked), and how many changed."""
+    p = check_probability(propensity, "propensity")  # 0 and 1 allowed: they are clipped
+    check_consistent_length(t, p)
+    clipped = np.clip(p, clip, 1.0 - clip)
+    return clipped, int(np.count_nonzero(clipped != p))
+
+
+def check_clip(clip: Any, owner: str) -> float:
+    """``clip`` in ``[MIN_CLIP, 0.5]``: clipped weights stay at most ``MAX_WEIGHT``."""
+    return check_real(clip, "clip", owner, low=MIN_CLIP, high=0.5)
+
+
 def unadjusted(t: Any, y: Any) -> Estimate:
     """Difference in means between treated and untreated units (no adjustment at all).
 
@@ -58,16 +74,16 @@ def unadjusted(t: Any, y: Any) -> Estimate:
     Raises:
         ValueError: invalid or inconsistent inputs (see ``textcause.validation``).
     """
-    t, y = prepare(t, y)
+    t, y = prepare(t, y, owner="unadjusted")
     treated = t == 1
     m1, m0 = float(y[treated].mean()), float(y[~treated].mean())
-    return Estimate(
+    return finite(Estimate(
         ate=float(effect(m1, m0)),
         method="unadjusted",
         n_used=int(t.size),
         details={"mean_treated": m1, "mean_control": m0,
                  "n_treated": int(treated.sum()), "n_control": int((~treated).sum())},
-    )
+    ))
 
 
 def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estimate:
@@ -88,10 +104,11 @@ def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estima
     Args:
         t: binary treatment (0/1 or bool), both classes present.
         y: outcomes (binary or continuous).
-        propensity: estimated P(T=1 | X) per unit, strictly inside (0, 1) (inside [0, 1] when
-            ``clip`` is given).
+        propensity: estimated P(T=1 | X) per unit, strictly inside (0, 1) and giving no unit a
+            weight above :data:`~textcause.validation.MAX_WEIGHT` (inside [0, 1] when ``clip`` is given).
         clip: if given, propensities are trimmed to ``[clip, 1 - clip]`` before weighting
-            (``0 < clip <= 0.5``); the number of changed units is ``details['n_clipped']``.
+            (``MIN_CLIP <= clip <= 0.5``); the number of changed units is ``n_clipped`` (also
+            ``details['n_clipped']``). Never applied unless asked for.
 
     Returns:
         ``Estimate`` (method ``ipw``); details: ``mean_treated``, ``mean_control`` (the weighted arm
@@ -99,28 +116,27 @@ def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estima
         ``ess_treated`` / ``ess_control``.
 
     Raises:
-        ValueError: invalid inputs, or ``clip`` outside (0, 0.5].
+        ValueError: invalid inputs, outcomes beyond ``MAX_MAGNITUDE``, weights beyond ``MAX_WEIGHT``
+            without ``clip`` (the message says to clip), or ``clip`` outside [MIN_CLIP, 0.5].
     """
     n_clipped = 0
     if clip is None:
-        t, y, p = prepare(t, y, propensity)
+        t, y, p = prepare(t, y, propensity, owner="ipw")
+        check_weights(t, p, "ipw")
     else:
-        clip = check_real(clip, "clip", "ipw", low=0.0, high=0.5, low_open=True)
-        t, y = prepare(t, y)
-        p = check_probability(propensity, "propensity")  # 0 and 1 allowed: they are clipped
-        check_consistent_length(t, y, p)
-        clipped = np.clip(p, clip, 1.0 - clip)
-        n_clipped = int(np.count_nonzero(clipped != p))
-        p = clipped
+        clip = check_clip(clip, "ipw")
+        t, y = prepare(t, y, owner="ipw")
+        p, n_clipped = clipped_propensity(t, propensity, clip)
     cols = ipw_columns(t, y, p)
     sums = cols.sum(axis=0)
     ate, _ = ratio_difference(sums)
     w = cols[:, 1] + cols[:, 3]
     treated = t == 1
-    return Estimate(
+    return finite(Estimate(
         ate=float(ate[0]),
         method="ipw",
         n_used=int(t.size),
+        n_clipped=n_clipped,
         details={
             "mean_treated": float(sums[0] / sums[1]),
             "mean_control": float(sums[2] / sums[3]),
@@ -130,7 +146,7 @@ def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estima
             "ess_treated": _kish(w[treated]),
             "ess_control": _kish(w[~treated]),
         },
-    )
+    ))
 
 
 def aipw_psi(t: np.ndarray, y: np.ndarray, p: np.ndarray, mu0: np.ndarray, mu1: np.ndarray) -> np.ndarray:
@@ -138,7 +154,9 @@ def aipw_psi(t: np.ndarray, y: np.ndarray, p: np.ndarray, mu0: np.ndarray, mu1: 
     return mu1 - mu0 + t * (y - mu1) / p - (1 - t) * (y - mu0) / (1.0 - p)
 
 
-def aipw(t: Any, y: Any, propensity: Any, mu0: Any, mu1: Any, *, level: float = 0.95) -> Estimate:
+def aipw(
+    t: Any, y: Any, propensity: Any, mu0: Any, mu1: Any, *, level: float = 0.95, clip: float | None = None
+) -> Estimate:
     """Augmented IPW (doubly robust) estimate with its influence-function interval.
 
     ``ATE = mean(psi_i)`` with ``psi_i = mu1_i - mu0_i + T_i (Y_i - mu1_i) / p_i
@@ -150,31 +168,45 @@ def aipw(t: Any, y: Any, propensity: Any, mu0: Any, mu1: Any, *, level: float = 
     Args:
         t: binary treatment (0/1 or bool), both classes present.
         y: outcomes (binary or continuous).
-        propensity: estimated P(T=1 | X), strictly inside (0, 1).
+        propensity: estimated P(T=1 | X), strictly inside (0, 1) and giving no unit a weight above
+            :data:`~textcause.validation.MAX_WEIGHT` (inside [0, 1] when ``clip`` is given).
         mu0: predicted E[Y | T=0, X] per unit.
         mu1: predicted E[Y | T=1, X] per unit.
         level: coverage of the normal-approximation interval, in (0, 1).
+        clip: if given, propensities are trimmed to ``[clip, 1 - clip]`` first (``MIN_CLIP <= clip <=
+            0.5``), as in :func:`ipw`; the number of changed units is ``n_clipped``.
 
     Returns:
-        ``Estimate`` (method ``aipw``) with ``ci_low``/``ci_high``; details: ``se``, ``level``.
+        ``Estimate`` (method ``aipw``) with ``ci_low``/``ci_high``; details: ``se``, ``level``,
+        ``n_clipped``, ``clip``.
 
     Raises:
-        ValueError: invalid inputs, or ``level`` outside (0, 1).
+        ValueError: invalid inputs, outcomes or predictions beyond ``MAX_MAGNITUDE``, weights beyond
+            ``MAX_WEIGHT`` without ``clip`` (the message says to clip), ``clip`` outside
+            [MIN_CLIP, 0.5], or ``level`` outside (0, 1).
     """
     level = check_real(level, "level", "aipw", low=0.0, high=1.0, low_open=True, high_open=True)
-    t, y, p, mu0, mu1 = prepare(t, y, propensity, ("mu0", mu0), ("mu1", mu1))
+    n_clipped = 0
+    if clip is None:
+        t, y, p, mu0, mu1 = prepare(t, y, propensity, ("mu0", mu0), ("mu1", mu1), owner="aipw")
+        check_weights(t, p, "aipw")
+    else:
+        clip = check_clip(clip, "aipw")
+        t, y, mu0, mu1 = prepare(t, y, None, ("mu0", mu0), ("mu1", mu1), owner="aipw")
+        p, n_clipped = clipped_propensity(t, propensity, clip)
     psi = aipw_psi(t, y, p, mu0, mu1)
     ate = float(psi.mean())
     se = float(psi.std(ddof=1) / np.sqrt(psi.size)) if psi.size > 1 else 0.0
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
-    return Estimate(
+    return finite(Estimate(
         ate=ate,
         method="aipw",
         n_used=int(t.size),
         ci_low=ate - z * se,
         ci_high=ate + z * se,
-        details={"se": se, "level": level},
-    )
+        n_clipped=n_clipped,
+        details={"se": se, "level": level, "n_clipped": n_clipped, "clip": clip},
+    ))
 
 
 def _kish(w: np.ndarray) -> float:

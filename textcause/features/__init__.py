@@ -17,15 +17,24 @@ from typing import Any
 
 # Eager: the function shares its submodule's name, so it must be bound before anything imports the
 # submodule (which would otherwise shadow it). numpy only.
-from textcause.features.tokenize import TOKENIZER_VERSION, tokenize
+from textcause.features.tokenize import TOKENIZER_VERSION as TOKENIZER_VERSION
+from textcause.features.tokenize import tokenize as tokenize
 
 #: Public name -> the submodule defining it.
 _NAMES = {
-    "KINDS": "ngrams", "NgramFeaturizer": "ngrams",
-    "Representation": "representation", "build_representation": "representation", "texts_digest": "representation",
-    "to_torch_sparse": "torch_sparse", "collate_sparse_rows": "torch_sparse",
-    "PostEmbeddingCache": "embeddings", "HistoryEmbeddings": "embeddings",
-    "Encoder": "encoder", "EncoderSpec": "encoder", "EncodedPosts": "encoder", "resolve_encoder": "encoder",
+    "KINDS": "ngrams",
+    "NgramFeaturizer": "ngrams",
+    "Representation": "representation",
+    "build_representation": "representation",
+    "texts_digest": "representation",
+    "to_torch_sparse": "torch_sparse",
+    "collate_sparse_rows": "torch_sparse",
+    "PostEmbeddingCache": "embeddings",
+    "HistoryEmbeddings": "embeddings",
+    "Encoder": "encoder",
+    "EncoderSpec": "encoder",
+    "EncodedPosts": "encoder",
+    "resolve_encoder": "encoder",
 }
 
 __all__ = sorted([*_NAMES, "TOKENIZER_VERSION", "tokenize"])

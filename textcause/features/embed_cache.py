@@ -25,12 +25,13 @@ import hashlib
 import os
 import re
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
 from textcause.io import atomic_path
+from textcause.validation import check_options
 
 KIND_FILES = {"pooled": ("vec",), "tokens": ("tok", "off")}
 DTYPES = ("float16", "bfloat16")
@@ -63,11 +64,10 @@ def from_storage(x: np.ndarray, dtype: str, out_dtype: type = np.float32) -> np.
 
 
 def _save_npy(dest: Path, arr: np.ndarray) -> None:
-    with atomic_path(dest) as tmp:
-        with open(tmp, "wb") as fh:
-            np.save(fh, arr, allow_pickle=False)
-            fh.flush()
-            os.fsync(fh.fileno())
+    with atomic_path(dest) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, arr, allow_pickle=False)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 class ShardStore:
@@ -82,8 +82,7 @@ class ShardStore:
     def __init__(self, folder: str | os.PathLike, kind: str, dtype: str = "float16") -> None:
         if kind not in KIND_FILES:
             raise ValueError(f"Unknown shard store kind {kind!r}: choose 'pooled' or 'tokens'.")
-        if dtype not in DTYPES:
-            raise ValueError(f"The 'dtype' of the embedding cache must be one of {list(DTYPES)}. Got {dtype!r} instead.")
+        check_options(dtype, "dtype", "ShardStore", DTYPES)
         self.folder, self.kind, self.dtype = Path(folder), kind, dtype
         self.folder.mkdir(parents=True, exist_ok=True)
         self._names: list[str] = []
@@ -127,7 +126,7 @@ class ShardStore:
         raw = np.ascontiguousarray(keys, dtype=np.uint8).tobytes()
         n = len(raw) // KEY_BYTES
         for row in range(n):
-            self._index.setdefault(raw[row * KEY_BYTES:(row + 1) * KEY_BYTES], base + row)
+            self._index.setdefault(raw[row * KEY_BYTES : (row + 1) * KEY_BYTES], base + row)
         self._size = base + n
 
     def missing(self, keys: Iterable[bytes]) -> list[bytes]:
@@ -162,7 +161,9 @@ class ShardStore:
             where = np.fromiter((self._index[k] for k in keys), dtype=np.int64, count=len(keys))
         except KeyError:
             n_missing = len(self.missing(keys))
-            raise ValueError(f"{n_missing} of the requested posts are not in the embedding cache {str(self.folder)!r}.") from None
+            raise ValueError(
+                f"{n_missing} of the requested posts are not in the embedding cache {str(self.folder)!r}."
+            ) from None
         starts = np.asarray(self._starts, dtype=np.int64)
         shards = np.searchsorted(starts, where, side="right") - 1
         return shards, where - starts[shards]
@@ -217,7 +218,8 @@ class ShardStore:
         for name in names:
             stem = name.split(".")[0] if not name.startswith(".") else ""
             leftover = (name.startswith(".shard-") and name.endswith(".tmp")) or (
-                name.startswith("shard-") and not name.endswith(".keys.npy") and f"{stem}.keys.npy" not in names)
+                name.startswith("shard-") and not name.endswith(".keys.npy") and f"{stem}.keys.npy" not in names
+            )
             if leftover:
                 path = self.folder / name
                 try:

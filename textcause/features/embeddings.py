@@ -36,17 +36,18 @@ import os
 import shutil
 import sys
 import time
-from pathlib import Path
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from textcause.features.embed_cache import DTYPES, ShardStore, ranges, post_key, to_storage
+from textcause.features.embed_cache import DTYPES, ShardStore, post_key, ranges, to_storage
 from textcause.features.encoder import POOLINGS, Encoder, EncoderSpec
 from textcause.io import atomic_write_json, content_key
 from textcause.paths import cache_root
-from textcause.validation import check_int
+from textcause.validation import check_int, check_options
 
 CACHE_VERSION = "post-embeddings/v1"
 
@@ -112,25 +113,39 @@ class PostEmbeddingCache:
         layer: int | None = None,
     ) -> None:
         owner = "PostEmbeddingCache"
-        if dtype not in DTYPES:
-            raise ValueError(f"The 'dtype' parameter of {owner} must be one of {list(DTYPES)}. Got {dtype!r} instead.")
-        if pooling not in POOLINGS:
-            raise ValueError(f"The 'pooling' parameter of {owner} must be one of {list(POOLINGS)}. Got {pooling!r} instead.")
-        self.encoder = Encoder(encoder, max_tokens=max_tokens, pooling=pooling, normalize=normalize,
-                               precision=precision, batch_size=batch_size, batch_tokens=batch_tokens, layer=layer)
+        check_options(dtype, "dtype", owner, DTYPES)
+        check_options(pooling, "pooling", owner, POOLINGS)
+        self.encoder = Encoder(
+            encoder,
+            max_tokens=max_tokens,
+            pooling=pooling,
+            normalize=normalize,
+            precision=precision,
+            batch_size=batch_size,
+            batch_tokens=batch_tokens,
+            layer=layer,
+        )
         self.spec = self.encoder.spec
         self.store_tokens = bool(store_tokens)
         self.token_cap = check_int(token_cap, "token_cap", owner, low=1)
         self.shard_size = check_int(shard_size, "shard_size", owner, low=1)
         self.dtype, self.progress = dtype, progress
-        self.key = content_key(CACHE_VERSION, self.spec.identity, self.encoder.max_tokens, pooling,
-                               self.encoder.normalize, dtype)[:24]
+        self.key = content_key(
+            CACHE_VERSION, self.spec.identity, self.encoder.max_tokens, pooling, self.encoder.normalize, dtype
+        )[:24]
         root = Path(cache_dir) if cache_dir is not None else cache_root() / "embeddings"
         self.folder = root / self.key
         self.folder.mkdir(parents=True, exist_ok=True)
-        meta = {"version": CACHE_VERSION, "encoder": self.spec.name, "identity": self.spec.identity,
-                "max_tokens": self.encoder.max_tokens, "pooling": pooling,
-                "normalize": self.encoder.normalize, "dtype": dtype, "dim": self.encoder.dim}
+        meta = {
+            "version": CACHE_VERSION,
+            "encoder": self.spec.name,
+            "identity": self.spec.identity,
+            "max_tokens": self.encoder.max_tokens,
+            "pooling": pooling,
+            "normalize": self.encoder.normalize,
+            "dtype": dtype,
+            "dim": self.encoder.dim,
+        }
         if not (self.folder / "meta.json").exists():
             atomic_write_json(self.folder / "meta.json", meta)
         self.pooled = ShardStore(self.folder / "pooled", "pooled", dtype)
@@ -138,8 +153,10 @@ class PostEmbeddingCache:
         self.last_stats: dict[str, Any] = {}
 
     def __repr__(self) -> str:
-        return (f"PostEmbeddingCache(encoder={self.spec.name!r}, max_tokens={self.encoder.max_tokens}, "
-                f"pooling={self.encoder.pooling!r}, n_posts={len(self.pooled)}, folder={str(self.folder)!r})")
+        return (
+            f"PostEmbeddingCache(encoder={self.spec.name!r}, max_tokens={self.encoder.max_tokens}, "
+            f"pooling={self.encoder.pooling!r}, n_posts={len(self.pooled)}, folder={str(self.folder)!r})"
+        )
 
     @property
     def dim(self) -> int:
@@ -199,12 +216,16 @@ class PostEmbeddingCache:
         Returns:
             The :class:`HistoryEmbeddings` (token states too when ``store_tokens=True``).
         """
-        if isinstance(texts, (str, bytes)) or not all(isinstance(u, Sequence) and not isinstance(u, str) for u in texts):
+        if isinstance(texts, (str, bytes)) or not all(
+            isinstance(u, Sequence) and not isinstance(u, str) for u in texts
+        ):
             raise ValueError("The 'texts' of embed_histories must be a list of users, each a list of post strings.")
         unique: dict[str, int] = {}
         post_ids = []
         for user in texts:
-            post_ids.append(np.fromiter((unique.setdefault(p, len(unique)) for p in user), dtype=np.int64, count=len(user)))
+            post_ids.append(
+                np.fromiter((unique.setdefault(p, len(unique)) for p in user), dtype=np.int64, count=len(user))
+            )
         table = list(unique)
         keys = self._prepare(table)
         self.ensure(table, keys=keys)
@@ -241,7 +262,7 @@ class PostEmbeddingCache:
         n_tokens = 0
         try:
             for lo in range(0, len(todo), self.shard_size):
-                chunk = todo[lo:lo + self.shard_size]
+                chunk = todo[lo : lo + self.shard_size]
                 ids = self.encoder.tokenize([text_of[k] for k in chunk])
                 n_tokens += sum(map(len, ids))
                 cap = self.token_cap if any(k in tok_todo for k in chunk) else None
@@ -251,8 +272,12 @@ class PostEmbeddingCache:
             if bar is not None:
                 bar.close()
         seconds = time.perf_counter() - start
-        return {"seconds": seconds, "posts_per_s": len(todo) / seconds if seconds > 0 else float("inf"),
-                "tokens": n_tokens, "precision": self.encoder.precision_used}
+        return {
+            "seconds": seconds,
+            "posts_per_s": len(todo) / seconds if seconds > 0 else float("inf"),
+            "tokens": n_tokens,
+            "precision": self.encoder.precision_used,
+        }
 
     def _write_chunk(self, chunk: list[bytes], enc: Any, pooled_todo: set[bytes], tok_todo: set[bytes]) -> None:
         rows = [i for i, k in enumerate(chunk) if k in pooled_todo]
@@ -271,7 +296,9 @@ class PostEmbeddingCache:
             raise ValueError("The 'posts' to embed must be a list of strings, not a single string.")
         bad = next((i for i, p in enumerate(posts) if not isinstance(p, str)), None)
         if bad is not None:
-            raise ValueError(f"The 'posts' to embed must all be strings. Got {type(posts[bad]).__name__} at index {bad}.")
+            raise ValueError(
+                f"The 'posts' to embed must all be strings. Got {type(posts[bad]).__name__} at index {bad}."
+            )
         return [post_key(p) for p in posts]
 
     def estimate_bytes(self, posts: Sequence[str]) -> dict[str, int]:
@@ -292,8 +319,10 @@ class PostEmbeddingCache:
         free = shutil.disk_usage(self.folder).free
         if need > free:
             what = " with token states (lower token_cap or set store_tokens=False)" if tok_todo else ""
-            raise ValueError(f"The embedding cache needs up to {need / 1e9:.2f} GB{what} but only "
-                             f"{free / 1e9:.2f} GB is free under {str(self.folder)!r}.")
+            raise ValueError(
+                f"The embedding cache needs up to {need / 1e9:.2f} GB{what} but only "
+                f"{free / 1e9:.2f} GB is free under {str(self.folder)!r}."
+            )
 
     def disk_usage(self) -> dict[str, int]:
         """Bytes on disk of this cache: ``pooled`` and ``tokens`` (this token_cap and layer)."""

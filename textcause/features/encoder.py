@@ -20,21 +20,23 @@ are unit length exactly as ``SentenceTransformer.encode`` returns them).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import threading
 import warnings
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from textcause.io import atomic_write_json, content_key
 from textcause.paths import cache_root
-from textcause.validation import check_int
+from textcause.validation import check_int, check_options
 
 #: Names that mean the default encoder.
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
@@ -45,9 +47,18 @@ PRECISIONS = ("auto", "bf16", "bf16-full", "fp32")
 BF16_MIN_COSINE = 0.999
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin")
-_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model",
-                    "sentencepiece.bpe.model", "tokenizer.model", "tokenizer_config.json",
-                    "special_tokens_map.json", "added_tokens.json")
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+)
 _CONFIG_VOLATILE = ("_name_or_path", "transformers_version", "architectures", "torch_dtype", "dtype")
 _HASH_LOCK = threading.Lock()
 
@@ -99,8 +110,7 @@ def resolve_encoder(name_or_path: str | os.PathLike | None = None) -> EncoderSpe
             f"The encoder {name!r} was not found: {str(path)!r} has no config.json and weights. Give "
             f"a folder written by save_pretrained or a Hugging Face model name in the local cache."
         )
-    return EncoderSpec(name=name, path=path, identity=model_identity(path),
-                       normalize=_st_normalize(path))
+    return EncoderSpec(name=name, path=path, identity=model_identity(path), normalize=_st_normalize(path))
 
 
 def _hub_folder(name: str) -> Path:
@@ -120,10 +130,16 @@ def _hub_folder(name: str) -> Path:
                 folder = Path(snapshot_download(name, local_files_only=offline, allow_patterns=patterns))
                 if _weight_files(folder):
                     return folder
-        except Exception:  # noqa: BLE001 - every hub failure becomes the one error below
+        except Exception:
             pass
-    hint = (" (only the local Hugging Face cache was searched; set TEXTCAUSE_ALLOW_DOWNLOADS=1 on a machine with "
-            "network access to download it)") if offline else ""
+    hint = (
+        (
+            " (only the local Hugging Face cache was searched; set TEXTCAUSE_ALLOW_DOWNLOADS=1 on a machine with "
+            "network access to download it)"
+        )
+        if offline
+        else ""
+    )
     raise ValueError(
         f"The encoder {name!r} was not found: it is neither a local folder with config.json and "
         f"weights nor a Hugging Face model in the local cache{hint}."
@@ -131,8 +147,13 @@ def _hub_folder(name: str) -> Path:
 
 
 def _weight_files(path: Path) -> list[Path]:
-    return sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(_WEIGHT_SUFFIXES)
-                  and not p.name.startswith(("training_args", "optimizer", "scheduler")))
+    return sorted(
+        p
+        for p in path.iterdir()
+        if p.is_file()
+        and p.name.endswith(_WEIGHT_SUFFIXES)
+        and not p.name.startswith(("training_args", "optimizer", "scheduler"))
+    )
 
 
 def _st_normalize(path: Path) -> bool:
@@ -171,10 +192,8 @@ def file_checksum(path: str | os.PathLike) -> str:
                 h.update(block)
         digest = h.hexdigest()
         memo[memo_key] = digest
-        try:
+        with contextlib.suppress(OSError):  # a read-only cache only loses the memo
             atomic_write_json(memo_file, memo)
-        except OSError:  # a read-only cache only loses the memo
-            pass
         return digest
 
 
@@ -234,10 +253,8 @@ class Encoder:
         owner = "Encoder"
         self.spec = encoder if isinstance(encoder, EncoderSpec) else resolve_encoder(encoder)
         self.max_tokens = check_int(max_tokens, "max_tokens", owner, low=2)
-        if pooling not in POOLINGS:
-            raise ValueError(f"The 'pooling' parameter of {owner} must be one of {list(POOLINGS)}. Got {pooling!r} instead.")
-        if precision not in PRECISIONS:
-            raise ValueError(f"The 'precision' parameter of {owner} must be one of {list(PRECISIONS)}. Got {precision!r} instead.")
+        check_options(pooling, "pooling", owner, POOLINGS)
+        check_options(precision, "precision", owner, PRECISIONS)
         self.pooling, self.precision = pooling, precision
         self.normalize = self.spec.normalize if normalize is None else bool(normalize)
         self.batch_size = check_int(batch_size, "batch_size", owner, low=1)
@@ -247,7 +264,9 @@ class Encoder:
         self.dim = int(config.get("hidden_size") or config.get("d_model") or config.get("dim") or 0)
         self.n_layers = config.get("num_hidden_layers") or config.get("n_layers") or config.get("num_layers")
         if layer is not None:
-            layer = check_int(layer, "layer", owner, low=0, high=self.n_layers if isinstance(self.n_layers, int) else None)
+            layer = check_int(
+                layer, "layer", owner, low=0, high=self.n_layers if isinstance(self.n_layers, int) else None
+            )
             if layer == self.n_layers:
                 layer = None
         self.layer = layer
@@ -255,8 +274,10 @@ class Encoder:
         if isinstance(limit, int) and config.get("model_type") in ("roberta", "xlm-roberta", "camembert"):
             limit -= 2  # RoBERTa's positions start after the padding index
         if isinstance(limit, int) and self.max_tokens > limit:
-            raise ValueError(f"The 'max_tokens' parameter of {owner} must be an int <= {limit} for "
-                             f"{self.spec.name!r}. Got {max_tokens} instead.")
+            raise ValueError(
+                f"The 'max_tokens' parameter of {owner} must be an int <= {limit} for "
+                f"{self.spec.name!r}. Got {max_tokens} instead."
+            )
         self._model: Any = None
         self._tokenizer: Any = None
         self.precision_used: str | None = None if precision == "auto" else precision
@@ -284,8 +305,14 @@ class Encoder:
         """Token ids of each post, truncated to ``max_tokens``, unpadded."""
         if not posts:
             return []
-        return self.tokenizer(list(posts), truncation=True, max_length=self.max_tokens, padding=False,
-                              return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+        return self.tokenizer(
+            list(posts),
+            truncation=True,
+            max_length=self.max_tokens,
+            padding=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )["input_ids"]
 
     def encode(
         self,
@@ -320,7 +347,7 @@ class Encoder:
         n = len(ids)
         if token_cap is not None:
             token_cap = check_int(token_cap, "token_cap", "Encoder.encode", low=1)
-        model = self.model
+        _ = self.model  # load the weights before the first batch
         lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=n)
         vectors = np.empty((n, self.dim), dtype=np.float32)
         kept = np.minimum(lengths, token_cap) if token_cap else None
@@ -330,7 +357,7 @@ class Encoder:
         pad_id = self.tokenizer.pad_token_id or 0
         with _torch_threads(self.num_threads or os.cpu_count() or 1), torch.inference_mode():
             if self.precision_used is None and n:
-                probe = order[n // 2:n // 2 + 16]  # typical lengths, not the shortest posts
+                probe = order[n // 2 : n // 2 + 16]  # typical lengths, not the shortest posts
                 self.precision_used = self._choose_precision(*_pad(ids, lengths, probe, pad_id))
             bf16 = self._set_precision(self.precision_used)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
@@ -341,7 +368,7 @@ class Encoder:
                     if token_cap:
                         states_np = layer_states.numpy()
                         for row, i in enumerate(idx):
-                            values[offsets[i]:offsets[i + 1]] = states_np[row, :kept[i]]
+                            values[offsets[i] : offsets[i + 1]] = states_np[row, : kept[i]]
                     if progress is not None:
                         progress(len(idx))
         return EncodedPosts(vectors, values, offsets)
@@ -406,8 +433,11 @@ class Encoder:
         self.bf16_cosine = cosine(self.model, autocast=True)
         if self.bf16_cosine >= BF16_MIN_COSINE:
             return "bf16"
-        warnings.warn(f"bf16 changes this encoder's vectors (cosine {self.bf16_cosine:.5f} < "
-                      f"{BF16_MIN_COSINE}): encoding in fp32.", stacklevel=3)
+        warnings.warn(
+            f"bf16 changes this encoder's vectors (cosine {self.bf16_cosine:.5f} < "
+            f"{BF16_MIN_COSINE}): encoding in fp32.",
+            stacklevel=3,
+        )
         return "fp32"
 
 
@@ -433,8 +463,8 @@ def _pad(ids: Sequence[Sequence[int]], lengths: np.ndarray, idx: np.ndarray, pad
     input_ids = np.full((len(idx), width), pad_id, dtype=np.int64)
     mask = np.zeros((len(idx), width), dtype=np.int64)
     for row, i in enumerate(idx):
-        input_ids[row, :lengths[i]] = ids[i]
-        mask[row, :lengths[i]] = 1
+        input_ids[row, : lengths[i]] = ids[i]
+        mask[row, : lengths[i]] = 1
     return torch.from_numpy(input_ids), torch.from_numpy(mask)
 
 

@@ -23,8 +23,9 @@ LDA output. Fitting a whole corpus with a disk cache is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -80,7 +81,7 @@ class _Vocabulary:
     bigram_cols: np.ndarray  # their columns
 
     @classmethod
-    def from_terms(cls, terms: Sequence[str]) -> "_Vocabulary":
+    def from_terms(cls, terms: Sequence[str]) -> _Vocabulary:
         terms = tuple(sorted(terms))
         tokens = tuple(sorted({tok for term in terms for tok in term.split(" ")}))
         tid = {tok: i for i, tok in enumerate(tokens)}
@@ -230,7 +231,7 @@ class NgramFeaturizer:
             out.update(lda_topics=self.lda_topics, lda_max_iter=self.lda_max_iter, seed=self.seed)
         return out
 
-    def fit(self, train_texts: Sequence[Sequence[str]]) -> "NgramFeaturizer":
+    def fit(self, train_texts: Sequence[Sequence[str]]) -> NgramFeaturizer:
         """Fit the vocabulary (and LDA) on the training users' histories."""
         self.fit_transform(train_texts)
         return self

@@ -14,9 +14,10 @@ import os
 import time
 import warnings
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -134,8 +135,9 @@ def build_representation(
     featurizer = NgramFeaturizer(kind=kind, min_users=min_users, seed=seed, **kw)
     texts = check_texts(texts)
     train = _check_train_idx(train_idx, len(texts))
-    key = content_key("textcause.features", CACHE_VERSION, TOKENIZER_VERSION, featurizer.params(),
-                      texts_digest(texts), train.tolist())
+    key = content_key(
+        "textcause.features", CACHE_VERSION, TOKENIZER_VERSION, featurizer.params(), texts_digest(texts), train.tolist()
+    )
     folder = Path(cache_dir) if cache_dir is not None else cache_root() / "features"
     if cache:
         hit = _load_cached(folder, key, len(texts))
@@ -143,8 +145,14 @@ def build_representation(
             return hit
     start = time.perf_counter()
     matrix = featurizer._fit_transform_encoded(encode(texts), train)
-    rep = Representation(matrix=matrix, kind=kind, key=key, vocabulary_size=featurizer.vocabulary_size,
-                         fit_seconds=time.perf_counter() - start, terms=featurizer._fitted().terms)
+    rep = Representation(
+        matrix=matrix,
+        kind=kind,
+        key=key,
+        vocabulary_size=featurizer.vocabulary_size,
+        fit_seconds=time.perf_counter() - start,
+        terms=featurizer._fitted().terms,
+    )
     if cache:
         _save_cached(folder, rep)
     return rep
@@ -165,11 +173,21 @@ def _load_cached(folder: Path, key: str, n_users: int) -> Representation | None:
                 matrix = npz["matrix"]
         if matrix.shape != (n_users, meta["n_features"]) or matrix.dtype != np.float32:
             raise ValueError(f"the matrix has shape {matrix.shape} and dtype {matrix.dtype}")
-        return Representation(matrix=matrix, kind=meta["kind"], key=key, vocabulary_size=meta["vocabulary_size"],
-                              fit_seconds=meta["fit_seconds"], terms=tuple(meta["terms"]), from_cache=True)
+        return Representation(
+            matrix=matrix,
+            kind=meta["kind"],
+            key=key,
+            vocabulary_size=meta["vocabulary_size"],
+            fit_seconds=meta["fit_seconds"],
+            terms=tuple(meta["terms"]),
+            from_cache=True,
+        )
     except Exception as exc:  # any unreadable entry is a miss, never a crash
-        warnings.warn(f"Ignoring the unreadable feature cache entry {data_path.name} ({exc}); rebuilding it.",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"Ignoring the unreadable feature cache entry {data_path.name} ({exc}); rebuilding it.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return None
 
 
@@ -182,13 +200,23 @@ def _save_cached(folder: Path, rep: Representation) -> None:
                 _write_npz(fh, dict(indices=m.indices, indptr=m.indptr, format=b"csr", shape=m.shape, data=m.data))
             else:
                 _write_npz(fh, {"matrix": rep.matrix})
-        meta = {"version": CACHE_VERSION, "key": rep.key, "kind": rep.kind, "sparse": sp.issparse(rep.matrix),
-                "n_features": rep.n_features, "vocabulary_size": rep.vocabulary_size,
-                "fit_seconds": rep.fit_seconds, "terms": list(rep.terms)}
+        meta = {
+            "version": CACHE_VERSION,
+            "key": rep.key,
+            "kind": rep.kind,
+            "sparse": sp.issparse(rep.matrix),
+            "n_features": rep.n_features,
+            "vocabulary_size": rep.vocabulary_size,
+            "fit_seconds": rep.fit_seconds,
+            "terms": list(rep.terms),
+        }
         atomic_write_json(folder / f"{rep.key}.json", meta)
     except OSError as exc:
-        warnings.warn(f"Could not write the feature cache in {folder} ({exc}); continuing without it.",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"Could not write the feature cache in {folder} ({exc}); continuing without it.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _write_npz(fh: Any, arrays: dict[str, Any]) -> None:

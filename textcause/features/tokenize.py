@@ -24,9 +24,9 @@ from __future__ import annotations
 import re
 from array import array
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -100,7 +100,7 @@ class Encoded:
         counts = np.diff(token_bounds[user_post_bounds])
         return np.repeat(np.arange(self.n_users, dtype=np.int32), counts)
 
-    def user_chunks(self, max_tokens: int) -> Iterator[tuple[int, "Encoded"]]:
+    def user_chunks(self, max_tokens: int) -> Iterator[tuple[int, Encoded]]:
         """Split into runs of whole users of at most ``max_tokens`` tokens (at least one user each).
 
         Yields:
@@ -114,11 +114,14 @@ class Encoded:
         while u0 < self.n_users:
             u1 = int(np.searchsorted(user_bounds, user_bounds[u0] + max_tokens, side="right")) - 1
             u1 = min(max(u1, u0 + 1), self.n_users)
-            yield u0, Encoded(
-                ids=self.ids[user_bounds[u0] : user_bounds[u1]],
-                post_lengths=self.post_lengths[post_bounds[u0] : post_bounds[u1]],
-                user_posts=self.user_posts[u0:u1],
-                tokens=self.tokens,
+            yield (
+                u0,
+                Encoded(
+                    ids=self.ids[user_bounds[u0] : user_bounds[u1]],
+                    post_lengths=self.post_lengths[post_bounds[u0] : post_bounds[u1]],
+                    user_posts=self.user_posts[u0:u1],
+                    tokens=self.tokens,
+                ),
             )
             u0 = u1
 

@@ -13,11 +13,14 @@ Dense inputs (the LDA topic proportions) give dense float32 tensors, so models n
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 import torch
+
+from textcause.validation import check_options
 
 LAYOUTS = ("coo", "csr")
 
@@ -32,8 +35,7 @@ def to_torch_sparse(matrix: Any, layout: str = "coo") -> torch.Tensor:
     Returns:
         A ``torch.sparse_coo`` or ``torch.sparse_csr`` tensor with int64 indices.
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"The 'layout' parameter of to_torch_sparse must be one of {LAYOUTS}. Got {layout!r} instead.")
+    check_options(layout, "layout", "to_torch_sparse", LAYOUTS)
     if not sp.issparse(matrix):
         raise ValueError(f"Expected a SciPy sparse matrix. Got {type(matrix).__name__} instead.")
     csr = sp.csr_matrix(matrix, dtype=np.float32)

@@ -16,9 +16,10 @@ import inspect
 import os
 import re
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from textcause.io import content_key
 from textcause.methods.protocols import (
@@ -61,8 +62,15 @@ class SklearnPropensity:
         ValueError: if ``estimator`` has no ``fit`` or ``predict_proba``.
     """
 
-    def __init__(self, estimator: Any, *, name: str | None = None, representation: str | None = None,
-                 join: str | Callable[[list[str]], str] = "\n", representation_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        estimator: Any,
+        *,
+        name: str | None = None,
+        representation: str | None = None,
+        join: str | Callable[[list[str]], str] = "\n",
+        representation_options: dict[str, Any] | None = None,
+    ) -> None:
         if not callable(getattr(estimator, "fit", None)) or not callable(getattr(estimator, "predict_proba", None)):
             raise ValueError(
                 f"The 'estimator' of SklearnPropensity must have fit and predict_proba (a probabilistic classifier). "
@@ -70,7 +78,9 @@ class SklearnPropensity:
                 "sklearn.calibration.CalibratedClassifierCV."
             )
         if not (isinstance(join, str) or callable(join)):
-            raise ValueError(f"The 'join' parameter of SklearnPropensity must be a str or a callable. Got {join!r} instead.")
+            raise ValueError(
+                f"The 'join' parameter of SklearnPropensity must be a str or a callable. Got {join!r} instead."
+            )
         self.estimator = estimator
         final = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
         self.name = name or f"sklearn_{type(final).__name__}"
@@ -89,13 +99,13 @@ class SklearnPropensity:
         join = self.join if callable(self.join) else self.join.join
         return [join(list(posts)) for posts in X]
 
-    def fit(self, X: Any, t: Any) -> "SklearnPropensity":
+    def fit(self, X: Any, t: Any) -> SklearnPropensity:
         """Clone the estimator and fit it on the training users (documents or the representation)."""
         try:
             from sklearn.base import clone
 
             fresh = clone(self.estimator)
-        except Exception:  # noqa: BLE001 - not a scikit-learn estimator: a deep copy is the next best thing
+        except Exception:
             fresh = copy.deepcopy(self.estimator)
         self.estimator_ = fresh.fit(self._inputs(X), t) or fresh
         return self
@@ -110,14 +120,21 @@ class SklearnPropensity:
         if getattr(proba, "ndim", 0) == 2 and 1 in classes and proba.shape[1] == len(classes):
             return proba[:, classes.index(1)]
         if getattr(proba, "ndim", 0) == 2 and proba.shape[1] == 1:
-            raise ValueError(f"The classifier saw a single treatment class ({[int(c) for c in classes]}) in training: "
-                             "no P(T=1) to predict.")
+            raise ValueError(
+                f"The classifier saw a single treatment class ({[int(c) for c in classes]}) in training: "
+                "no P(T=1) to predict."
+            )
         return proba
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The adapter's parameters (scikit-learn's convention)."""
-        return {"estimator": self.estimator, "name": self.name, "representation": self.representation,
-                "join": self.join, "representation_options": self.representation_options}
+        return {
+            "estimator": self.estimator,
+            "name": self.name,
+            "representation": self.representation,
+            "join": self.join,
+            "representation_options": self.representation_options,
+        }
 
 
 class FunctionEffect:
@@ -134,8 +151,15 @@ class FunctionEffect:
         ValueError: if ``fn`` is not callable, or a name or label is malformed.
     """
 
-    def __init__(self, fn: Callable[..., Any], *, name: str | None = None, representation: str | None = None,
-                 estimator: str = EFFECT_ESTIMATOR, representation_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        representation: str | None = None,
+        estimator: str = EFFECT_ESTIMATOR,
+        representation_options: dict[str, Any] | None = None,
+    ) -> None:
         if not callable(fn):
             raise ValueError(f"The 'fn' parameter of FunctionEffect must be callable. Got {type(fn).__name__} instead.")
         self.fn = fn
@@ -156,8 +180,13 @@ class FunctionEffect:
         return self.fn(X, t, y)
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {"fn": _source(self.fn), "name": self.name, "representation": self.representation,
-                "estimator": self.estimator, "representation_options": self.representation_options}
+        return {
+            "fn": _source(self.fn),
+            "name": self.name,
+            "representation": self.representation,
+            "estimator": self.estimator,
+            "representation_options": self.representation_options,
+        }
 
 
 class ConfigPropensity:
@@ -177,14 +206,21 @@ class ConfigPropensity:
         ValueError: if ``overrides`` is not a mapping of option names.
     """
 
-    def __init__(self, config: str | os.PathLike, *, name: str | None = None,
-                 overrides: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, config: str | os.PathLike, *, name: str | None = None, overrides: Mapping[str, Any] | None = None
+    ) -> None:
         text = os.fspath(config)
         path = Path(text) if text.endswith((".yaml", ".yml")) or os.sep in text else _config_dir() / f"{text}.yaml"
         if not path.is_file():
-            raise FileNotFoundError(f"No model config at '{path}': give a YAML file such as configs/lr_bigram_binary.yaml.")
-        if overrides is not None and (not isinstance(overrides, Mapping) or not all(isinstance(k, str) and k for k in overrides)):
-            raise ValueError(f"The 'overrides' of ConfigPropensity must map train.py options to values. Got {overrides!r} instead.")
+            raise FileNotFoundError(
+                f"No model config at '{path}': give a YAML file such as configs/lr_bigram_binary.yaml."
+            )
+        if overrides is not None and (
+            not isinstance(overrides, Mapping) or not all(isinstance(k, str) and k for k in overrides)
+        ):
+            raise ValueError(
+                f"The 'overrides' of ConfigPropensity must map train.py options to values. Got {overrides!r} instead."
+            )
         self.config = path.resolve()
         self.name = name or path.stem
         self.overrides = {k.lstrip("-"): v for k, v in (overrides or {}).items()}
@@ -216,7 +252,7 @@ def load_object(spec: str) -> Any:
         obj: Any = module
         for part in attr.split("."):
             obj = getattr(obj, part)
-    except Exception as err:  # noqa: BLE001 - any failure to import is the user's to see, in one sentence
+    except Exception as err:
         raise ValueError(f"Cannot import the method {spec!r}: {type(err).__name__}: {err}") from err
     return obj
 
@@ -268,7 +304,9 @@ def as_method(obj: Any) -> Any:
         try:
             instance = obj()
         except TypeError as err:
-            raise ValueError(f"Cannot create the method {obj.__name__}() without arguments ({err}): pass an instance.") from err
+            raise ValueError(
+                f"Cannot create the method {obj.__name__}() without arguments ({err}): pass an instance."
+            ) from err
         return as_method(instance)
     if _is_sklearn_like(obj):
         return SklearnPropensity(obj)
@@ -292,7 +330,7 @@ def fresh_copy(method: Any) -> Any:
     """A deep copy of ``method`` (each cell fits its own), or ``method`` itself if it cannot be copied."""
     try:
         return copy.deepcopy(method)
-    except Exception:  # noqa: BLE001 - e.g. an open handle: reuse the object
+    except Exception:
         return method
 
 
@@ -350,7 +388,7 @@ def _params(method: Any) -> Any:
     getter = getattr(method, "get_params", None)
     try:
         params = getter() if callable(getter) else vars(method)
-    except Exception:  # noqa: BLE001 - a broken get_params: fall back to the class only
+    except Exception:
         params = {}
     return _describe(dict(params))
 
@@ -366,8 +404,18 @@ def describe_method(method: Any) -> MethodInfo:
     except TypeError:
         source_file = None
     fingerprint = content_key(
-        METHOD_HASH_VERSION, f"{cls.__module__}.{cls.__qualname__}", _source(cls), _params(method),
-        method_representation(method), representation_options(method),
+        METHOD_HASH_VERSION,
+        f"{cls.__module__}.{cls.__qualname__}",
+        _source(cls),
+        _params(method),
+        method_representation(method),
+        representation_options(method),
     )
-    return MethodInfo(method_name(method), kind, method_representation(method),
-                      effect_estimator(method) if kind == "effect" else "", fingerprint, source_file)
+    return MethodInfo(
+        method_name(method),
+        kind,
+        method_representation(method),
+        effect_estimator(method) if kind == "effect" else "",
+        fingerprint,
+        source_file,
+    )

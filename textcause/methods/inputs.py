@@ -28,7 +28,8 @@ treatments, outcomes, split and features.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -37,8 +38,17 @@ from textcause.features.kinds import NGRAM_KINDS
 
 #: The data settings that change the task or a method's inputs (``data.<key>`` overrides of a grid);
 #: the rest (batching, scaling, the encoder layer) only concern built-in models.
-DATA_KEYS = ("n_users", "min_posts", "max_posts", "outcome", "insertion", "min_users", "encoder", "max_tokens",
-             "token_cap")
+DATA_KEYS = (
+    "n_users",
+    "min_posts",
+    "max_posts",
+    "outcome",
+    "insertion",
+    "min_users",
+    "encoder",
+    "max_tokens",
+    "token_cap",
+)
 
 
 def data_settings(overrides: Iterable[tuple[str, Any]]) -> dict[str, Any]:
@@ -54,18 +64,22 @@ def data_settings(overrides: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     for key, value in overrides:
         name = key.lstrip("-")
         if name == "data.observational" and value:
-            raise ValueError("Methods are evaluated on semi-synthetic tasks only: the 'data.observational' option "
-                             "applies to model configs, not to methods.")
+            raise ValueError(
+                "Methods are evaluated on semi-synthetic tasks only: the 'data.observational' option "
+                "applies to model configs, not to methods."
+            )
         if name.startswith("data.") and name[5:] in DATA_KEYS:
             settings[name[5:]] = value
     return settings
 
 
-def task_settings(source: str, task: str, level: int, seed: int, settings: dict[str, Any] | None = None,
-                  representation: str = "none") -> DataSettings:
+def task_settings(
+    source: str, task: str, level: int, seed: int, settings: dict[str, Any] | None = None, representation: str = "none"
+) -> DataSettings:
     """The :class:`~textcause.data.build.DataSettings` of a cell for ``representation``."""
-    return DataSettings(corpus=source, task=task, level=level, seed=seed, representation=representation,
-                        **(settings or {}))
+    return DataSettings(
+        corpus=source, task=task, level=level, seed=seed, representation=representation, **(settings or {})
+    )
 
 
 def build_task(source: str, task: str, level: int, seed: int, settings: dict[str, Any] | None = None) -> Any:
@@ -90,8 +104,14 @@ class TaskInputs:
         needed: the users whose inputs will be asked for (embeddings are computed for these only).
     """
 
-    def __init__(self, settings: DataSettings, representation: str | None, *, options: dict[str, Any] | None = None,
-                 needed: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        settings: DataSettings,
+        representation: str | None,
+        *,
+        options: dict[str, Any] | None = None,
+        needed: np.ndarray | None = None,
+    ) -> None:
         self.representation = representation
         self.settings = dataclasses.replace(settings, representation=representation or "none", **(options or {}))
         self.task = build_data(dataclasses.replace(settings, representation="none")).task
@@ -117,11 +137,14 @@ class TaskInputs:
             table, _ = embed_texts([self.task.texts[i] for i in users], self.settings)
             if self.representation == "post_tokens":
                 off = table.token_offsets
-                self._rows = {int(u): [np.asarray(table.token_values[off[j]:off[j + 1]], dtype=np.float32) for j in ids]
-                              for u, ids in zip(users, table.post_ids)}
+                self._rows = {
+                    int(u): [np.asarray(table.token_values[off[j] : off[j + 1]], dtype=np.float32) for j in ids]
+                    for u, ids in zip(users, table.post_ids)
+                }
             else:
-                self._rows = {int(u): np.asarray(table.vectors[ids], dtype=np.float32)
-                              for u, ids in zip(users, table.post_ids)}
+                self._rows = {
+                    int(u): np.asarray(table.vectors[ids], dtype=np.float32) for u, ids in zip(users, table.post_ids)
+                }
         return self._rows
 
 

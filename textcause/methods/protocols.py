@@ -29,7 +29,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from textcause.estimators.registry import ESTIMATORS
 from textcause.features.kinds import EMBEDDING_KINDS, NGRAM_KINDS
+from textcause.validation import check_options
 
 #: Representations a method may request (None: raw text, a list of post strings per user).
 REPRESENTATIONS = (None, *NGRAM_KINDS, *EMBEDDING_KINDS)
@@ -38,7 +40,7 @@ REPRESENTATION_OPTIONS = ("min_users", "encoder", "max_tokens", "token_cap")
 #: The ``estimator`` label of an effect method's rows unless it sets its own.
 EFFECT_ESTIMATOR = "effect"
 #: Estimator labels an effect method may not take (they name textcause's own estimators).
-RESERVED_ESTIMATORS = ("unadjusted", "ipw", "stratified", "matching", "aipw")
+RESERVED_ESTIMATORS = tuple(ESTIMATORS)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -136,12 +138,7 @@ def method_representation(method: Any) -> str | None:
         ValueError: for an unknown representation.
     """
     rep = getattr(method, "representation", None)
-    if rep not in REPRESENTATIONS:
-        raise ValueError(
-            f"The 'representation' of method {method_name(method)!r} must be one of {list(REPRESENTATIONS)}. "
-            f"Got {rep!r} instead."
-        )
-    return rep
+    return check_options(rep, "representation", f"method {method_name(method)!r}", REPRESENTATIONS)
 
 
 def representation_options(method: Any) -> dict[str, Any]:

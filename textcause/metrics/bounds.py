@@ -5,10 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import math
+
 import numpy as np
 
 from textcause.estimators.weighting import ipw
-from textcause.validation import as_1d_float, check_consistent_length, check_propensity, check_real, check_treatment
+from textcause.validation import (
+    as_1d_float,
+    check_consistent_length,
+    check_magnitude,
+    check_propensity,
+    check_real,
+    check_treatment,
+    check_weights,
+)
+
+_OWNER = "arbour_dimmery_bounds"
+_HINT = ("clip the propensities explicitly before computing the bounds (as the estimators' clip= does), or "
+         "drop the units without overlap")
 
 
 @dataclass(frozen=True)
@@ -58,30 +72,49 @@ def arbour_dimmery_bounds(t: Any, y: Any, propensity: Any, true_propensity: Any)
         A frozen :class:`Bounds`.
 
     Raises:
-        ValueError: invalid or inconsistent inputs.
+        ValueError: invalid or inconsistent inputs, outcomes beyond
+            :data:`~textcause.validation.MAX_MAGNITUDE`, or a propensity (estimated or true) giving a
+            weight beyond :data:`~textcause.validation.MAX_WEIGHT`.
     """
     t = check_treatment(t)
-    y = as_1d_float(y, "y")
+    y = check_magnitude(as_1d_float(y, "y"), "y", _OWNER)
     p_hat = check_propensity(propensity, "propensity")
     p = check_propensity(true_propensity, "true_propensity")
     check_consistent_length(t, y, p_hat, p)
+    check_weights(t, p_hat, _OWNER, "propensity", _HINT)
+    check_weights(t, p, _OWNER, "true_propensity", _HINT)
     s = np.square(p_hat - p)
     n = t.size
-    b1 = abs(float(np.sum(np.where(t == 1, y / p * s / np.square(p_hat), 0.0)) / n))
-    b0 = abs(float(np.sum(np.where(t == 0, y / (1.0 - p) * s / np.square(1.0 - p_hat), 0.0)) / n))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # only the arm not received can overflow
+        b1 = abs(float(np.sum(np.where(t == 1, y / p * s / np.square(p_hat), 0.0)) / n))
+        b0 = abs(float(np.sum(np.where(t == 0, y / (1.0 - p) * s / np.square(1.0 - p_hat), 0.0)) / n))
     est = ipw(t, y, p_hat)
     y1, y0 = est.details["mean_treated"], est.details["mean_control"]
-    return Bounds(lower=(y1 - b1) - (y0 + b0), upper=(y1 + b1) - (y0 - b0), b0=b0, b1=b1, y0_hat=y0, y1_hat=y1)
+    bounds = Bounds(lower=(y1 - b1) - (y0 + b0), upper=(y1 + b1) - (y0 - b0), b0=b0, b1=b1, y0_hat=y0, y1_hat=y1)
+    for name in ("lower", "upper", "b0", "b1"):
+        value = getattr(bounds, name)
+        if not math.isfinite(value):
+            raise ValueError(
+                f"The {name} bound of {_OWNER} is {value!r}, not a finite number: the inputs overflow float64 "
+                "arithmetic; rescale the outcomes or clip the propensities."
+            )
+    return bounds
 
 
 def interval_tighter_than_bounds(ci_low: float, ci_high: float, bounds: Bounds) -> bool:
     """Whether an empirical interval is narrower than the theoretical bounds (appendix A findings).
 
-    Compares widths: ``ci_high - ci_low < bounds.upper - bounds.lower``.
+    Compares widths: ``ci_high - ci_low < bounds.upper - bounds.lower`` (as halves when a width
+    overflows float64, which halving undoes exactly).
 
     Raises:
-        ValueError: non-finite ends or ``ci_high < ci_low``.
+        ValueError: non-finite ends or bounds, or ``ci_high < ci_low``.
     """
     lo = check_real(ci_low, "ci_low", "interval_tighter_than_bounds")
     hi = check_real(ci_high, "ci_high", "interval_tighter_than_bounds", low=lo)
-    return bool(hi - lo < bounds.width)
+    b_lo = check_real(bounds.lower, "bounds.lower", "interval_tighter_than_bounds")
+    b_hi = check_real(bounds.upper, "bounds.upper", "interval_tighter_than_bounds")
+    width, bound_width = hi - lo, b_hi - b_lo
+    if math.isfinite(width) and math.isfinite(bound_width):
+        return bool(width < bound_width)
+    return bool(hi / 2 - lo / 2 < b_hi / 2 - b_lo / 2)

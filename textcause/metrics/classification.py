@@ -8,6 +8,9 @@ import numpy as np
 
 from textcause.validation import check_consistent_length, check_int, check_probability, check_real, check_treatment
 
+#: The most bins :func:`expected_calibration_error` takes (its tables are ``n_bins + 1`` long).
+MAX_BINS = 1_000_000
+
 
 def _inputs(t: Any, propensity: Any) -> tuple[np.ndarray, np.ndarray]:
     t = check_treatment(t)
@@ -61,12 +64,13 @@ def expected_calibration_error(t: Any, propensity: Any, n_bins: int = 15) -> flo
     Args:
         t: observed binary treatment, both classes present.
         propensity: estimated P(T=1 | X) in [0, 1].
-        n_bins: number of equal-width bins, >= 1.
+        n_bins: number of equal-width bins, in ``[1, MAX_BINS]``.
 
     Raises:
-        ValueError: invalid inputs or ``n_bins`` < 1.
+        ValueError: invalid inputs or ``n_bins`` outside ``[1, MAX_BINS]``.
     """
-    n_bins = check_int(n_bins, "n_bins", "expected_calibration_error", low=1)
+    check_int(n_bins, "n_bins", "expected_calibration_error", low=1)
+    n_bins = check_int(n_bins, "n_bins", "expected_calibration_error", low=1, high=MAX_BINS)
     t, p = _inputs(t, propensity)
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     k = np.searchsorted(edges, p, side="right") - 1
@@ -76,10 +80,24 @@ def expected_calibration_error(t: Any, propensity: Any, n_bins: int = 15) -> flo
 
 def accuracy_interval(t: np.ndarray, propensity: np.ndarray, *, n_boot: int = 1000, level: float = 0.95,
                       seed: int = 0) -> tuple[float, float] | tuple[None, None]:
-    """Percentile bootstrap interval over units of the treatment accuracy (``propensity > 0.5`` vs ``t``)."""
-    correct = ((np.asarray(propensity) > 0.5) == (np.asarray(t) == 1)).astype(np.float64)
-    if n_boot <= 0 or correct.size == 0:
+    """Percentile bootstrap interval over units of the treatment accuracy (``propensity > 0.5`` vs ``t``).
+
+    Returns ``(None, None)`` when ``n_boot`` is 0 (or negative) or there are no units. The treatment
+    may hold one class (an accuracy is defined); it must be 0/1, the propensity finite in [0, 1].
+
+    Raises:
+        ValueError: invalid inputs or parameters.
+    """
+    owner = "accuracy_interval"
+    n_boot = check_int(n_boot, "n_boot", owner)
+    level = check_real(level, "level", owner, low=0.0, high=1.0, low_open=True, high_open=True)
+    seed = check_int(seed, "seed", owner, low=0)
+    if n_boot <= 0 or (np.size(t) == 0 and np.size(propensity) == 0):
         return None, None
+    tt = check_treatment(t, both_classes=False)
+    p = check_probability(propensity)
+    check_consistent_length(tt, p)
+    correct = ((p > 0.5) == (tt == 1)).astype(np.float64)
     rng = np.random.default_rng(seed)
     means = np.empty(n_boot)
     for b in range(n_boot):  # one replicate at a time: memory stays O(n)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,15 +20,27 @@ from textcause import metrics as met
 from textcause.validation import check_consistent_length, check_propensity, check_treatment
 
 CI_METHOD = "percentile bootstrap over evaluation units"
+#: The bins of the expected calibration error.
+ECE_BINS = 15
+#: The propensity metrics of every row, and those that also need the true propensity.
+PROPENSITY_METRICS = ("treatment_accuracy", "ece", "brier")
+TRUTH_METRICS = ("iptw_weight_mse", "spearman")
 
 
 def propensity_metrics(
-    t: np.ndarray, propensity: np.ndarray, true_propensity: np.ndarray | None = None
+    t: np.ndarray, propensity: np.ndarray, true_propensity: np.ndarray | None = None, *, n_bins: int = ECE_BINS
 ) -> dict[str, float]:
-    """Treatment accuracy, calibration and (given the truth) weight MSE and Spearman."""
+    """Treatment accuracy, calibration and (given the truth) weight MSE and Spearman.
+
+    Args:
+        t: observed treatments (0/1).
+        propensity: estimated P(T=1 | text).
+        true_propensity: the true propensities, for weight MSE and Spearman (None: left out).
+        n_bins: equal-width bins of the expected calibration error.
+    """
     out = {
         "treatment_accuracy": float(met.treatment_accuracy(t, propensity)),
-        "ece": float(met.expected_calibration_error(t, propensity)),
+        "ece": float(met.expected_calibration_error(t, propensity, n_bins)),
         "brier": float(met.brier_score(t, propensity)),
     }
     if true_propensity is not None:
@@ -51,6 +64,7 @@ def evaluate_propensities(
     caliper: float | None = est.ESTIMATOR_DEFAULTS["matching"]["caliper"],
     mu0: Sequence[float] | None = None,
     mu1: Sequence[float] | None = None,
+    n_bins: int = ECE_BINS,
 ) -> list[dict[str, Any]]:
     """Estimate the ATE with every requested estimator and compute every metric.
 
@@ -68,6 +82,7 @@ def evaluate_propensities(
         n_strata: strata of the stratified estimator.
         caliper: the matching caliper in propensity standard deviations (None: no caliper).
         mu0, mu1: outcome-model predictions, needed by ``aipw``.
+        n_bins: equal-width bins of the expected calibration error.
 
     Returns:
         One dict per estimator with ``estimator``, ``ate``, ``ci_low``, ``ci_high``, ``bias``,
@@ -81,7 +96,7 @@ def evaluate_propensities(
     if p_true is not None:
         check_consistent_length(t, p_true)
     names = ["unadjusted"] + [e for e in estimators if e != "unadjusted"]
-    shared = propensity_metrics(t, p, p_true)
+    shared = propensity_metrics(t, p, p_true, n_bins=n_bins)
     bounds = met.arbour_dimmery_bounds(t, y, p, p_true) if p_true is not None else None
 
     rows: list[dict[str, Any]] = []
@@ -146,6 +161,6 @@ def format_table(rows: Sequence[dict[str, Any]], *, title: str = "") -> str:
         lines.append(f"{r['estimator']:<11} {num(r['ate'])}  {ci} {num(r.get('bias'))} {r['n_used']:>7}")
     if rows:
         r0 = rows[0]
-        parts = [f"{k}={r0[k]:.3f}" for k in ("treatment_accuracy", "ece", "brier", "iptw_weight_mse", "spearman") if k in r0]
+        parts = [f"{k}={r0[k]:.3f}" for k in PROPENSITY_METRICS + TRUTH_METRICS if k in r0]
         lines.append("metrics: " + ", ".join(parts))
     return "\n".join(lines)

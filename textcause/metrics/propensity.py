@@ -35,7 +35,8 @@ def iptw_weight_mse(t: Any, propensity: Any, true_propensity: Any) -> float:
     ``sum_i (w_hat_i - w_i)^2`` with ``w_i = (1 / p_Ti) / sum_j (1 / p_Tj)``, ``p_T`` the
     probability of the received arm, and ``w_hat`` the same with estimated propensities. The
     paper calls it a mean squared error but its formula is a SUM over units; it is implemented as
-    written (divide by n for the mean). Lower is better.
+    written (divide by n for the mean). Lower is better. The normalised weights are at most 1, so
+    the result lies in [0, 2] even for propensities so extreme that ``1 / p`` overflows.
 
     Args:
         t: observed binary treatment, both classes present.
@@ -49,9 +50,24 @@ def iptw_weight_mse(t: Any, propensity: Any, true_propensity: Any) -> float:
     p_hat = check_propensity(propensity, "propensity")
     p = check_propensity(true_propensity, "true_propensity")
     check_consistent_length(t, p_hat, p)
-    inv_hat = 1.0 / received_arm_probability(t, p_hat)
-    inv = 1.0 / received_arm_probability(t, p)
-    return float(np.sum(np.square(inv_hat / inv_hat.sum() - inv / inv.sum())))
+    w_hat = normalised_inverse(received_arm_probability(t, p_hat))
+    w = normalised_inverse(received_arm_probability(t, p))
+    return float(np.sum(np.square(w_hat - w)))
+
+
+def normalised_inverse(q: np.ndarray) -> np.ndarray:
+    """``(1 / q_i) / sum_j (1 / q_j)`` for ``q`` in (0, 1], finite however small ``q`` is.
+
+    Computed as written; when ``1 / q`` or its sum overflows float64 (``q`` below about 1e-308),
+    as ``(min q / q_i) / sum_j (min q / q_j)``, the same number without the overflow.
+    """
+    with np.errstate(over="ignore", divide="ignore"):
+        inv = 1.0 / q
+        total = inv.sum()
+    if np.isfinite(total):
+        return inv / total
+    ratio = q.min() / q
+    return ratio / ratio.sum()
 
 
 def average_ranks(x: np.ndarray) -> np.ndarray:

@@ -5,8 +5,8 @@
 - :class:`PredictionCollector`: the per-unit outputs a callback turns into ATEs and metrics.
 """
 
-from textcause.models.baselines import OracleModel, UnadjustedModel
 from textcause.metrics.torch import PredictionCollector
+from textcause.models.baselines import OracleModel, UnadjustedModel
 from textcause.models.components import MLP, LogisticRegression
 from textcause.models.propensity import PropensityModel, PropensityModule, build_net, net_config
 

@@ -26,7 +26,12 @@ from textcause.validation import check_real
 
 
 class _Baseline(PropensityModule):
-    """A propensity model with nothing to learn."""
+    """A propensity model with nothing to learn.
+
+    Attributes:
+        requires_training: False: the model has no weights to learn, so ``textcause.runs.fit``
+            evaluates it without a checkpoint (it saves none, as it takes no optimizer step).
+    """
 
     requires_training = False
 
@@ -47,7 +52,10 @@ class _Baseline(PropensityModule):
 
 
 class OracleModel(_Baseline):
-    """Propensity = the unit's true propensity ``batch["p_true"]`` (clamped to [1e-6, 1 - 1e-6])."""
+    """Propensity = the unit's true propensity ``batch["p_true"]`` (clamped to [1e-6, 1 - 1e-6]).
+
+    ``requires_training`` is False: there is nothing to learn, and no checkpoint is needed to evaluate it.
+    """
 
     def __init__(self) -> None:
         super().__init__()
@@ -66,7 +74,8 @@ class UnadjustedModel(_Baseline):
     else from the training batches of the first epoch (de-duplicated by unit index, so DDP padding
     does not bias it). It is stored as a buffer and saved in checkpoints. Before any training data
     has been seen (Lightning's sanity check) the model predicts 0.5; evaluating or predicting with
-    a model that never saw its training data is an error.
+    a model that never saw its training data is an error. ``requires_training`` is False: without a
+    checkpoint the share is read from the data module again.
 
     Args:
         treated_share: a fixed share of treated units in (0, 1); None to learn it from the data.
@@ -75,8 +84,9 @@ class UnadjustedModel(_Baseline):
     def __init__(self, treated_share: Optional[float] = None) -> None:
         super().__init__()
         if treated_share is not None:
-            treated_share = check_real(treated_share, "treated_share", "UnadjustedModel", low=0.0, high=1.0,
-                                       low_open=True, high_open=True)
+            treated_share = check_real(
+                treated_share, "treated_share", "UnadjustedModel", low=0.0, high=1.0, low_open=True, high_open=True
+            )
         self.save_hyperparameters()
         value = math.nan if treated_share is None else treated_share
         self.register_buffer("treated_share", torch.tensor(value, dtype=torch.float64))

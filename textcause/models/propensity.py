@@ -6,10 +6,16 @@ that turn a batch into clamped propensities, log the loss, and feed a :class:`Pr
 computes whole-sample ATEs and metrics. ``PropensityModel`` trains an injected network
 (``models/components``) with binary cross-entropy on T and Adam (Weld et al., appendix E.3).
 
-Checkpoints rebuild themselves: ``PropensityModel.load_from_checkpoint(path)`` needs no arguments,
-both for a model built by LightningCLI (the CLI stores the ``net`` config) and for one built in
-Python from a component that keeps its ``__init__`` arguments as attributes (see
-:func:`net_config`).
+Checkpoints rebuild themselves: ``PropensityModel.load_from_checkpoint(path)`` needs no arguments.
+The model calls ``save_hyperparameters(ignore=["net"])`` and stores, as ``hparams["net"]``, the
+network's rebuild config read off the module itself (:func:`net_config`: a component keeps its
+``__init__`` arguments as attributes), so a model built by LightningCLI (whose ``input_dim`` is set
+by a link when the data module is instantiated) and one built in Python store the same thing.
+
+A network that needs data built a certain way declares it (``net.data_requirements()``: data
+settings and their required values, or None); :meth:`PropensityModel.setup` compares that with the
+data module's :class:`~textcause.data.build.DataSettings` (:func:`check_data_requirements`), so a
+component never looks at a data module.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import importlib
 import inspect
 import sys
 import warnings
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import lightning as L
@@ -70,8 +77,7 @@ def build_net(config: dict[str, Any]) -> nn.Module:
     class_path = config.get("class_path") if isinstance(config, dict) else None
     if not isinstance(class_path, str) or "." not in class_path:
         raise ValueError(
-            "The 'net' config must be a dict with a dotted 'class_path' and 'init_args'. "
-            f"Got {config!r} instead."
+            f"The 'net' config must be a dict with a dotted 'class_path' and 'init_args'. Got {config!r} instead."
         )
     module_name, _, name = class_path.rpartition(".")
     module = sys.modules.get(module_name)
@@ -96,12 +102,58 @@ def _is_plain(value: Any) -> bool:
     return False
 
 
+def check_data_requirements(net: nn.Module, settings: Any) -> None:
+    """Refuse data settings that do not give ``net`` the data it declares it needs.
+
+    Args:
+        net: a network; one with a ``data_requirements()`` method returns ``{setting: value}``
+            (fields of :class:`~textcause.data.build.DataSettings`) or None when any data will do.
+            An ``encoder`` is compared by identity (the same weights under another name or path
+            are the same encoder).
+        settings: the data module's settings (``datamodule.settings``).
+
+    Raises:
+        ValueError: a setting differs from the required value (the message names the setting and
+            the value to set).
+    """
+    declared = getattr(net, "data_requirements", None)
+    needs: Optional[Mapping[str, Any]] = declared() if callable(declared) else None
+    for key, want in (needs or {}).items():
+        if not hasattr(settings, key):
+            raise ValueError(
+                f"{type(net).__name__} requires the data setting {key!r}, which the data module does not have."
+            )
+        have = getattr(settings, key)
+        if key == "encoder":
+            from textcause.features.encoder import resolve_encoder
+
+            if resolve_encoder(have).identity != resolve_encoder(want).identity:
+                raise ValueError(
+                    f"{_describe(net)} needs the token states of its own encoder {want!r}, not of the data "
+                    f"module's encoder {have!r}: set data.encoder to the encoder of its layers."
+                )
+        elif have != want:
+            raise ValueError(f"{_describe(net)} needs data.{key}={want!r}. Got {have!r} instead.")
+
+
+def _describe(net: nn.Module) -> str:
+    """``Name(extra_repr)`` of a network in one line, e.g. ``SHERBERT(input_dim=32, ..., unfreeze_top=1, ...)``."""
+    extra = net.extra_repr().replace("\n", " ")
+    return f"{type(net).__name__}({extra})" if extra else type(net).__name__
+
+
 class PropensityModule(L.LightningModule):
     """The evaluation side shared by trained propensity models and the baselines.
 
     Subclasses implement :meth:`propensity_and_loss`. Validation and test steps log
     ``val_loss`` / ``test_loss`` and collect per-unit outputs into ``val_outputs`` /
     ``test_outputs``; ``predict_step`` returns them as a dict of tensors.
+
+    Attributes:
+        requires_training: whether the model has weights to learn (True here and for
+            :class:`PropensityModel`; False for the baselines). ``textcause.runs.fit`` refuses to
+            evaluate a model that requires training without a checkpoint, since an untrained
+            network's numbers would be meaningless.
     """
 
     requires_training: bool = True
@@ -130,8 +182,15 @@ class PropensityModule(L.LightningModule):
 
     def _evaluate(self, batch: Batch, stage: str, collector: PredictionCollector) -> torch.Tensor:
         p, loss = self.propensity_and_loss(batch)
-        self.log(f"{stage}_loss", loss, on_step=False, on_epoch=True, prog_bar=stage == "val",
-                 sync_dist=True, batch_size=int(batch["t"].shape[0]))
+        self.log(
+            f"{stage}_loss",
+            loss,
+            on_step=False,
+            on_epoch=True,
+            prog_bar=stage == "val",
+            sync_dist=True,
+            batch_size=int(batch["t"].shape[0]),
+        )
         collector.update(**self._outputs(batch, p.detach()))
         return loss
 
@@ -196,36 +255,28 @@ class PropensityModel(PropensityModule):
                 f"The 'net' parameter of PropensityModel must be a torch nn.Module. Got {type(net).__name__} instead."
             )
         self.net = module
-        self._save_hparams(module)
-
-    def _save_hparams(self, net: nn.Module) -> None:
-        # Under LightningCLI the hyperparameters are the parsed config (with the net's class_path
-        # and init_args, input_dim included); save_hyperparameters() picks them up as given.
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=r".*is an instance of `nn.Module`.*")
-            self.save_hyperparameters()
-        if not isinstance(self.hparams.get("net"), nn.Module):
-            return
-        # Built in Python: store how to rebuild the net instead of the module object.
-        config = net_config(net)
+        # The module is saved in the state dict; the hyperparameters keep how to rebuild it, read off
+        # the module (the real input_dim, even where the CLI's parsed config left it to a link).
+        self.save_hyperparameters(ignore=["net"])
+        config = net_config(module)
         if config is None:
             warnings.warn(
-                f"{type(net).__name__} does not expose its __init__ arguments as attributes: pass "
+                f"{type(module).__name__} does not expose its __init__ arguments as attributes: pass "
                 "net=... to PropensityModel.load_from_checkpoint.",
-                stacklevel=3,
+                stacklevel=2,
             )
-            self.hparams.pop("net")
-            self.save_hyperparameters(dict(self.hparams))  # also refreshes hparams_initial
         else:
-            self.save_hyperparameters({**self.hparams, "net": config})
+            self.save_hyperparameters({"net": config})  # merged into the saved ones
 
     def setup(self, stage: str) -> None:
         # A net that depends on how the data were built (e.g. SHERBERT with unfrozen encoder layers
-        # needs the token states of a given layer of the same encoder) checks the data module here.
-        check = getattr(self.net, "check_data", None)
+        # needs the token states of a given layer of the same encoder) declares it; the data
+        # module's typed settings must match (a data module without them, such as a test's toy
+        # module, is not checked).
         datamodule = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
-        if callable(check) and datamodule is not None:
-            check(datamodule)
+        settings = getattr(datamodule, "settings", None)
+        if settings is not None:
+            check_data_requirements(self.net, settings)
 
     def forward(self, x: Any) -> torch.Tensor:
         """Logits of P(T=1 | x), shape (B,)."""
@@ -247,7 +298,10 @@ class PropensityModel(PropensityModule):
     def configure_optimizers(self) -> torch.optim.Optimizer:
         if self.optimizer_name == "lbfgs":
             return torch.optim.LBFGS(
-                self.parameters(), lr=self.lr, max_iter=self.lbfgs_max_iter, history_size=20,
+                self.parameters(),
+                lr=self.lr,
+                max_iter=self.lbfgs_max_iter,
+                history_size=20,
                 line_search_fn="strong_wolfe",
             )
         return torch.optim.Adam(self.parameters(), lr=self.lr, weight_decay=self.weight_decay)

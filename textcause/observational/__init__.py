@@ -20,5 +20,12 @@ from textcause.observational.outcomes import OUTCOMES
 from textcause.observational.spec import ObservationalSpec, load_spec, spec_from_dict
 from textcause.observational.task import ObservationalTask, build_observational_task, load_task
 
-__all__ = ["OUTCOMES", "ObservationalSpec", "ObservationalTask", "build_observational_task", "load_spec", "load_task",
-           "spec_from_dict"]
+__all__ = [
+    "OUTCOMES",
+    "ObservationalSpec",
+    "ObservationalTask",
+    "build_observational_task",
+    "load_spec",
+    "load_task",
+    "spec_from_dict",
+]

@@ -8,7 +8,7 @@ thresholded (``Y = 1`` when the value is above the median of the study's users).
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -21,33 +21,118 @@
     model_overrides: {order_count: {trainer.max_epochs: 10}}
     evaluation: {n_boot: 1000, split: test, estimators: [ipw, stratified, matching]}
 
+The YAML is the :class:`StudyConfig` dataclass (its blocks :class:`Treatment`, :class:`History`,
+:class:`Outcome`, :class:`Evaluation`), parsed by :mod:`textcause.specs`; :func:`spec_from_dict`
+checks the keys against each other and returns the :class:`ObservationalSpec` the study runs on.
 Parsing imports neither torch nor Lightning. Every mistake is one ``ValueError`` sentence that
-names the config file.
+names the config file and the key.
 """
 
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, Optional, Union
 
 import yaml
 
-from textcause.paths import model_config_path
+from textcause.corpus.types import SPLITS
+from textcause.estimators.registry import DEFAULT_ESTIMATORS, PROPENSITY_ESTIMATORS
 from textcause.observational.outcomes import OUTCOMES
+from textcause.paths import model_config_path
+from textcause.specs import NAME_DOC, SpecFile, holds, ints, key, one_of, read_yaml, reals, some_of
+from textcause.validation import check_that
 
-SPEC_KEYS = ("name", "description", "corpus", "filter", "treatment", "history", "outcome", "n_users",
-             "min_per_arm", "seed", "models", "overrides", "model_overrides", "evaluation")
-TREATMENT_KEYS = ("field", "treated", "control")
-HISTORY_KEYS = ("text_posts", "text_fraction", "min_text_posts", "min_later_posts")
-OUTCOME_KEYS = ("property", "threshold", "terms")
-EVALUATION_KEYS = ("n_boot", "split", "estimators")
-ESTIMATORS = ("ipw", "stratified", "matching")
-SPLITS = ("train", "val", "test")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-Scalar = (str, int, float, bool)
+KIND = "Observational config"
+Scalar = Union[str, int, float, bool]
+Values = Union[Scalar, list[Scalar]]
+VALUES_DOC = "a value or a non-empty list of values"
+OPTIONS_DOC = "a mapping of train.py options (e.g. trainer.max_epochs: 10)"
+PER_MODEL_DOC = "a mapping from model names of 'models' to train.py options"
+MODELS_DOC = "a non-empty list of model config names"
+
+
+def _nonempty(values: Any) -> bool:
+    return not isinstance(values, list) or len(values) > 0
+
+
+def options_ok(value: Mapping[Any, Any]) -> bool:
+    """Whether ``value`` maps non-empty strings (train.py options) to values."""
+    return all(isinstance(k, str) and k for k in value)
+
+
+def per_model_ok(value: Mapping[Any, Any]) -> bool:
+    """Whether ``value`` maps names to option mappings (or null)."""
+    return all(isinstance(k, str) and k and options_ok(v or {}) for k, v in value.items())
+
+
+def options(value: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    """train.py options as ``(dotted key, value)`` pairs (a leading ``--`` is dropped)."""
+    return tuple((k.lstrip("-"), v) for k, v in (value or {}).items())
+
+
+# ------------------------------------------------------------------------------------ the YAML's blocks
+@dataclass(frozen=True, kw_only=True)
+class Treatment:
+    """``treatment``: the meta field and its values meaning T = 1 and T = 0 (other values are dropped)."""
+
+    field: str = key(holds(bool), doc="the name of a meta field")
+    treated: Values = key(holds(_nonempty), doc=VALUES_DOC)
+    control: Values = key(holds(_nonempty), doc=VALUES_DOC)
+
+
+@dataclass(frozen=True, kw_only=True)
+class History:
+    """``history``: the text is a user's first ``text_posts`` posts (or ``text_fraction`` of them)."""
+
+    text_posts: Optional[int] = key(ints(low=1), default=None)
+    text_fraction: Optional[float] = key(reals(low=0.0, high=1.0, low_open=True, high_open=True), default=None)
+    min_text_posts: int = key(ints(low=1), default=1)
+    min_later_posts: int = key(ints(low=1), default=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """``outcome``: a property of the later posts (``OUTCOMES``), thresholded or not."""
+
+    property: str = key(one_of(lambda: sorted(OUTCOMES)))
+    threshold: Union[Literal["median"], int, float, None] = key(default="median", doc="'median', a number or null")
+    terms: Optional[list[str]] = key(default=None, doc="a non-empty list of words for term_share")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evaluation:
+    """``evaluation``: how every fitted model is evaluated (a benchmark grid's block extends it)."""
+
+    n_boot: int = key(ints(low=0), default=1000)
+    split: str = key(one_of(SPLITS), default="test")
+    estimators: tuple[str, ...] = key(some_of(PROPENSITY_ESTIMATORS), default=DEFAULT_ESTIMATORS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StudyConfig:
+    """An observational study config as written (see the module docstring); :func:`spec_from_dict` reads it."""
+
+    corpus: str = key(holds(bool), doc="a short corpus name or a path")
+    treatment: Treatment
+    outcome: Outcome
+    models: Union[str, list[str]] = key(holds(lambda v: model_names(v) is not None), doc=MODELS_DOC)
+    name: Optional[str] = key(default=None, doc=NAME_DOC)
+    description: str = key(default="")
+    filter: dict[str, Values] = key(
+        holds(lambda v: options_ok(v) and all(map(_nonempty, v.values()))),
+        default={},
+        doc="a mapping {meta field: value or non-empty list of values}",
+    )
+    history: History = key(default=History())
+    n_users: Optional[int] = key(ints(low=3), default=None)
+    min_per_arm: int = key(ints(low=2), default=50)
+    seed: int = key(ints(low=0), default=0)
+    overrides: dict = key(holds(options_ok), default={}, doc=OPTIONS_DOC)
+    model_overrides: dict[str, Optional[dict]] = key(holds(per_model_ok), default={}, doc=PER_MODEL_DOC)
+    evaluation: Evaluation = key(default=Evaluation())
 
 
 @dataclass(frozen=True)
@@ -101,7 +186,7 @@ class ObservationalSpec:
     model_overrides: dict[str, tuple[tuple[str, Any], ...]] = field(default_factory=dict, hash=False)
     n_boot: int = 1000
     split: str = "test"
-    estimators: tuple[str, ...] = ESTIMATORS
+    estimators: tuple[str, ...] = DEFAULT_ESTIMATORS
     source: str = "<dict>"
     text: str = ""
     content: str = ""
@@ -122,94 +207,13 @@ def canonical(config: Any) -> str:
     return json.dumps(config, sort_keys=True, default=str)
 
 
-def _fail(source: str, message: str) -> ValueError:
-    return ValueError(f"Observational config '{source}': {message}")
-
-
-def _is_int(value: Any, low: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
-
-
-def _block(spec: Mapping[str, Any], key: str, keys: tuple[str, ...], source: str, *, required: bool) -> dict[str, Any]:
-    value = spec.get(key)
-    if value is None and not required:
-        return {}
-    if not isinstance(value, Mapping):
-        raise _fail(source, f"'{key}' must be a mapping with some of the keys {list(keys)}. Got {value!r} instead.")
-    unknown = sorted(set(value) - set(keys))
-    if unknown:
-        raise _fail(source, f"unknown key(s) {unknown} in '{key}'; expected some of {list(keys)}.")
-    return dict(value)
-
-
-def _values(value: Any, what: str, source: str) -> tuple[Any, ...]:
-    values = value if isinstance(value, list) else [value]
-    if not values or not all(isinstance(v, Scalar) for v in values):
-        raise _fail(source, f"'{what}' must be a value or a non-empty list of values. Got {value!r} instead.")
-    return tuple(values)
-
-
-def _treatment(spec: Mapping[str, Any], source: str) -> tuple[str, tuple[Any, ...], tuple[Any, ...]]:
-    block = _block(spec, "treatment", TREATMENT_KEYS, source, required=True)
-    missing = [k for k in TREATMENT_KEYS if k not in block]
-    if missing:
-        raise _fail(source, f"'treatment' needs the keys {list(TREATMENT_KEYS)}; {missing} missing.")
-    name = block["field"]
-    if not isinstance(name, str) or not name:
-        raise _fail(source, f"'treatment.field' must be the name of a meta field. Got {name!r} instead.")
-    treated = _values(block["treated"], "treatment.treated", source)
-    control = _values(block["control"], "treatment.control", source)
-    if set(treated) & set(control):
-        raise _fail(source, f"a value cannot be both treated and control: {sorted(map(str, set(treated) & set(control)))}.")
-    return name, treated, control
-
-
-def _filter(spec: Mapping[str, Any], source: str) -> tuple[tuple[str, tuple[Any, ...]], ...]:
-    value = spec.get("filter")
-    if value is None:
-        return ()
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) and k for k in value):
-        raise _fail(source, f"'filter' must be a mapping {{meta field: value or list of values}}. Got {value!r} instead.")
-    return tuple((k, _values(v, f"filter.{k}", source)) for k, v in value.items())
-
-
-def _history(spec: Mapping[str, Any], source: str) -> dict[str, Any]:
-    block = _block(spec, "history", HISTORY_KEYS, source, required=False)
-    posts, fraction = block.get("text_posts"), block.get("text_fraction")
-    if posts is not None and fraction is not None:
-        raise _fail(source, "give 'history.text_posts' or 'history.text_fraction', not both.")
-    if posts is not None and not _is_int(posts, 1):
-        raise _fail(source, f"'history.text_posts' must be an int >= 1. Got {posts!r} instead.")
-    if posts is None:
-        fraction = 0.5 if fraction is None else fraction
-        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.0 < fraction < 1.0:
-            raise _fail(source, f"'history.text_fraction' must be a number in (0, 1). Got {fraction!r} instead.")
-        fraction = float(fraction)
-    out = {"text_posts": posts, "text_fraction": fraction}
-    for key in ("min_text_posts", "min_later_posts"):
-        v = block.get(key, 1)
-        if not _is_int(v, 1):
-            raise _fail(source, f"'history.{key}' must be an int >= 1. Got {v!r} instead.")
-        out[key] = v
-    return out
-
-
-def _outcome(spec: Mapping[str, Any], source: str) -> dict[str, Any]:
-    block = _block(spec, "outcome", OUTCOME_KEYS, source, required=True)
-    prop = block.get("property")
-    if prop not in OUTCOMES:
-        raise _fail(source, f"'outcome.property' must be one of {sorted(OUTCOMES)}. Got {prop!r} instead.")
-    threshold = block.get("threshold", "median")
-    if not (threshold is None or threshold == "median"
-            or (isinstance(threshold, (int, float)) and not isinstance(threshold, bool))):
-        raise _fail(source, f"'outcome.threshold' must be 'median', a number or null. Got {threshold!r} instead.")
-    terms = block.get("terms")
-    if prop == "term_share":
-        if not isinstance(terms, list) or not terms or not all(isinstance(t, str) and t.strip() for t in terms):
-            raise _fail(source, f"'outcome.terms' must be a non-empty list of words for term_share. Got {terms!r} instead.")
-    elif terms is not None:
-        raise _fail(source, f"'outcome.terms' is only used by term_share, not by {prop!r}.")
-    return {"outcome": prop, "threshold": threshold, "terms": tuple(t.strip() for t in terms or ())}
+def model_names(value: Any) -> list[str] | None:
+    """A ``models`` entry as a list of non-empty strings (a single string is a list of one); None if malformed."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(m, str) and m for m in value):
+        return None
+    return value
 
 
 def _is_oracle(path: Path) -> bool:
@@ -222,57 +226,51 @@ def _is_oracle(path: Path) -> bool:
     return str(class_path).endswith("OracleModel")
 
 
-def model_names(value: Any) -> list[str] | None:
-    """A ``models`` entry as a list of non-empty strings (a single string is a list of one); None if malformed."""
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not value or not all(isinstance(m, str) and m for m in value):
-        return None
-    return value
-
-
-def _models(value: Any, source: str) -> tuple[tuple[str, Path], ...]:
-    names = model_names(value)
-    if names is None:
-        raise _fail(source, f"'models' must be a non-empty list of model config names. Got {value!r} instead.")
+def _models(value: Any, file: SpecFile) -> tuple[tuple[str, Path], ...]:
     out = []
-    for m in names:
+    for m in model_names(value) or ():
         path = model_config_path(m)
         if not path.is_file():
-            raise _fail(source, f"no model config {m!r}: expected a YAML file at {path}.")
+            raise file.fail(f"no model config {m!r}: expected a YAML file at {path}.")
         if _is_oracle(path):
-            raise _fail(source, f"the model {m!r} reads the true propensity, which an observational study does not have.")
+            raise file.fail(f"the model {m!r} reads the true propensity, which an observational study does not have.")
         out.append((path.stem, path))
     names = [n for n, _ in out]
     if len(set(names)) != len(names):
-        raise _fail(source, f"model names must be distinct. Got {names} instead.")
+        raise file.fail(f"model names must be distinct. Got {names} instead.")
     return tuple(out)
 
 
-def _overrides(value: Any, what: str, source: str) -> tuple[tuple[str, Any], ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) and k for k in value):
-        raise _fail(source, f"'{what}' must be a mapping of train.py options (e.g. trainer.max_epochs: 10). Got {value!r} instead.")
-    return tuple((k.lstrip("-"), v) for k, v in value.items())
+def _history(history: History, file: SpecFile) -> dict[str, Any]:
+    posts, fraction = history.text_posts, history.text_fraction
+    if posts is not None and fraction is not None:
+        raise file.fail("give 'history.text_posts' or 'history.text_fraction', not both.")
+    fraction = None if posts is not None else (0.5 if fraction is None else float(fraction))
+    return {
+        "text_posts": posts,
+        "text_fraction": fraction,
+        "min_text_posts": history.min_text_posts,
+        "min_later_posts": history.min_later_posts,
+    }
 
 
-def _evaluation(spec: Mapping[str, Any], source: str) -> dict[str, Any]:
-    block = _block(spec, "evaluation", EVALUATION_KEYS, source, required=False)
-    n_boot = block.get("n_boot", 1000)
-    if not _is_int(n_boot, 0):
-        raise _fail(source, f"'evaluation.n_boot' must be an int >= 0. Got {n_boot!r} instead.")
-    split = block.get("split", "test")
-    if split not in SPLITS:
-        raise _fail(source, f"'evaluation.split' must be one of {list(SPLITS)}. Got {split!r} instead.")
-    estimators = block.get("estimators", list(ESTIMATORS))
-    if not isinstance(estimators, list) or not estimators or not set(estimators) <= set(ESTIMATORS):
-        raise _fail(source, f"'evaluation.estimators' must be a non-empty subset of {list(ESTIMATORS)}. Got {estimators!r} instead.")
-    return {"n_boot": n_boot, "split": split, "estimators": tuple(dict.fromkeys(estimators))}
+def _outcome(outcome: Outcome, file: SpecFile) -> dict[str, Any]:
+    terms = outcome.terms
+    if outcome.property == "term_share":
+        ok = bool(terms) and all(isinstance(t, str) and t.strip() for t in terms)
+        file.check(check_that, ok, terms, "outcome.terms", None, "a non-empty list of words for term_share")
+    elif terms is not None:
+        raise file.fail(f"'outcome.terms' is only used by term_share, not by {outcome.property!r}.")
+    return {"outcome": outcome.property, "threshold": outcome.threshold, "terms": tuple(t.strip() for t in terms or ())}
 
 
-def spec_from_dict(spec: Mapping[str, Any], *, source: str = "<dict>", default_name: str = "study",
-                   text: str = "") -> ObservationalSpec:
+def _as_tuple(values: Any) -> tuple[Any, ...]:
+    return tuple(values) if isinstance(values, list) else (values,)
+
+
+def spec_from_dict(
+    spec: Mapping[str, Any], *, source: str = "<dict>", default_name: str = "study", text: str = ""
+) -> ObservationalSpec:
     """Build an :class:`ObservationalSpec` from a parsed config.
 
     Args:
@@ -284,45 +282,37 @@ def spec_from_dict(spec: Mapping[str, Any], *, source: str = "<dict>", default_n
     Raises:
         ValueError: an unknown key, a missing required key or a malformed value (one sentence).
     """
-    if not isinstance(spec, Mapping):
-        raise _fail(source, f"expected a mapping with some of the keys {list(SPEC_KEYS)}. Got {type(spec).__name__} instead.")
-    unknown = sorted(set(spec) - set(SPEC_KEYS))
-    if unknown:
-        raise _fail(source, f"unknown key(s) {unknown}; expected some of {list(SPEC_KEYS)}.")
-    for key in ("corpus", "treatment", "outcome", "models"):
-        if key not in spec:
-            raise _fail(source, f"the key '{key}' is required.")
-    name = spec.get("name", default_name)
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise _fail(source, f"'name' must be made of letters, digits, '_', '.', '-'. Got {name!r} instead.")
-    corpus = spec["corpus"]
-    if not isinstance(corpus, str) or not corpus:
-        raise _fail(source, f"'corpus' must be a short corpus name or a path. Got {corpus!r} instead.")
-    description = spec.get("description", "")
-    if not isinstance(description, str):
-        raise _fail(source, f"'description' must be a string. Got {description!r} instead.")
-    n_users = spec.get("n_users")
-    if n_users is not None and not _is_int(n_users, 3):
-        raise _fail(source, f"'n_users' must be an int >= 3 or null. Got {n_users!r} instead.")
-    min_per_arm = spec.get("min_per_arm", 50)
-    if not _is_int(min_per_arm, 2):
-        raise _fail(source, f"'min_per_arm' must be an int >= 2. Got {min_per_arm!r} instead.")
-    seed = spec.get("seed", 0)
-    if not _is_int(seed, 0):
-        raise _fail(source, f"'seed' must be an int >= 0. Got {seed!r} instead.")
-    field_name, treated, control = _treatment(spec, source)
-    models = _models(spec["models"], source)
-    per_model = spec.get("model_overrides") or {}
-    if not isinstance(per_model, Mapping) or set(per_model) - {m for m, _ in models}:
-        raise _fail(source, f"'model_overrides' must map model names of 'models' to options. Got {per_model!r} instead.")
+    file = SpecFile(KIND, source)
+    config = file.parse(StudyConfig, spec)
+    treated, control = _as_tuple(config.treatment.treated), _as_tuple(config.treatment.control)
+    both = set(treated) & set(control)
+    if both:
+        raise file.fail(f"a value cannot be both treated and control: {sorted(map(str, both))}.")
+    models = _models(config.models, file)
+    per_model = config.model_overrides
+    file.check(check_that, set(per_model) <= {m for m, _ in models}, per_model, "model_overrides", None, PER_MODEL_DOC)
     return ObservationalSpec(
-        name=name, description=description.strip(), corpus=corpus, filter=_filter(spec, source),
-        treatment_field=field_name, treated=treated, control=control, **_history(spec, source),
-        **_outcome(spec, source), n_users=n_users, min_per_arm=min_per_arm, seed=seed, models=models,
-        overrides=_overrides(spec.get("overrides"), "overrides", source),
-        model_overrides={m: _overrides(v, f"model_overrides.{m}", source) for m, v in per_model.items()},
-        **_evaluation(spec, source), source=source,
-        text=text or yaml.safe_dump(dict(spec), sort_keys=True), content=canonical(spec),
+        name=file.name_or(config.name, default_name),
+        description=config.description.strip(),
+        corpus=config.corpus,
+        filter=tuple((k, _as_tuple(v)) for k, v in config.filter.items()),
+        treatment_field=config.treatment.field,
+        treated=treated,
+        control=control,
+        **_history(config.history, file),
+        **_outcome(config.outcome, file),
+        n_users=config.n_users,
+        min_per_arm=config.min_per_arm,
+        seed=config.seed,
+        models=models,
+        overrides=options(config.overrides),
+        model_overrides={m: options(v) for m, v in per_model.items()},
+        n_boot=config.evaluation.n_boot,
+        split=config.evaluation.split,
+        estimators=config.evaluation.estimators,
+        source=source,
+        text=text or yaml.safe_dump(dict(spec), sort_keys=True),
+        content=canonical(spec),
     )
 
 
@@ -333,14 +323,5 @@ def load_spec(path: str | Path) -> ObservationalSpec:
         FileNotFoundError: ``path`` does not exist.
         ValueError: the YAML is malformed or invalid.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"No observational config at '{path}': give a YAML file such as configs/observational/twitter_gender.yaml."
-        )
-    text = path.read_text(encoding="utf-8")
-    try:
-        spec = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise _fail(str(path), f"not valid YAML ({err}).") from None
-    return spec_from_dict(spec, source=str(path), default_name=path.stem, text=text)
+    spec, text = read_yaml(path, kind=KIND, example="configs/observational/twitter_gender.yaml")
+    return spec_from_dict(spec, source=str(path), default_name=Path(path).stem, text=text)

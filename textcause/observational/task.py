@@ -59,8 +59,10 @@ class ObservationalTask:
         return len(self.user_ids)
 
     def __repr__(self) -> str:
-        return (f"ObservationalTask(name={self.name!r}, seed={self.seed}, n_users={len(self)}, "
-                f"treated={int(self.treatment.sum())}, split={self.split.sizes()})")
+        return (
+            f"ObservationalTask(name={self.name!r}, seed={self.seed}, n_users={len(self)}, "
+            f"treated={int(self.treatment.sum())}, split={self.split.sizes()})"
+        )
 
     @property
     def propensity(self) -> np.ndarray:
@@ -80,7 +82,9 @@ def _check_field(corpus: Corpus, spec: ObservationalSpec, name: str, wanted: tup
     absent = [v for v in wanted if v not in seen]
     if absent:
         shown = sorted(map(str, seen))[:12]
-        raise _fail(spec, f"the value(s) {absent} of meta field {name!r} ({what}) occur in no user; values seen: {shown}.")
+        raise _fail(
+            spec, f"the value(s) {absent} of meta field {name!r} ({what}) occur in no user; values seen: {shown}."
+        )
 
 
 def _values(values: tuple[Any, ...]) -> str:
@@ -122,7 +126,9 @@ def build_observational_task(corpus: Corpus, spec: ObservationalSpec, seed: int 
     users = [h for h in users if h.meta.get(spec.treatment_field) in spec.treated + spec.control]
     n_with_treatment = len(users)
     cut = [text_length(len(h), spec) for h in users]
-    keep = [i for i, (h, k) in enumerate(zip(users, cut)) if k >= spec.min_text_posts and len(h) - k >= spec.min_later_posts]
+    keep = [
+        i for i, (h, k) in enumerate(zip(users, cut)) if k >= spec.min_text_posts and len(h) - k >= spec.min_later_posts
+    ]
     n_eligible = len(keep)
     if spec.n_users is not None and spec.n_users < len(keep):
         keep = sorted(np.random.default_rng(0).choice(keep, size=spec.n_users, replace=False).tolist())
@@ -130,26 +136,43 @@ def build_observational_task(corpus: Corpus, spec: ObservationalSpec, seed: int 
     t = np.array([float(h.meta[spec.treatment_field] in spec.treated) for h in users])
     n_treated, n_control = int(t.sum()), int(len(t) - t.sum())
     if min(n_treated, n_control) < spec.min_per_arm:
-        raise _fail(spec, f"{n_treated} treated and {n_control} control users remain after the filters, fewer than "
-                          f"min_per_arm = {spec.min_per_arm} in an arm; use more users or lower min_per_arm.")
+        raise _fail(
+            spec,
+            f"{n_treated} treated and {n_control} control users remain after the filters, fewer than "
+            f"min_per_arm = {spec.min_per_arm} in an arm; use more users or lower min_per_arm.",
+        )
     value = np.array([OUTCOMES[spec.outcome](h.posts[k:], spec.terms) for h, k in zip(users, cut)], dtype=np.float64)
     threshold = float(np.median(value)) if spec.threshold == "median" else spec.threshold
     y = value if threshold is None else (value > threshold).astype(np.float64)
     if np.all(y == y[0]):
         raise _fail(spec, f"the outcome is the same ({y[0]:g}) for every user; choose another property or threshold.")
     info = {
-        "corpus": str(corpus.source), "n_corpus": len(corpus), "n_filtered": n_filtered,
-        "n_with_treatment": n_with_treatment, "n_eligible": n_eligible, "n_users": len(users),
-        "n_treated": n_treated, "n_control": n_control,
+        "corpus": str(corpus.source),
+        "n_corpus": len(corpus),
+        "n_filtered": n_filtered,
+        "n_with_treatment": n_with_treatment,
+        "n_eligible": n_eligible,
+        "n_users": len(users),
+        "n_treated": n_treated,
+        "n_control": n_control,
         "treatment": f"{spec.treatment_field} = {_values(spec.treated)} (T=1) vs {_values(spec.control)} (T=0)",
-        "outcome": outcome_label(spec.outcome, spec.terms), "outcome_property": spec.outcome,
-        "threshold": threshold, "outcome_mean": float(y.mean()),
-        "mean_text_posts": float(np.mean(cut)), "mean_later_posts": float(np.mean([len(h) - k for h, k in zip(users, cut)])),
+        "outcome": outcome_label(spec.outcome, spec.terms),
+        "outcome_property": spec.outcome,
+        "threshold": threshold,
+        "outcome_mean": float(y.mean()),
+        "mean_text_posts": float(np.mean(cut)),
+        "mean_later_posts": float(np.mean([len(h) - k for h, k in zip(users, cut)])),
     }
     return ObservationalTask(
-        name=spec.name, seed=seed, user_ids=[h.user_id for h in users],
-        texts=[list(h.posts[:k]) for h, k in zip(users, cut)], treatment=t, outcome=y, outcome_value=value,
-        split=split_users(len(users), seed=seed), info=info,
+        name=spec.name,
+        seed=seed,
+        user_ids=[h.user_id for h in users],
+        texts=[list(h.posts[:k]) for h, k in zip(users, cut)],
+        treatment=t,
+        outcome=y,
+        outcome_value=value,
+        split=split_users(len(users), seed=seed),
+        info=info,
     )
 
 

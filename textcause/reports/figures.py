@@ -8,53 +8,80 @@ mean over seeds with the corrected resampled variance ``(1/J + n_test/n_train) s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import matplotlib
 
+from textcause.validation import check_options
+
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-from textcause.analysis.frame import task_order  # noqa: E402
-from textcause.analysis.inference import corrected_interval  # noqa: E402
-from textcause.analysis.names import model_labels, model_order  # noqa: E402
-from textcause.estimators.registry import ESTIMATOR_LABELS  # noqa: E402
-from textcause.simulation.tasks import task_label  # noqa: E402
-from textcause.io import atomic_path  # noqa: E402
+from textcause.analysis.frame import task_order
+from textcause.analysis.inference import corrected_interval
+from textcause.analysis.names import model_labels, model_order
+from textcause.estimators.registry import ESTIMATOR_LABELS
+from textcause.io import atomic_path
+from textcause.simulation.tasks import task_label
 
-METRIC_LABELS = {"treatment_accuracy": "Treatment accuracy", "iptw_weight_mse": "IPTW weight MSE",
-                 "spearman": "Spearman correlation", "bias": "Bias (estimate - true ATE)"}
+METRIC_LABELS = {
+    "treatment_accuracy": "Treatment accuracy",
+    "iptw_weight_mse": "IPTW weight MSE",
+    "spearman": "Spearman correlation",
+    "bias": "Bias (estimate - true ATE)",
+}
+#: Where a figure's error bars come from (``auto``: seeds when some method has two or more seeds).
+INTERVALS = ("auto", "bootstrap", "seeds")
 INTERVAL_LABELS = {
     "seeds": "error bars: 95% interval of the mean over seeds (corrected resampled t, Nadeau & Bengio 2003)",
     "bootstrap": "error bars: 95% percentile bootstrap over test units "
-                 "(per cell; ends averaged over seeds; none on propensity metrics)",
+    "(per cell; ends averaged over seeds; none on propensity metrics)",
 }
 MARKERS = "osD^vP<X>*hp8"
 #: tab10, then darker colours, so that the paper's 12 models never share a colour (one shared
 #: colour with a circle and a hexagon read as the same model at marker size 5).
-COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-          "#17becf", "#000000", "#8c6d31", "#393b79", "#637939")
+COLORS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#000000",
+    "#8c6d31",
+    "#393b79",
+    "#637939",
+)
 
 
 def model_style(i: int) -> tuple[str, str]:
     """The (marker, colour) of the ``i``-th model: distinct colours for 14 models, distinct pairs for 182."""
     return MARKERS[i % len(MARKERS)], COLORS[i % len(COLORS)]
+
+
 #: Fig. 4's columns: (title, estimator or None for a propensity metric, metric).
-FIG4_COLUMNS = (("Treatment accuracy", None, "treatment_accuracy"), ("IPTW bias", "ipw", "bias"),
-                ("Stratified bias", "stratified", "bias"))
-FIG7_COLUMNS = (("Treatment accuracy", None, "treatment_accuracy"), ("IPTW weight MSE", None, "iptw_weight_mse"),
-                ("Spearman correlation", None, "spearman"))
+FIG4_COLUMNS = (
+    ("Treatment accuracy", None, "treatment_accuracy"),
+    ("IPTW bias", "ipw", "bias"),
+    ("Stratified bias", "stratified", "bias"),
+)
+FIG7_COLUMNS = (
+    ("Treatment accuracy", None, "treatment_accuracy"),
+    ("IPTW weight MSE", None, "iptw_weight_mse"),
+    ("Spearman correlation", None, "spearman"),
+)
 
 
 def resolve_interval(summary: pd.DataFrame, interval: str) -> str:
     """``auto`` -> ``seeds`` when some method has two or more seeds, else ``bootstrap``."""
-    if interval not in ("auto", "seeds", "bootstrap"):
-        raise ValueError(
-            f"The 'interval' parameter must be one of ['auto', 'bootstrap', 'seeds']. Got {interval!r} instead."
-        )
+    check_options(interval, "interval", "resolve_interval", INTERVALS)
     if interval == "auto":
         return "seeds" if summary["n_seeds"].max() >= 2 else "bootstrap"
     return interval
@@ -79,8 +106,9 @@ def panel_points(summary: pd.DataFrame, task: str, estimator: str | None, metric
     return pd.DataFrame(out, columns=["model", "level", "y", "lo", "hi"])
 
 
-def _draw_panel(ax: plt.Axes, points: pd.DataFrame, models: list[str], labels: dict[str, str],
-                levels: list[int], metric: str) -> None:
+def _draw_panel(
+    ax: plt.Axes, points: pd.DataFrame, models: list[str], labels: dict[str, str], levels: list[int], metric: str
+) -> None:
     width = 0.6
     offsets = np.linspace(-width / 2, width / 2, len(models)) if len(models) > 1 else np.zeros(1)
     for i, model in enumerate(models):
@@ -92,8 +120,7 @@ def _draw_panel(ax: plt.Axes, points: pd.DataFrame, models: list[str], labels: d
         err = np.vstack([y - p["lo"].to_numpy(), p["hi"].to_numpy() - y])
         err = np.where(np.isfinite(err), np.maximum(err, 0.0), 0.0)
         marker, color = model_style(i)
-        ax.errorbar(x, y, yerr=err, fmt=marker, color=color, ms=5,
-                    capsize=2, elinewidth=1, label=labels[model])
+        ax.errorbar(x, y, yerr=err, fmt=marker, color=color, ms=5, capsize=2, elinewidth=1, label=labels[model])
     if metric == "bias":
         ax.axhline(0.0, color="0.3", lw=0.8, ls="--", zorder=0)
     ax.set_xticks(range(len(levels)), [str(lv) for lv in levels])
@@ -104,8 +131,14 @@ def _draw_panel(ax: plt.Axes, points: pd.DataFrame, models: list[str], labels: d
     ax.grid(axis="y", alpha=0.3)
 
 
-def grid_figure(summary: pd.DataFrame, tasks: Sequence[str], columns: Sequence[tuple[str, str | None, str]],
-                *, interval: str = "auto", title: str = "") -> plt.Figure:
+def grid_figure(
+    summary: pd.DataFrame,
+    tasks: Sequence[str],
+    columns: Sequence[tuple[str, str | None, str]],
+    *,
+    interval: str = "auto",
+    title: str = "",
+) -> plt.Figure:
     """One row per task, one column per (title, estimator, metric); a shared legend at the bottom."""
     interval = resolve_interval(summary, interval)
     models = model_order(summary["model"].unique())
@@ -129,8 +162,15 @@ def grid_figure(summary: pd.DataFrame, tasks: Sequence[str], columns: Sequence[t
             if n not in names:
                 handles.append(h)
                 names.append(n)
-    fig.legend(handles, names, loc="lower center", ncol=min(len(names), 5), fontsize=8, frameon=False,
-               bbox_to_anchor=(0.5, 0.0))
+    fig.legend(
+        handles,
+        names,
+        loc="lower center",
+        ncol=min(len(names), 5),
+        fontsize=8,
+        frameon=False,
+        bbox_to_anchor=(0.5, 0.0),
+    )
     head = f"{title}\n{INTERVAL_LABELS[interval]}; models jittered on x" if title else INTERVAL_LABELS[interval]
     fig.suptitle(head, fontsize=10)
     height = fig.get_figheight()
@@ -179,28 +219,48 @@ def save_figure(fig: plt.Figure, out_dir: str | Path, stem: str, formats: Sequen
     return paths
 
 
-def draw_figures(summary: pd.DataFrame, out_dir: str | Path, *, corpus: str, interval: str = "auto",
-                 formats: Sequence[str] = ("png", "svg")) -> dict[str, list[Path]]:
+def draw_figures(
+    summary: pd.DataFrame,
+    out_dir: str | Path,
+    *,
+    corpus: str,
+    interval: str = "auto",
+    formats: Sequence[str] = ("png", "svg"),
+) -> dict[str, list[Path]]:
     """Fig. 4, 6, 7 and 11 for one corpus; returns ``{figure stem: [paths]}`` (absent tasks: no figure)."""
     data = summary[summary["corpus"] == corpus]
     tasks = [t for t in task_order(data["task"]) if t != "order_of_text"]
     written: dict[str, list[Path]] = {}
     tag = corpus.replace("/", "_")
     if tasks:
-        written[f"fig4_tasks_{tag}"] = save_figure(grid_figure(
-            data, tasks, FIG4_COLUMNS, interval=interval, title=f"Treatment accuracy and bias by task ({corpus})"),
-            out_dir, f"fig4_tasks_{tag}", formats)
+        written[f"fig4_tasks_{tag}"] = save_figure(
+            grid_figure(
+                data, tasks, FIG4_COLUMNS, interval=interval, title=f"Treatment accuracy and bias by task ({corpus})"
+            ),
+            out_dir,
+            f"fig4_tasks_{tag}",
+            formats,
+        )
         ests = [e for e in ("ipw", "stratified", "matching", "aipw") if e in set(data["estimator"])]
         if ests:
             cols = [(f"{ESTIMATOR_LABELS[e]} bias", e, "bias") for e in ests]
-            written[f"fig6_estimators_{tag}"] = save_figure(grid_figure(
-                data, tasks, cols, interval=interval, title=f"Bias by estimator ({corpus})"),
-                out_dir, f"fig6_estimators_{tag}", formats)
-        written[f"fig7_propensity_{tag}"] = save_figure(grid_figure(
-            data, tasks, FIG7_COLUMNS, interval=interval, title=f"Propensity quality ({corpus})"),
-            out_dir, f"fig7_propensity_{tag}", formats)
+            written[f"fig6_estimators_{tag}"] = save_figure(
+                grid_figure(data, tasks, cols, interval=interval, title=f"Bias by estimator ({corpus})"),
+                out_dir,
+                f"fig6_estimators_{tag}",
+                formats,
+            )
+        written[f"fig7_propensity_{tag}"] = save_figure(
+            grid_figure(data, tasks, FIG7_COLUMNS, interval=interval, title=f"Propensity quality ({corpus})"),
+            out_dir,
+            f"fig7_propensity_{tag}",
+            formats,
+        )
     if "order_of_text" in set(data["task"]):
-        written[f"fig11_order_of_text_{tag}"] = save_figure(grid_figure(
-            data, ["order_of_text"], FIG4_COLUMNS, interval=interval, title=f"Order of Text ({corpus})"),
-            out_dir, f"fig11_order_of_text_{tag}", formats)
+        written[f"fig11_order_of_text_{tag}"] = save_figure(
+            grid_figure(data, ["order_of_text"], FIG4_COLUMNS, interval=interval, title=f"Order of Text ({corpus})"),
+            out_dir,
+            f"fig11_order_of_text_{tag}",
+            formats,
+        )
     return written

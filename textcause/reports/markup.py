@@ -7,8 +7,9 @@ parser dependency.
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence, Union
+from typing import Union
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def to_html(blocks: Sequence[Block], title: str) -> str:
         else:
             raise ValueError(f"Unknown report block {type(b).__name__}.")
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
         + "\n".join(body)
         + "\n</body>\n</html>\n"

@@ -12,21 +12,23 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
 
 from textcause.analysis.agreement import bound_tightness, cross_corpus_agreement
-from textcause.reports.figures import INTERVAL_LABELS, agreement_figure, draw_figures, resolve_interval, save_figure
 from textcause.analysis.frame import ci_label, load_results, task_order
 from textcause.analysis.headline import bias_rows, placebo_table
 from textcause.analysis.inference import compare, seed_summary
+from textcause.analysis.names import ESTIMATOR_ORDER, estimator_order, model_labels, model_order
+from textcause.estimators.registry import ESTIMATOR_LABELS
+from textcause.io import atomic_write_text
+from textcause.reports.figures import INTERVAL_LABELS, agreement_figure, draw_figures, resolve_interval, save_figure
 from textcause.reports.markup import Block, Bullets, Heading, Image, Para, Table, to_html, to_markdown
 from textcause.simulation.tasks import task_label
-from textcause.estimators.registry import ESTIMATOR_LABELS
-from textcause.analysis.names import ESTIMATOR_ORDER, estimator_order, model_labels, model_order
-from textcause.io import atomic_write_text
+
 
 def fmt(x: Any, digits: int = 3, sign: bool = False) -> str:
     """A number for a table; "-" for a missing value."""
@@ -58,7 +60,9 @@ def task_tables(summary: pd.DataFrame, corpus: str) -> list[Block]:
     blocks: list[Block] = []
     for task in task_order(data["task"]):
         sub = data[data["task"] == task]
-        header = ["Model", "Level", "Seeds", "Treatment accuracy"] + [f"{ESTIMATOR_LABELS.get(e, e)} bias" for e in ests]
+        header = ["Model", "Level", "Seeds", "Treatment accuracy"] + [
+            f"{ESTIMATOR_LABELS.get(e, e)} bias" for e in ests
+        ]
         header += [f"RMSE ({ESTIMATOR_LABELS.get(main, main)})", f"Coverage ({ESTIMATOR_LABELS.get(main, main)})"]
         rows = []
         for model in model_order(sub["model"].unique()):
@@ -67,9 +71,15 @@ def task_tables(summary: pd.DataFrame, corpus: str) -> list[Block]:
                 if cell.empty:
                     continue
                 first = cell.sort_values("n_seeds", ascending=False).iloc[0]
-                row = [labels[model], str(level), str(int(cell["n_seeds"].max())),
-                       mean_sd(first["mean_treatment_accuracy"], first["sd_treatment_accuracy"], sign=False)]
-                row += [mean_sd(cell.at[e, "mean_bias"], cell.at[e, "sd_bias"]) if e in cell.index else "-" for e in ests]
+                row = [
+                    labels[model],
+                    str(level),
+                    str(int(cell["n_seeds"].max())),
+                    mean_sd(first["mean_treatment_accuracy"], first["sd_treatment_accuracy"], sign=False),
+                ]
+                row += [
+                    mean_sd(cell.at[e, "mean_bias"], cell.at[e, "sd_bias"]) if e in cell.index else "-" for e in ests
+                ]
                 m = cell.loc[main] if main in cell.index else None
                 row += ["-" if m is None else fmt(m["rmse"]), "-" if m is None else fmt(m["coverage"], 2)]
                 rows.append(row)
@@ -79,14 +89,18 @@ def task_tables(summary: pd.DataFrame, corpus: str) -> list[Block]:
 
 def comparison_section(data: pd.DataFrame, estimator: str, alpha: float = 0.05) -> list[Block]:
     """Each model's adjusted estimate vs the unadjusted estimate on the same seeds, metric |bias|."""
-    blocks: list[Block] = [Heading(2, "Method comparison across seeds"), Para(
-        f"Each model's **{ESTIMATOR_LABELS.get(estimator, estimator)}** estimate (A) against the **unadjusted** "
-        "difference in means (B) of the same seeds, on |bias|: a negative difference means adjusting with the "
-        "model's propensities reduced the bias. t and p: corrected resampled t-test (Nadeau & Bengio 2003: "
-        "variance times 1/J + n_test/n_train, df = J - 1), Holm-adjusted across the task levels of each model "
-        f"(one family per model and corpus), verdicts at alpha = {alpha}. The naive paired t p-value ignores "
-        "that the seeds' training sets overlap and is shown only for contrast: it is too liberal. A single "
-        "train/test split or a bootstrap over its test set cannot support such claims about methods.")]
+    blocks: list[Block] = [
+        Heading(2, "Method comparison across seeds"),
+        Para(
+            f"Each model's **{ESTIMATOR_LABELS.get(estimator, estimator)}** estimate (A) against the **unadjusted** "
+            "difference in means (B) of the same seeds, on |bias|: a negative difference means adjusting with the "
+            "model's propensities reduced the bias. t and p: corrected resampled t-test (Nadeau & Bengio 2003: "
+            "variance times 1/J + n_test/n_train, df = J - 1), Holm-adjusted across the task levels of each model "
+            f"(one family per model and corpus), verdicts at alpha = {alpha}. The naive paired t p-value ignores "
+            "that the seeds' training sets overlap and is shown only for contrast: it is too liberal. A single "
+            "train/test split or a bootstrap over its test set cannot support such claims about methods."
+        ),
+    ]
     summary_rows, detail = [], []
     for corpus in sorted(set(data["corpus"])):
         sub = data[data["corpus"] == corpus]
@@ -106,20 +120,60 @@ def comparison_section(data: pd.DataFrame, estimator: str, alpha: float = 0.05) 
             summary_rows.append([corpus, labels[model], *(str(counts.get(v, 0)) for v in verdicts), ""])
             for r in table.itertuples():
                 verdict = {"A": "adjusted better", "B": "unadjusted better"}.get(r.better, r.better)
-                detail.append([corpus, labels[model], task_label(r.task), str(r.level), str(r.n_seeds),
-                               fmt(r.mean_a), fmt(r.mean_b), fmt(r.mean_diff, sign=True),
-                               fmt(r.t, 2, sign=True) if math.isfinite(r.t) else ("+inf" if r.t > 0 else "-inf"),
-                               fmt_p(r.p), fmt_p(r.p_holm), fmt_p(r.p_naive), verdict + (f" ({r.note})" if r.note else "")])
+                detail.append(
+                    [
+                        corpus,
+                        labels[model],
+                        task_label(r.task),
+                        str(r.level),
+                        str(r.n_seeds),
+                        fmt(r.mean_a),
+                        fmt(r.mean_b),
+                        fmt(r.mean_diff, sign=True),
+                        fmt(r.t, 2, sign=True) if math.isfinite(r.t) else ("+inf" if r.t > 0 else "-inf"),
+                        fmt_p(r.p),
+                        fmt_p(r.p_holm),
+                        fmt_p(r.p_naive),
+                        verdict + (f" ({r.note})" if r.note else ""),
+                    ]
+                )
     if not summary_rows:
         return blocks + [Para(f"No model has both {estimator!r} and 'unadjusted' rows: nothing to compare.")]
     blocks += [
         Heading(3, "Summary: task levels per verdict"),
-        Table(["Corpus", "Model", "Adjusted better", "Unadjusted better", "No significant difference",
-               "Not enough seeds", "Note"], summary_rows, ["l", "l", "r", "r", "r", "r", "l"]),
+        Table(
+            [
+                "Corpus",
+                "Model",
+                "Adjusted better",
+                "Unadjusted better",
+                "No significant difference",
+                "Not enough seeds",
+                "Note",
+            ],
+            summary_rows,
+            ["l", "l", "r", "r", "r", "r", "l"],
+        ),
         Heading(3, "Every task level"),
-        Table(["Corpus", "Model", "Task", "Level", "Seeds", "mean |bias| A", "mean |bias| B", "diff A - B",
-               "t (corrected)", "p (corrected)", "p (Holm)", "p (naive)", "Verdict"], detail,
-              ["l", "l", "l"] + ["r"] * 9 + ["l"]),
+        Table(
+            [
+                "Corpus",
+                "Model",
+                "Task",
+                "Level",
+                "Seeds",
+                "mean |bias| A",
+                "mean |bias| B",
+                "diff A - B",
+                "t (corrected)",
+                "p (corrected)",
+                "p (Holm)",
+                "p (naive)",
+                "Verdict",
+            ],
+            detail,
+            ["l", "l", "l"] + ["r"] * 9 + ["l"],
+        ),
     ]
     return blocks
 
@@ -131,15 +185,23 @@ def headline_section(summary: pd.DataFrame, estimator: str = "stratified") -> li
         if not (summary.loc[summary["corpus"] == corpus, "estimator"] == estimator).any():
             continue
         header, rows = bias_rows(summary, corpus, estimator)
-        blocks += [Heading(2, f"Headline ({corpus})"),
-                   Para(f"{ESTIMATOR_LABELS.get(estimator, estimator)} bias (estimate - true ATE): the mean over seeds, ± the sd when there are several."),
-                   Table(header, rows, ["l"] + ["r"] * (len(header) - 1))]
+        blocks += [
+            Heading(2, f"Headline ({corpus})"),
+            Para(
+                f"{ESTIMATOR_LABELS.get(estimator, estimator)} bias (estimate - true ATE): the mean over seeds, ± the sd when there are several."
+            ),
+            Table(header, rows, ["l"] + ["r"] * (len(header) - 1)),
+        ]
         placebo = placebo_table(summary, corpus)
         if not placebo.empty:
             body = [[str(m)] + [fmt(v, 2) for v in placebo.loc[m]] for m in placebo.index]
-            blocks += [Para(f"Placebo test: share of {placebo.attrs['n_seeds']} seed(s) whose 95% interval excludes the "
-                            "true ATE of 0 (false discoveries)."),
-                       Table(["Model"] + list(placebo.columns), body, ["l"] + ["r"] * len(placebo.columns))]
+            blocks += [
+                Para(
+                    f"Placebo test: share of {placebo.attrs['n_seeds']} seed(s) whose 95% interval excludes the "
+                    "true ATE of 0 (false discoveries)."
+                ),
+                Table(["Model"] + list(placebo.columns), body, ["l"] + ["r"] * len(placebo.columns)),
+            ]
     return blocks
 
 
@@ -149,19 +211,36 @@ def placebo_section(summary: pd.DataFrame) -> list[Block]:
     blocks: list[Block] = [Heading(2, "Placebo test: false discoveries")]
     if data.empty:
         return blocks + [Para("No task with a true ATE of 0 in the results.")]
-    blocks.append(Para("Share of seeds whose 95% interval (percentile bootstrap over test units) excludes 0 when "
-                       "the true ATE is 0; each such seed would report a false causal effect."))
+    blocks.append(
+        Para(
+            "Share of seeds whose 95% interval (percentile bootstrap over test units) excludes 0 when "
+            "the true ATE is 0; each such seed would report a false causal effect."
+        )
+    )
     rows = []
     for corpus in sorted(set(data["corpus"])):
         sub = data[data["corpus"] == corpus]
         labels = model_labels(model_order(sub["model"].unique()))
         for model in model_order(sub["model"].unique()):
             for r in sub[sub["model"] == model].sort_values("estimator", key=lambda s: s.map(_est_rank)).itertuples():
-                rows.append([corpus, labels[model], ESTIMATOR_LABELS.get(r.estimator, r.estimator),
-                             f"{task_label(r.task)} {r.level}", str(r.n_seeds),
-                             fmt(r.mean_ate, sign=True), fmt(r.false_discovery_rate, 2)])
-    return blocks + [Table(["Corpus", "Model", "Estimator", "Task", "Seeds", "Mean ATE", "False discovery rate"],
-                           rows, ["l", "l", "l", "l", "r", "r", "r"])]
+                rows.append(
+                    [
+                        corpus,
+                        labels[model],
+                        ESTIMATOR_LABELS.get(r.estimator, r.estimator),
+                        f"{task_label(r.task)} {r.level}",
+                        str(r.n_seeds),
+                        fmt(r.mean_ate, sign=True),
+                        fmt(r.false_discovery_rate, 2),
+                    ]
+                )
+    return blocks + [
+        Table(
+            ["Corpus", "Model", "Estimator", "Task", "Seeds", "Mean ATE", "False discovery rate"],
+            rows,
+            ["l", "l", "l", "l", "r", "r", "r"],
+        )
+    ]
 
 
 def _est_rank(name: str) -> int:
@@ -171,8 +250,11 @@ def _est_rank(name: str) -> int:
 def coverage_section(summary: pd.DataFrame) -> list[Block]:
     """Pooled coverage of the true ATE per model and estimator (over task levels and seeds)."""
     ests = _estimators(summary)
-    pooled = summary.assign(hits=summary["coverage"] * summary["n_ci"]).groupby(
-        ["corpus", "model", "estimator"], as_index=False)[["hits", "n_ci"]].sum()
+    pooled = (
+        summary.assign(hits=summary["coverage"] * summary["n_ci"])
+        .groupby(["corpus", "model", "estimator"], as_index=False)[["hits", "n_ci"]]
+        .sum()
+    )
     rows = []
     for corpus in sorted(set(pooled["corpus"])):
         sub = pooled[pooled["corpus"] == corpus]
@@ -184,11 +266,15 @@ def coverage_section(summary: pd.DataFrame) -> list[Block]:
                 n = cells.at[e, "n_ci"] if e in cells.index else 0
                 row.append(f"{cells.at[e, 'hits'] / n:.2f} ({int(n)})" if n else "-")
             rows.append(row)
-    return [Heading(2, "Coverage of the true ATE"), Para(
-        "Share of cells (task level x seed) whose 95% percentile-bootstrap interval over test units contains the "
-        "true ATE; cells with an interval in brackets. Well below 0.95 means the per-cell interval understates "
-        "the error (it ignores the bias of the propensity model)."),
-        Table(["Corpus", "Model"] + [ESTIMATOR_LABELS.get(e, e) for e in ests], rows, ["l", "l"] + ["r"] * len(ests))]
+    return [
+        Heading(2, "Coverage of the true ATE"),
+        Para(
+            "Share of cells (task level x seed) whose 95% percentile-bootstrap interval over test units contains the "
+            "true ATE; cells with an interval in brackets. Well below 0.95 means the per-cell interval understates "
+            "the error (it ignores the bias of the propensity model)."
+        ),
+        Table(["Corpus", "Model"] + [ESTIMATOR_LABELS.get(e, e) for e in ests], rows, ["l", "l"] + ["r"] * len(ests)),
+    ]
 
 
 def bounds_section(data: pd.DataFrame) -> list[Block]:
@@ -198,10 +284,14 @@ def bounds_section(data: pd.DataFrame) -> list[Block]:
     if total["n"] == 0:
         return [Heading(2, "Appendix A: theoretical bounds"), Para("No cell has both an interval and a bound.")]
     rows = [[ESTIMATOR_LABELS.get(r.estimator, r.estimator), r.text, fmt(r.share, 3)] for r in table.itertuples()]
-    return [Heading(2, "Appendix A: theoretical bounds"), Para(
-        f"The empirical 95% interval ({ci_label(data)}) is tighter than the Arbour-Dimmery bound in "
-        f"**{total['text']}** (cell x estimator)."),
-        Table(["Estimator", "Tighter than the bound", "Share"], rows, ["l", "r", "r"])]
+    return [
+        Heading(2, "Appendix A: theoretical bounds"),
+        Para(
+            f"The empirical 95% interval ({ci_label(data)}) is tighter than the Arbour-Dimmery bound in "
+            f"**{total['text']}** (cell x estimator)."
+        ),
+        Table(["Estimator", "Tighter than the bound", "Share"], rows, ["l", "r", "r"]),
+    ]
 
 
 def agreement_section(
@@ -219,15 +309,31 @@ def agreement_section(
             continue
         stem = f"fig10_agreement_{a}_{b}".replace("/", "_")
         written[stem] = save_figure(agreement_figure(table), out_dir, stem, formats)
-        rows = [[r.scope, (model_labels([r.group])[r.group] if r.scope == "model" else task_label(r.group)),
-                 r.quantity, str(r.n), fmt(r.mean_abs_diff), fmt(r.mean_ratio), fmt(r.pearson_r)]
-                for r in table.itertuples()]
-        blocks += [Heading(2, f"Appendix G: {a} vs {b}"), Para(
-            f"Each quantity is averaged over seeds per (task, level, model), then paired across corpora. Ratio is "
-            f"{b}:{a} (over non-zero {a} values; unstable near 0, e.g. the placebo ATE)."),
-            Table(["Scope", "Group", "Quantity", "n", "Mean abs. difference", f"Mean ratio {b}:{a}", "Pearson r"],
-                  rows, ["l", "l", "l", "r", "r", "r", "r"]),
-            Image(f"{stem}.png", f"Agreement of {a} and {b}")]
+        rows = [
+            [
+                r.scope,
+                (model_labels([r.group])[r.group] if r.scope == "model" else task_label(r.group)),
+                r.quantity,
+                str(r.n),
+                fmt(r.mean_abs_diff),
+                fmt(r.mean_ratio),
+                fmt(r.pearson_r),
+            ]
+            for r in table.itertuples()
+        ]
+        blocks += [
+            Heading(2, f"Appendix G: {a} vs {b}"),
+            Para(
+                f"Each quantity is averaged over seeds per (task, level, model), then paired across corpora. Ratio is "
+                f"{b}:{a} (over non-zero {a} values; unstable near 0, e.g. the placebo ATE)."
+            ),
+            Table(
+                ["Scope", "Group", "Quantity", "n", "Mean abs. difference", f"Mean ratio {b}:{a}", "Pearson r"],
+                rows,
+                ["l", "l", "l", "r", "r", "r", "r"],
+            ),
+            Image(f"{stem}.png", f"Agreement of {a} and {b}"),
+        ]
     return blocks, written
 
 
@@ -242,31 +348,45 @@ def failed_section(data: pd.DataFrame) -> list[Block]:
         errors = key[5] or "no estimate (status " + ", ".join(sorted(set(g["status"]))) + ")"
         ests = ", ".join(sorted(set(g["estimator"]) - {""})) or "-"
         rows.append([key[0], key[1], str(key[2]), key[3], str(key[4]), ests, errors])
-    return blocks + [Para(f"{len(rows)} failed cell(s) or estimator(s); they are left out of every summary."),
-                     Table(["Corpus", "Task", "Level", "Model", "Seed", "Estimators", "Error"], rows, ["l"] * 7)]
+    return blocks + [
+        Para(f"{len(rows)} failed cell(s) or estimator(s); they are left out of every summary."),
+        Table(["Corpus", "Task", "Level", "Model", "Seed", "Estimators", "Error"], rows, ["l"] * 7),
+    ]
 
 
-def build_report(data: pd.DataFrame, out_dir: str | Path, *, interval: str = "auto", estimator: str = "stratified",
-                 formats: Sequence[str] = ("png", "svg"), source: str = "") -> tuple[list[Block], dict[str, list[Path]]]:
+def build_report(
+    data: pd.DataFrame,
+    out_dir: str | Path,
+    *,
+    interval: str = "auto",
+    estimator: str = "stratified",
+    formats: Sequence[str] = ("png", "svg"),
+    source: str = "",
+) -> tuple[list[Block], dict[str, list[Path]]]:
     """Draw the figures into ``out_dir`` and return the report's blocks and the figure paths."""
     data = load_results(data)
     out_dir = Path(out_dir)
     summary = seed_summary(data)
     interval = resolve_interval(summary, interval)
     seeds = summary.loc[summary["n_seeds"] > 0, "n_seeds"]
-    blocks: list[Block] = [Heading(1, "textcause benchmark report"), Bullets([
-        f"Source: `{source}`" if source else "Source: a DataFrame",
-        f"{len(data)} result rows; corpora: {', '.join(sorted(set(data['corpus'])))}; "
-        f"{data['model'].nunique()} models; estimators: {', '.join(_estimators(summary)) or 'none'}",
-        *([f"Grids: {', '.join(sorted(set(data['grid'].dropna().astype(str))))}"] if "grid" in data else []),
-        f"Seeds per method and task level: {int(seeds.min()) if len(seeds) else 0} to "
-        f"{int(seeds.max()) if len(seeds) else 0} "
-        "(each seed redraws class assignment, treatments, outcomes and the split)",
-        f"Per-cell intervals: {ci_label(data)} (95%); they describe one draw, not the method",
-        f"Figures: {INTERVAL_LABELS[interval]}",
-        "Claims about methods use the seeds: means and spreads over seeds, and paired comparisons with the "
-        "corrected resampled t-test and Holm's correction.",
-    ])]
+    blocks: list[Block] = [
+        Heading(1, "textcause benchmark report"),
+        Bullets(
+            [
+                f"Source: `{source}`" if source else "Source: a DataFrame",
+                f"{len(data)} result rows; corpora: {', '.join(sorted(set(data['corpus'])))}; "
+                f"{data['model'].nunique()} models; estimators: {', '.join(_estimators(summary)) or 'none'}",
+                *([f"Grids: {', '.join(sorted(set(data['grid'].dropna().astype(str))))}"] if "grid" in data else []),
+                f"Seeds per method and task level: {int(seeds.min()) if len(seeds) else 0} to "
+                f"{int(seeds.max()) if len(seeds) else 0} "
+                "(each seed redraws class assignment, treatments, outcomes and the split)",
+                f"Per-cell intervals: {ci_label(data)} (95%); they describe one draw, not the method",
+                f"Figures: {INTERVAL_LABELS[interval]}",
+                "Claims about methods use the seeds: means and spreads over seeds, and paired comparisons with the "
+                "corrected resampled t-test and Holm's correction.",
+            ]
+        ),
+    ]
     blocks += headline_section(summary, estimator)
     written: dict[str, list[Path]] = {}
     if summary.empty:
@@ -275,8 +395,12 @@ def build_report(data: pd.DataFrame, out_dir: str | Path, *, interval: str = "au
         figs = draw_figures(summary, out_dir, corpus=corpus, interval=interval, formats=formats)
         written.update(figs)
         blocks.append(Heading(2, f"Results on {corpus}"))
-        captions = {"fig4": "Treatment accuracy and bias by task (Fig. 4)", "fig6": "Bias by estimator (Fig. 6)",
-                    "fig7": "Accuracy, IPTW weight MSE and Spearman (Fig. 7)", "fig11": "Order of Text (Fig. 11)"}
+        captions = {
+            "fig4": "Treatment accuracy and bias by task (Fig. 4)",
+            "fig6": "Bias by estimator (Fig. 6)",
+            "fig7": "Accuracy, IPTW weight MSE and Spearman (Fig. 7)",
+            "fig11": "Order of Text (Fig. 11)",
+        }
         for stem in figs:
             blocks += [Heading(3, captions[stem.split("_")[0]]), Image(f"{stem}.png", captions[stem.split("_")[0]])]
         blocks += [Heading(3, f"Tables by task ({corpus}): mean ± sd over seeds")] + task_tables(summary, corpus)
@@ -288,8 +412,15 @@ def build_report(data: pd.DataFrame, out_dir: str | Path, *, interval: str = "au
     return blocks, written
 
 
-def write_report(source: Any, out_dir: str | Path, *, interval: str = "auto", estimator: str = "stratified",
-                 formats: Sequence[str] = ("png", "svg"), grid: str | None = None) -> dict[str, Any]:
+def write_report(
+    source: Any,
+    out_dir: str | Path,
+    *,
+    interval: str = "auto",
+    estimator: str = "stratified",
+    formats: Sequence[str] = ("png", "svg"),
+    grid: str | None = None,
+) -> dict[str, Any]:
     """Write the figures, ``report.md``, ``report.html`` and ``seed_summary.csv`` into ``out_dir``.
 
     Args:

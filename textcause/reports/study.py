@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import csv
 import io
-import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
-import numpy as np
-
-from textcause.io import atomic_write_json, atomic_write_text
-
-from textcause.reports.markup import Bullets, Heading, Image, Para, Table, to_markdown
 from textcause.analysis.study import RESULT_COLUMNS
 from textcause.estimators.registry import ESTIMATOR_LABELS
+from textcause.io import atomic_write_json, atomic_write_text
+from textcause.reports.markup import Bullets, Heading, Image, Para, Table, to_markdown
+
 
 def _fmt(value: Any, signed: bool = True) -> str:
     if value is None:
@@ -44,8 +42,10 @@ def results_table(rows: Sequence[dict[str, Any]], estimators: Sequence[str]) -> 
         if first.get("estimator") is None:
             body.append([first["label"], f"failed: {first.get('error')}"] + [""] * len(estimators))
             continue
-        line = [first["label"], _interval(first["treatment_accuracy"], first["accuracy_ci_low"],
-                                          first["accuracy_ci_high"], signed=False)]
+        line = [
+            first["label"],
+            _interval(first["treatment_accuracy"], first["accuracy_ci_low"], first["accuracy_ci_high"], signed=False),
+        ]
         for est in estimators:
             r = next((x for x in mine if x["estimator"] == est), None)
             if r is None or r.get("ate") is None:
@@ -64,12 +64,14 @@ def disagreement_bullets(summary: dict[str, dict[str, Any]], labels: dict[str, s
         if s["n_models"] == 1:
             text = f"{ESTIMATOR_LABELS.get(est, est)}: the only text model, {name(s['min_model'])}, estimates {s['min']:+.3f}"
         else:
-            text = (f"{ESTIMATOR_LABELS.get(est, est)}: the {s['n_models']} text models estimate from "
-                    f"{s['min']:+.3f} ({name(s['min_model'])}) to {s['max']:+.3f} ({name(s['max_model'])}), "
-                    f"a spread of {s['spread']:.3f}")
+            text = (
+                f"{ESTIMATOR_LABELS.get(est, est)}: the {s['n_models']} text models estimate from "
+                f"{s['min']:+.3f} ({name(s['min_model'])}) to {s['max']:+.3f} ({name(s['max_model'])}), "
+                f"a spread of {s['spread']:.3f}"
+            )
         if s["unadjusted"] is not None:
             text += f" (unadjusted: {s['unadjusted']:+.3f})"
-        text += (f"; {len(s['excludes_zero'])} interval(s) exclude 0 and {len(s['includes_zero'])} include it")
+        text += f"; {len(s['excludes_zero'])} interval(s) exclude 0 and {len(s['includes_zero'])} include it"
         if s["non_overlapping"]:
             shown = ", ".join(f"{name(a)} vs {name(b)}" for a, b in s["non_overlapping"][:4])
             more = f" and {len(s['non_overlapping']) - 4} more" if len(s["non_overlapping"]) > 4 else ""
@@ -77,7 +79,9 @@ def disagreement_bullets(summary: dict[str, dict[str, Any]], labels: dict[str, s
         else:
             text += "; every pair of intervals overlaps"
         if s["accuracy_ate_spearman"] is not None:
-            text += f"; Spearman correlation of treatment accuracy and ATE across models: {s['accuracy_ate_spearman']:+.2f}"
+            text += (
+                f"; Spearman correlation of treatment accuracy and ATE across models: {s['accuracy_ate_spearman']:+.2f}"
+            )
         items.append(text + ".")
     return items
 
@@ -90,14 +94,28 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def report_markdown(rows: Sequence[dict[str, Any]], summary: dict[str, dict[str, Any]], *, title: str,
-                    about: Sequence[str], estimators: Sequence[str], figure: str | None = None) -> str:
+def report_markdown(
+    rows: Sequence[dict[str, Any]],
+    summary: dict[str, dict[str, Any]],
+    *,
+    title: str,
+    about: Sequence[str],
+    estimators: Sequence[str],
+    figure: str | None = None,
+) -> str:
     """The study's Markdown report: what was studied, the table, the disagreement, the figure."""
     labels = {r["model"]: r["label"] for r in rows}
-    blocks: list[Any] = [Heading(1, title), Bullets(list(about)), Heading(2, "Results"), results_table(rows, estimators),
-                         Para("Intervals: 95% percentile bootstrap over the evaluation users (ATE and treatment "
-                              "accuracy). `*`: the ATE interval excludes 0. There is no ground truth: agreement "
-                              "between models is necessary for a credible estimate, not sufficient.")]
+    blocks: list[Any] = [
+        Heading(1, title),
+        Bullets(list(about)),
+        Heading(2, "Results"),
+        results_table(rows, estimators),
+        Para(
+            "Intervals: 95% percentile bootstrap over the evaluation users (ATE and treatment "
+            "accuracy). `*`: the ATE interval excludes 0. There is no ground truth: agreement "
+            "between models is necessary for a credible estimate, not sufficient."
+        ),
+    ]
     if summary:
         blocks += [Heading(2, "Where the models disagree"), Bullets(disagreement_bullets(summary, labels))]
     if figure:
@@ -128,31 +146,54 @@ def write_outputs(spec: Any, task: Any, out_dir: Path) -> dict[str, Any]:
     chance = float(max(t_eval.mean(), 1.0 - t_eval.mean()))
     threshold = info["threshold"]
     outcome = info["outcome"] if threshold is None else f"{info['outcome']} > {threshold:.3g}"
-    subtitle = (f"T: {info['treatment']}; Y: {outcome}; {info['n_users']} users, "
-                f"{n_eval} in the {spec.split} split; seed {spec.seed}")
+    subtitle = (
+        f"T: {info['treatment']}; Y: {outcome}; {info['n_users']} users, "
+        f"{n_eval} in the {spec.split} split; seed {spec.seed}"
+    )
     title = f"{spec.name}: {spec.description}" if spec.description else spec.name
     stem = f"fig2_{spec.name}"
     files: list[Path] = []
     if rows:
-        files = draw_study_figure(rows, out_dir, stem, estimators=spec.estimators, title=title,
-                                  subtitle=subtitle, chance=chance)
+        files = draw_study_figure(
+            rows, out_dir, stem, estimators=spec.estimators, title=title, subtitle=subtitle, chance=chance
+        )
     text = f"{spec.text_posts} posts" if spec.text_posts else f"{spec.text_fraction:g} of the posts"
     about = [
-        (f"Corpus: `{spec.corpus}` ({info['n_corpus']} users read; {info['n_filtered']} after the filter, "
-         f"{info['n_eligible']} with enough posts, {info['n_users']} studied)."),
+        (
+            f"Corpus: `{spec.corpus}` ({info['n_corpus']} users read; {info['n_filtered']} after the filter, "
+            f"{info['n_eligible']} with enough posts, {info['n_users']} studied)."
+        ),
         f"Treatment: {info['treatment']}: {info['n_treated']} treated, {info['n_control']} control.",
-        (f"Text: the first {text} (mean {info['mean_text_posts']:.1f} posts); the outcome comes from the later "
-         f"posts (mean {info['mean_later_posts']:.1f})."),
+        (
+            f"Text: the first {text} (mean {info['mean_text_posts']:.1f} posts); the outcome comes from the later "
+            f"posts (mean {info['mean_later_posts']:.1f})."
+        ),
         f"Outcome: Y = {outcome} (mean Y {info['outcome_mean']:.3f}).",
-        (f"Split: 40/10/50 (seed {spec.seed}); evaluated on the {n_eval} users of the {spec.split} split; "
-         f"{spec.n_boot} bootstrap replicates."),
+        (
+            f"Split: 40/10/50 (seed {spec.seed}); evaluated on the {n_eval} users of the {spec.split} split; "
+            f"{spec.n_boot} bootstrap replicates."
+        ),
     ]
-    study = {"name": spec.name, "description": spec.description, "config": spec.source, "corpus": spec.corpus,
-             "seed": spec.seed, "split": spec.split, "n_eval": n_eval, "chance_accuracy": chance,
-             "estimators": list(spec.estimators), "models": spec.model_names, **info}
-    markdown = report_markdown(rows, summary, title=title, about=about, estimators=spec.estimators,
-                               figure=f"{stem}.png" if files else None)
-    written = [atomic_write_text(out_dir / "results.md", markdown), atomic_write_text(out_dir / "results.csv", to_csv(rows))]
+    study = {
+        "name": spec.name,
+        "description": spec.description,
+        "config": spec.source,
+        "corpus": spec.corpus,
+        "seed": spec.seed,
+        "split": spec.split,
+        "n_eval": n_eval,
+        "chance_accuracy": chance,
+        "estimators": list(spec.estimators),
+        "models": spec.model_names,
+        **info,
+    }
+    markdown = report_markdown(
+        rows, summary, title=title, about=about, estimators=spec.estimators, figure=f"{stem}.png" if files else None
+    )
+    written = [
+        atomic_write_text(out_dir / "results.md", markdown),
+        atomic_write_text(out_dir / "results.csv", to_csv(rows)),
+    ]
     result = {"study": study, "rows": rows, "disagreement": summary}
     written.append(atomic_write_json(out_dir / "results.json", result))
     result["files"] = [str(p) for p in written + files]

@@ -9,19 +9,20 @@ effect, which do not, and how far adjusting moved each one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-from textcause.reports.figures import model_style, save_figure  # noqa: E402
-from textcause.estimators.registry import ESTIMATOR_LABELS  # noqa: E402
+from textcause.estimators.registry import ESTIMATOR_LABELS
+from textcause.reports.figures import model_style, save_figure
 
 ZERO_STYLE = {"color": "0.2", "lw": 0.9, "ls": "-"}
 UNADJUSTED_STYLE = {"color": "tab:red", "lw": 1.0, "ls": "--"}
@@ -42,8 +43,14 @@ def _mark_failed(ax: plt.Axes, y: float, text: str = "failed") -> None:
     ax.text(0.5, y, text, transform=ax.get_yaxis_transform(), ha="center", va="center", fontsize=7, color="0.5")
 
 
-def study_figure(rows: Sequence[dict[str, Any]], *, estimators: Sequence[str], title: str, subtitle: str = "",
-                 chance: float | None = None) -> plt.Figure:
+def study_figure(
+    rows: Sequence[dict[str, Any]],
+    *,
+    estimators: Sequence[str],
+    title: str,
+    subtitle: str = "",
+    chance: float | None = None,
+) -> plt.Figure:
     """Draw the figure from :func:`textcause.reports.study.result_rows` rows.
 
     Args:
@@ -61,8 +68,9 @@ def study_figure(rows: Sequence[dict[str, Any]], *, estimators: Sequence[str], t
     labels = {r["model"]: r["label"] for r in rows}
     n = len(models)
     ncols = 1 + len(estimators)
-    fig, axes = plt.subplots(1, ncols, figsize=(2.0 + 3.3 * ncols, 1.9 + 0.36 * max(n, 3)), sharey=True,
-                             layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(
+        1, ncols, figsize=(2.0 + 3.3 * ncols, 1.9 + 0.36 * max(n, 3)), sharey=True, layout="constrained", squeeze=False
+    )
     axes = axes[0]
     ys = np.arange(n)
     by_model = {m: {r.get("estimator"): r for r in rows if r["model"] == m} for m in models}
@@ -105,8 +113,10 @@ def study_figure(rows: Sequence[dict[str, Any]], *, estimators: Sequence[str], t
     handles = [
         Line2D([], [], color="0.2", marker="o", ls="", ms=5, label="estimate, 95% percentile bootstrap interval"),
         Line2D([], [], **ZERO_STYLE, label="zero effect"),
-        (Line2D([], [], **UNADJUSTED_STYLE, label="unadjusted estimate (difference in means)"),
-         Patch(color=UNADJUSTED_STYLE["color"], alpha=0.08)),
+        (
+            Line2D([], [], **UNADJUSTED_STYLE, label="unadjusted estimate (difference in means)"),
+            Patch(color=UNADJUSTED_STYLE["color"], alpha=0.08),
+        ),
     ]
     names = [h.get_label() if not isinstance(h, tuple) else h[0].get_label() for h in handles]
     if chance is not None:
@@ -117,9 +127,17 @@ def study_figure(rows: Sequence[dict[str, Any]], *, estimators: Sequence[str], t
     return fig
 
 
-def draw_study_figure(rows: Sequence[dict[str, Any]], out_dir: str | Path, stem: str, *,
-                      estimators: Sequence[str], title: str, subtitle: str = "", chance: float | None = None,
-                      formats: Sequence[str] = ("png", "svg")) -> list[Path]:
+def draw_study_figure(
+    rows: Sequence[dict[str, Any]],
+    out_dir: str | Path,
+    stem: str,
+    *,
+    estimators: Sequence[str],
+    title: str,
+    subtitle: str = "",
+    chance: float | None = None,
+    formats: Sequence[str] = ("png", "svg"),
+) -> list[Path]:
     """Draw :func:`study_figure` and write it as ``out_dir/stem.<fmt>`` (atomically)."""
     fig = study_figure(rows, estimators=estimators, title=title, subtitle=subtitle, chance=chance)
     return save_figure(fig, out_dir, stem, formats)

@@ -78,11 +78,19 @@ class Cell:
 
     def run_settings(self, run_dir: str | Path) -> RunSettings:
         """The cell on the one run path: its model config, overrides and coordinates, its outputs under ``run_dir``."""
-        overrides = {**dict(self.overrides), "data.corpus": self.source, "data.task": self.task,
-                     "data.level": self.level, "seed_everything": self.seed}
-        evaluation = EvaluationSettings(n_boot=self.n_boot, split=self.split, estimators=self.estimators, seed=self.seed)
-        return RunSettings(configs=(self.model_path,), overrides=overrides, run_dir=Path(run_dir),
-                           evaluation=evaluation, quiet=True)
+        overrides = {
+            **dict(self.overrides),
+            "data.corpus": self.source,
+            "data.task": self.task,
+            "data.level": self.level,
+            "seed_everything": self.seed,
+        }
+        evaluation = EvaluationSettings(
+            n_boot=self.n_boot, split=self.split, estimators=self.estimators, seed=self.seed
+        )
+        return RunSettings(
+            configs=(self.model_path,), overrides=overrides, run_dir=Path(run_dir), evaluation=evaluation, quiet=True
+        )
 
 
 @dataclass
@@ -100,7 +108,10 @@ def code_version() -> str:
     try:
         out = subprocess.run(
             ["git", "-C", str(PROJECT_ROOT), "describe", "--always", "--dirty"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         )
         if out.stdout.strip():
             return out.stdout.strip()
@@ -114,14 +125,28 @@ def code_version() -> str:
         return "textcause-unknown"
 
 
-def cell_meta(cell: Cell, *, version: str, attempt: int, started: Any, train_s: float | None,
-              eval_s: float | None) -> dict[str, Any]:
+def cell_meta(
+    cell: Cell, *, version: str, attempt: int, started: Any, train_s: float | None, eval_s: float | None
+) -> dict[str, Any]:
     """The store columns every row of a cell carries (who ran it, when, how long)."""
     return {
-        "cell_id": cell.cell_id, "grid": cell.grid, "model": cell.model, "config_hash": cell.config_hash,
-        "code_version": version, "n_boot": cell.n_boot, "attempt": attempt, "host": socket.gethostname(),
-        "started_at": started, "finished_at": store.utcnow(), "train_seconds": train_s, "eval_seconds": eval_s,
-        "corpus": cell.corpus, "task": cell.task, "level": cell.level, "seed": cell.seed, "split": cell.split,
+        "cell_id": cell.cell_id,
+        "grid": cell.grid,
+        "model": cell.model,
+        "config_hash": cell.config_hash,
+        "code_version": version,
+        "n_boot": cell.n_boot,
+        "attempt": attempt,
+        "host": socket.gethostname(),
+        "started_at": started,
+        "finished_at": store.utcnow(),
+        "train_seconds": train_s,
+        "eval_seconds": eval_s,
+        "corpus": cell.corpus,
+        "task": cell.task,
+        "level": cell.level,
+        "seed": cell.seed,
+        "split": cell.split,
     }
 
 
@@ -162,7 +187,7 @@ def run_config_cell(cell: Cell, out_dir: str | Path, *, version: str = "", attem
         if isinstance(err, SIGTERMException):
             raise
         error = f"the run exited with code {err.code}: {_last_line(log.getvalue())}"
-    except Exception as err:  # noqa: BLE001 - any cell error is data, recorded with its message
+    except Exception as err:
         error = f"{type(err).__name__}: {err}"
     finally:
         (run_dir / "cell.log").write_text(log.getvalue(), encoding="utf-8")
@@ -172,8 +197,10 @@ def run_config_cell(cell: Cell, out_dir: str | Path, *, version: str = "", attem
     if error is None:  # the run's `model` is the network's class; the grid's model is the config name
         rows = [{**r, "model_class": r.get("model"), **meta, "status": "ok"} for r in rows]
         return CellOutcome("ok", rows, seconds=seconds)
-    failed = [{**meta, "run": str(run_dir), "estimator": e, "status": "failed", "error": error}
-              for e in cell.result_estimators]
+    failed = [
+        {**meta, "run": str(run_dir), "estimator": e, "status": "failed", "error": error}
+        for e in cell.result_estimators
+    ]
     return CellOutcome("failed", failed, error=error, seconds=seconds)
 
 

@@ -93,6 +93,8 @@ class RunSettings:
             if not Path(path).is_file():
                 raise FileNotFoundError(f"No model config at '{path}': give a YAML file such as configs/oracle.yaml.")
         object.__setattr__(self, "configs", tuple(Path(p) for p in configs))
+        if self.run_dir is not None:
+            object.__setattr__(self, "run_dir", Path(self.run_dir))
         object.__setattr__(self, "overrides", {str(k).lstrip("-"): v for k, v in dict(self.overrides).items()})
 
 

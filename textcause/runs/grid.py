@@ -16,33 +16,43 @@ Each :class:`Cell` knows its train.py arguments and its ``config_hash`` (the mod
 default configs, the overrides and the evaluation settings), so a finished cell computed under
 another configuration is noticed. A method cell (``Cell.method`` set) is run by
 :func:`textcause.runs.method_cell.run_method_cell` instead of train.py; its hash covers the method's code
-and parameters instead of a YAML file. Loading a grid imports neither torch nor Lightning (a method
-entry imports the method's module).
+and parameters instead of a YAML file. The YAML is the :class:`GridConfig` dataclass, parsed by
+:mod:`textcause.specs` (every mistake is one ``ValueError`` sentence naming the file and the key);
+its task, seed and evaluation keys are a :class:`Plan`, which ``textcause.evaluate`` parses too.
+Loading a grid imports neither torch nor Lightning (a method entry imports the method's module).
 """
 
 from __future__ import annotations
 
-import json
-import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Optional, Union
 
-import yaml
-
-from textcause.corpus.types import SPLITS
-from textcause.estimators.registry import PROPENSITY_ESTIMATORS as ESTIMATORS
+from textcause.estimators.registry import PROPENSITY_ESTIMATORS as ESTIMATORS  # noqa: F401 (tests/runs/test_postgres.py)
 from textcause.io import content_key
+from textcause.observational.spec import (
+    MODELS_DOC,
+    OPTIONS_DOC,
+    PER_MODEL_DOC,
+    Evaluation,
+    model_names,
+    options,
+    options_ok,
+    per_model_ok,
+)
 from textcause.paths import default_configs, model_config_path
-from textcause.observational.spec import model_names
 from textcause.runs.cell import Cell
+from textcause.specs import NAME_DOC, SpecFile, holds, ints, is_name, key, read_yaml
+from textcause.validation import check_options, check_that
 
-GRID_KEYS = ("name", "corpora", "tasks", "models", "methods", "seeds", "overrides", "model_overrides", "evaluation",
-             "threads")
-EVALUATION_KEYS = ("n_boot", "split", "estimators", "effect_n_boot")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+KIND = "Benchmark config"
 CONFIG_HASH_VERSION = "textcause-benchmark-cell/v1"
 METHOD_CELL_HASH_VERSION = "textcause-method-cell/v1"
+TASKS_DOC = "'all', a list of task names or a mapping {task: [levels]}"
+CORPORA_DOC = f"a non-empty list of corpus names or paths, or a mapping {{name: path}}, with distinct names {NAME_DOC}"
+METHODS_DOC = "a non-empty list of 'package.module:Name' specs or a mapping {name: spec}"
+Tasks = Union[str, list[str], dict[str, Union[Literal["all"], int, list[int], None]]]
 
 
 @dataclass(frozen=True)
@@ -66,8 +76,13 @@ class Grid:
 
     def reconfigured(self, ledger: Mapping[str, Any], statuses: tuple[str, ...] = ("ok", "failed")) -> list[str]:
         """Ids of this grid's cells that the ledger holds with one of ``statuses`` under another config hash."""
-        return [c.cell_id for c in self.cells if c.cell_id in ledger and ledger[c.cell_id].status in statuses
-                and ledger[c.cell_id].config_hash != c.config_hash]
+        return [
+            c.cell_id
+            for c in self.cells
+            if c.cell_id in ledger
+            and ledger[c.cell_id].status in statuses
+            and ledger[c.cell_id].config_hash != c.config_hash
+        ]
 
     def cell_for(self, params: Mapping[str, Any]) -> Cell:
         """The cell of Optuna grid parameters (``corpus``, ``task`` as ``task-level``, ``model``, ``seed``)."""
@@ -82,23 +97,111 @@ class Grid:
         return cached
 
 
-def _fail(source: str, message: str) -> ValueError:
-    return ValueError(f"Benchmark config '{source}': {message}")
+def _registry_levels() -> dict[str, list[int]]:
+    from textcause.simulation.tasks import list_tasks
+
+    levels: dict[str, list[int]] = {}
+    for task, level in list_tasks():
+        levels.setdefault(task, []).append(level)
+    return levels
 
 
-def _corpora(value: Any, source: str) -> list[tuple[str, str]]:
-    if isinstance(value, str):
-        value = [value]
+def _wanted(value: Any) -> dict[str, Any]:
+    """A ``tasks`` value other than ``all`` as ``{task: levels}`` (``all`` or None: every level)."""
+    value = [value] if isinstance(value, str) else value
+    return {t: "all" for t in value} if isinstance(value, (list, tuple)) else dict(value)
+
+
+def _level_list(wanted: Any, known: list[int]) -> list[int]:
+    return known if wanted in ("all", None) else ([wanted] if isinstance(wanted, int) else list(wanted))
+
+
+def _known_tasks(value: Any, name: str, doc: str) -> None:
+    """The rule of ``tasks``: every task and level is in the task registry."""
+    if value == "all":
+        return
+    wanted = _wanted(value)
+    check_that(bool(wanted), value, name, None, doc)
+    levels = _registry_levels()
+    for task, want in wanted.items():
+        check_options(task, name, None, sorted(levels))
+        for level in _level_list(want, levels[task]):
+            check_options(level, f"{name}.{task}", None, levels[task])
+
+
+def _seeds_ok(value: int | list[int]) -> bool:
+    if isinstance(value, int):
+        return value >= 1
+    return bool(value) and all(s >= 0 for s in value) and len(set(value)) == len(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridEvaluation(Evaluation):
+    """``evaluation``: a study's block, plus the bootstrap of effect methods that give no interval."""
+
+    effect_n_boot: int = key(ints(low=0), default=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """What each model is run on: task levels, seeds, the evaluation (shared with ``textcause.evaluate``)."""
+
+    tasks: Tasks = key(_known_tasks, default="all", doc=TASKS_DOC)
+    seeds: Union[int, list[int]] = key(holds(_seeds_ok), default=[0], doc="a list of distinct ints >= 0 or an int >= 1")
+    evaluation: GridEvaluation = key(default=GridEvaluation())
+
+    @property
+    def task_levels(self) -> list[tuple[str, int]]:
+        """The ``(task, level)`` pairs, in the registry's order for ``all``, else in the config's."""
+        levels = _registry_levels()
+        if self.tasks == "all":
+            return [(t, lv) for t, known in levels.items() for lv in known]
+        return [(t, int(lv)) for t, want in _wanted(self.tasks).items() for lv in _level_list(want, levels[t])]
+
+    @property
+    def seed_list(self) -> list[int]:
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+
+def _corpus_items(value: str | list[str] | dict[str, str]) -> list[tuple[str, str]]:
+    value = [value] if isinstance(value, str) else value
     if isinstance(value, Mapping):
-        items = [(str(k), str(v)) for k, v in value.items()]
-    elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        items = [(_corpus_name(v), v) for v in value]
-    else:
-        raise _fail(source, f"'corpora' must be a non-empty list of corpus names or paths, or a mapping {{name: path}}. Got {value!r} instead.")
-    names = [n for n, _ in items]
-    if not items or len(set(names)) != len(names) or not all(_NAME.match(n) for n in names):
-        raise _fail(source, f"corpus names must be distinct and made of letters, digits, '_', '.', '-'. Got {names} instead.")
-    return items
+        return [(k, v) for k, v in value.items()]
+    return [(_corpus_name(v), v) for v in value]
+
+
+def _corpora_ok(value: Any) -> bool:
+    names = [n for n, _ in _corpus_items(value)]
+    return bool(names) and len(set(names)) == len(names) and all(map(is_name, names))
+
+
+def _methods_ok(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return bool(value) and all(is_name(k) for k in value)
+    value = [value] if isinstance(value, str) else value
+    return bool(value) and all(is_method_spec(m) for m in value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridConfig(Plan):
+    """A benchmark config as written (see the module docstring); :func:`grid_from_dict` reads it."""
+
+    corpora: Union[str, list[str], dict[str, str]] = key(holds(_corpora_ok), doc=CORPORA_DOC)
+    name: Optional[str] = key(default=None, doc=NAME_DOC)
+    models: Union[str, list[str], None] = key(holds(lambda v: model_names(v) is not None), default=None, doc=MODELS_DOC)
+    methods: Union[str, list[str], dict[str, str], None] = key(holds(_methods_ok), default=None, doc=METHODS_DOC)
+    overrides: dict = key(holds(options_ok), default={}, doc=OPTIONS_DOC)
+    model_overrides: dict[str, Optional[dict]] = key(holds(per_model_ok), default={}, doc=PER_MODEL_DOC)
+    threads: Optional[int] = key(ints(low=1), default=None)
+
+
+def parse_plan(spec: Mapping[str, Any], *, source: str) -> Plan:
+    """The :class:`Plan` of a mapping with some of the keys ``tasks``, ``seeds``, ``evaluation``.
+
+    Raises:
+        ValueError: "Benchmark config '<source>': ..." naming the key.
+    """
+    return SpecFile(KIND, source).parse(Plan, spec)
 
 
 def _corpus_name(source: str) -> str:
@@ -106,42 +209,6 @@ def _corpus_name(source: str) -> str:
     for ext in (".gz", ".jsonl", ".json", ".csv", ".parquet", ".ndjson"):
         name = name[: -len(ext)] if name.endswith(ext) else name
     return name
-
-
-def _tasks(value: Any, source: str) -> list[tuple[str, int]]:
-    from textcause.simulation.tasks import list_tasks
-
-    known = list_tasks()
-    levels: dict[str, list[int]] = {}
-    for task, level in known:
-        levels.setdefault(task, []).append(level)
-    if value == "all":
-        return list(known)
-    if isinstance(value, str):
-        value = [value]
-    if isinstance(value, list):
-        value = {t: "all" for t in value}
-    if not isinstance(value, Mapping) or not value:
-        raise _fail(source, f"'tasks' must be 'all', a list of task names or a mapping {{task: [levels]}}. Got {value!r} instead.")
-    out: list[tuple[str, int]] = []
-    for task, wanted in value.items():
-        if task not in levels:
-            raise _fail(source, f"unknown task {task!r}; known tasks are {sorted(levels)}.")
-        wanted = levels[task] if wanted in ("all", None) else ([wanted] if isinstance(wanted, int) else wanted)
-        for level in wanted:
-            if level not in levels[task]:
-                raise _fail(source, f"task {task!r} has levels {levels[task]}. Got level {level!r} instead.")
-            out.append((task, int(level)))
-    return out
-
-
-def _seeds(value: Any, source: str) -> list[int]:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return list(range(value))
-    if (isinstance(value, list) and value and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value)
-            and len(set(value)) == len(value)):
-        return list(value)
-    raise _fail(source, f"'seeds' must be a list of distinct ints >= 0 or an int >= 1. Got {value!r} instead.")
 
 
 @dataclass(frozen=True)
@@ -180,90 +247,90 @@ def method_entry(spec: str, source: str, name: str | None = None) -> ModelEntry:
         obj = as_method(spec)
         info = describe_method(obj)
     except (ValueError, FileNotFoundError) as err:
-        raise _fail(source, f"method {spec!r}: {err}") from None
+        raise SpecFile(KIND, source).fail(f"method {spec!r}: {err}") from None
     name = name or info.name
     if isinstance(obj, ConfigPropensity):
         return ModelEntry(name, obj.config, overrides=tuple(obj.overrides.items()))
-    return ModelEntry(name, info.source_file or Path(spec), method=spec, kind=info.kind, estimator=info.estimator,
-                      fingerprint=info.fingerprint)
+    return ModelEntry(
+        name,
+        info.source_file or Path(spec),
+        method=spec,
+        kind=info.kind,
+        estimator=info.estimator,
+        fingerprint=info.fingerprint,
+    )
 
 
 def _models(value: Any, source: str) -> list[ModelEntry]:
-    names = model_names(value)
-    if names is None:
-        raise _fail(source, f"'models' must be a non-empty list of model config names. Got {value!r} instead.")
     out = []
-    for m in names:
+    for m in model_names(value) or ():
         if is_method_spec(m):
             out.append(method_entry(m, source))
-            continue
-        path = model_config_path(m)
-        out.append(ModelEntry(path.stem, path))
+        else:
+            path = model_config_path(m)
+            out.append(ModelEntry(path.stem, path))
     return out
 
 
 def _methods(value: Any, source: str) -> list[ModelEntry]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        value = [value]
-    if isinstance(value, Mapping) and value and all(isinstance(k, str) and _NAME.match(k) and isinstance(v, str)
-                                                    for k, v in value.items()):
+    if isinstance(value, Mapping):
         return [method_entry(v, source, name=k) for k, v in value.items()]
-    if isinstance(value, list) and value and all(isinstance(m, str) and is_method_spec(m) for m in value):
-        return [method_entry(m, source) for m in value]
-    raise _fail(source, "'methods' must be a non-empty list of 'package.module:Name' specs or a mapping "
-                        f"{{name: spec}}. Got {value!r} instead.")
+    return [method_entry(m, source) for m in ([value] if isinstance(value, str) else value or ())]
 
 
-def model_config_hash(path: Path, corpus_source: str, overrides: Mapping[str, Any], n_boot: int, split: str,
-                      estimators: Any, *, defaults_text: list[str] | None = None) -> str:
+def model_config_hash(
+    path: Path,
+    corpus_source: str,
+    overrides: Mapping[str, Any],
+    n_boot: int,
+    split: str,
+    estimators: Any,
+    *,
+    defaults_text: list[str] | None = None,
+) -> str:
     """The config hash of a model config cell: the YAML text, the default configs and every setting."""
     defaults_text = [_read_text(p) for p in default_configs()] if defaults_text is None else defaults_text
-    return content_key(CONFIG_HASH_VERSION, _read_text(path), defaults_text, corpus_source, sorted(overrides.items()),
-                       n_boot, split, list(estimators))
+    return content_key(
+        CONFIG_HASH_VERSION,
+        _read_text(path),
+        defaults_text,
+        corpus_source,
+        sorted(overrides.items()),
+        n_boot,
+        split,
+        list(estimators),
+    )
 
 
-def method_config_hash(fingerprint: str, corpus_source: str, overrides: Mapping[str, Any], n_boot: int, split: str,
-                       estimators: Any, effect_n_boot: int) -> str:
+def method_config_hash(
+    fingerprint: str,
+    corpus_source: str,
+    overrides: Mapping[str, Any],
+    n_boot: int,
+    split: str,
+    estimators: Any,
+    effect_n_boot: int,
+) -> str:
     """The config hash of a method cell: the method's fingerprint and every setting but the coordinates."""
-    return content_key(METHOD_CELL_HASH_VERSION, fingerprint, corpus_source, sorted(overrides.items()), n_boot, split,
-                       list(estimators), effect_n_boot)
-
-
-def _overrides(value: Any, what: str, source: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) and k for k in value):
-        raise _fail(source, f"'{what}' must be a mapping of train.py options (e.g. data.n_users: 300). Got {value!r} instead.")
-    return {k.lstrip("-"): v for k, v in value.items()}
-
-
-def _evaluation(value: Any, source: str) -> tuple[int, str, tuple[str, ...], int]:
-    value = {} if value is None else value
-    if not isinstance(value, Mapping) or set(value) - set(EVALUATION_KEYS):
-        raise _fail(source, f"'evaluation' takes the keys {list(EVALUATION_KEYS)}. Got {value!r} instead.")
-    n_boot = value.get("n_boot", 1000)
-    if not isinstance(n_boot, int) or isinstance(n_boot, bool) or n_boot < 0:
-        raise _fail(source, f"'evaluation.n_boot' must be an int >= 0. Got {n_boot!r} instead.")
-    split = value.get("split", "test")
-    if split not in SPLITS:
-        raise _fail(source, f"'evaluation.split' must be one of {list(SPLITS)}. Got {split!r} instead.")
-    estimators = value.get("estimators", list(ESTIMATORS))
-    if not isinstance(estimators, (list, tuple)) or not estimators or not set(estimators) <= set(ESTIMATORS):
-        raise _fail(source, f"'evaluation.estimators' must be a non-empty subset of {list(ESTIMATORS)}. Got {estimators!r} instead.")
-    effect_n_boot = value.get("effect_n_boot", 0)
-    if not isinstance(effect_n_boot, int) or isinstance(effect_n_boot, bool) or effect_n_boot < 0:
-        raise _fail(source, f"'evaluation.effect_n_boot' must be an int >= 0. Got {effect_n_boot!r} instead.")
-    return n_boot, split, tuple(estimators), effect_n_boot
+    return content_key(
+        METHOD_CELL_HASH_VERSION,
+        fingerprint,
+        corpus_source,
+        sorted(overrides.items()),
+        n_boot,
+        split,
+        list(estimators),
+        effect_n_boot,
+    )
 
 
 def _read_text(path: Path) -> str:
     return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
-def grid_from_dict(spec: Mapping[str, Any], *, source: str = "<dict>", default_name: str = "grid",
-                   methods: Sequence[str] = ()) -> Grid:
+def grid_from_dict(
+    spec: Mapping[str, Any], *, source: str = "<dict>", default_name: str = "grid", methods: Sequence[str] = ()
+) -> Grid:
     """Build a :class:`Grid` from a parsed benchmark config.
 
     Args:
@@ -276,35 +343,29 @@ def grid_from_dict(spec: Mapping[str, Any], *, source: str = "<dict>", default_n
         ValueError: on an unknown key, task, level, a method that cannot be imported or a malformed
             value (one sentence naming it).
     """
-    if not isinstance(spec, Mapping):
-        raise _fail(source, f"expected a mapping with the keys {list(GRID_KEYS)}. Got {type(spec).__name__} instead.")
-    unknown = sorted(set(spec) - set(GRID_KEYS))
-    if unknown:
-        raise _fail(source, f"unknown key(s) {unknown}; expected some of {list(GRID_KEYS)}.")
-    if "corpora" not in spec:
-        raise _fail(source, "the key 'corpora' is required.")
-    if "models" not in spec and not spec.get("methods") and not methods:
-        raise _fail(source, "the key 'models' is required.")
-    name = spec.get("name", default_name)
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise _fail(source, f"'name' must be made of letters, digits, '_', '.', '-'. Got {name!r} instead.")
-    corpora = _corpora(spec["corpora"], source)
-    tasks = _tasks(spec.get("tasks", "all"), source)
-    entries = _models(spec["models"], source) if "models" in spec else []
-    entries += _methods(spec.get("methods"), source) + [method_entry(m, "--method") for m in methods]
+    file = SpecFile(KIND, source)
+    config = file.parse(GridConfig, spec)
+    if config.models is None and not config.methods and not methods:
+        raise file.fail("the key 'models' is required.")
+    name = file.name_or(config.name, default_name)
+    corpora, tasks, seeds = _corpus_items(config.corpora), config.task_levels, config.seed_list
+    entries = _models(config.models, source) + _methods(config.methods, source)
+    entries += [method_entry(m, "--method") for m in methods]
     names = [e.name for e in entries]
     if len(set(names)) != len(names):
-        raise _fail(source, f"model names must be distinct. Got {names} instead.")
-    seeds = _seeds(spec.get("seeds", [0]), source)
-    overrides = _overrides(spec.get("overrides"), "overrides", source)
-    per_model = spec.get("model_overrides") or {}
-    if not isinstance(per_model, Mapping) or set(per_model) - set(names):
-        raise _fail(source, f"'model_overrides' must map model names of 'models' to options. Got {per_model!r} instead.")
-    per_model = {m: _overrides(v, f"model_overrides.{m}", source) for m, v in per_model.items()}
-    n_boot, split, estimators, effect_n_boot = _evaluation(spec.get("evaluation"), source)
-    threads = spec.get("threads")
-    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
-        raise _fail(source, f"'threads' must be an int >= 1. Got {threads!r} instead.")
+        raise file.fail(f"model names must be distinct. Got {names} instead.")
+    file.check(
+        check_that,
+        set(config.model_overrides) <= set(names),
+        config.model_overrides,
+        "model_overrides",
+        None,
+        PER_MODEL_DOC,
+    )
+    overrides = dict(options(config.overrides))
+    per_model = {m: dict(options(v)) for m, v in config.model_overrides.items()}
+    n_boot, split, estimators = config.evaluation.n_boot, config.evaluation.split, config.evaluation.estimators
+    effect_n_boot, threads = config.evaluation.effect_n_boot, config.threads
 
     defaults_text = [_read_text(p) for p in default_configs()]
     cells = []
@@ -315,19 +376,34 @@ def grid_from_dict(spec: Mapping[str, Any], *, source: str = "<dict>", default_n
                 extra: dict[str, Any] = {}
                 cell_estimators = estimators
                 if entry.method is None:
-                    config_hash = model_config_hash(entry.path, corpus_source, merged, n_boot, split, estimators,
-                                                    defaults_text=defaults_text)
+                    config_hash = model_config_hash(
+                        entry.path, corpus_source, merged, n_boot, split, estimators, defaults_text=defaults_text
+                    )
                 else:
                     cell_estimators = (entry.estimator,) if entry.kind == "effect" else estimators
-                    config_hash = method_config_hash(entry.fingerprint, corpus_source, merged, n_boot, split,
-                                                     cell_estimators, effect_n_boot)
+                    config_hash = method_config_hash(
+                        entry.fingerprint, corpus_source, merged, n_boot, split, cell_estimators, effect_n_boot
+                    )
                     extra = {"method": entry.method, "effect_n_boot": effect_n_boot}
                 for seed in seeds:
-                    cells.append(Cell(
-                        grid=name, corpus=corpus, source=corpus_source, task=task, level=level, model=entry.name,
-                        model_path=entry.path, seed=seed, overrides=tuple(merged.items()), n_boot=n_boot, split=split,
-                        estimators=cell_estimators, config_hash=config_hash, **extra,
-                    ))
+                    cells.append(
+                        Cell(
+                            grid=name,
+                            corpus=corpus,
+                            source=corpus_source,
+                            task=task,
+                            level=level,
+                            model=entry.name,
+                            model_path=entry.path,
+                            seed=seed,
+                            overrides=tuple(merged.items()),
+                            n_boot=n_boot,
+                            split=split,
+                            estimators=cell_estimators,
+                            config_hash=config_hash,
+                            **extra,
+                        )
+                    )
     space = {
         "corpus": [c for c, _ in corpora],
         "task": [f"{t}-{lv}" for t, lv in tasks],
@@ -344,11 +420,5 @@ def load_grid(path: str | Path, *, methods: Sequence[str] = ()) -> Grid:
         FileNotFoundError: if ``path`` does not exist.
         ValueError: if the YAML is malformed or names an unknown task or level.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"No benchmark config at '{path}': give a YAML file such as configs/benchmark/smoke.yaml.")
-    try:
-        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise ValueError(f"Benchmark config '{path}' is not valid YAML: {err}") from None
-    return grid_from_dict(spec, source=str(path), default_name=path.stem, methods=methods)
+    spec, _ = read_yaml(path, kind=KIND, example="configs/benchmark/smoke.yaml")
+    return grid_from_dict(spec, source=str(path), default_name=Path(path).stem, methods=methods)

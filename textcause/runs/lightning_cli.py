@@ -45,8 +45,9 @@ class TextCauseCLI(LightningCLI):
         if net is None or not _accepts(net, "input_dim") or net.init_args.get("input_dim") not in (None, 0):
             return
         # Sized when the data module is instantiated (its build is memoised, so nothing is built twice).
-        self._parser(self.subcommand).link_arguments("data", NET_INPUT_DIM, compute_fn=_input_dim,
-                                                     apply_on="instantiate")
+        self._parser(self.subcommand).link_arguments(
+            "data", NET_INPUT_DIM, compute_fn=_input_dim, apply_on="instantiate"
+        )
 
 
 def _input_dim(data: CausalTextDataModule) -> int:

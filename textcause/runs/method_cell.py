@@ -31,9 +31,9 @@ import numpy as np
 
 from textcause.methods.adapters import ConfigPropensity, as_method, fresh_copy
 from textcause.methods.inputs import TaskInputs, data_settings, task_settings
+from textcause.methods.protocols import effect_estimator, method_kind, method_name, representation_options
 from textcause.runs import store
 from textcause.runs.cell import Cell, CellOutcome, run_config_cell
-from textcause.methods.protocols import effect_estimator, method_kind, method_name, representation_options
 
 #: Probabilities are clipped to [EPS, 1 - EPS], as the built-in models clamp theirs.
 EPS = 1e-6
@@ -48,7 +48,7 @@ class MethodError(Exception):
 def _call(name: str, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
-    except Exception as err:  # noqa: BLE001 - the method's own error becomes the cell's error
+    except Exception as err:
         raise MethodError(f"{name}.{what} raised {type(err).__name__}: {err}") from err
 
 
@@ -66,8 +66,9 @@ def check_probabilities(name: str, out: Any, n: int) -> np.ndarray:
     try:
         arr = np.asarray(out, dtype=np.float64)
     except (TypeError, ValueError):
-        raise MethodError(f"{where} returned a {type(out).__name__} that is not an array of numbers; "
-                          f"expected {n} probabilities.") from None
+        raise MethodError(
+            f"{where} returned a {type(out).__name__} that is not an array of numbers; expected {n} probabilities."
+        ) from None
     if arr.ndim == 2 and arr.shape[1] in (1, 2):
         arr = arr[:, -1]
     if arr.ndim != 1:
@@ -78,13 +79,19 @@ def check_probabilities(name: str, out: Any, n: int) -> np.ndarray:
     if bad:
         raise MethodError(f"{where} returned {bad} NaN or infinite values (of {n}).")
     if arr.min() < 0.0 or arr.max() > 1.0:
-        raise MethodError(f"{where} returned values outside [0, 1] (from {arr.min():.4g} to {arr.max():.4g}); "
-                          "it must return probabilities P(T=1).")
+        raise MethodError(
+            f"{where} returned values outside [0, 1] (from {arr.min():.4g} to {arr.max():.4g}); "
+            "it must return probabilities P(T=1)."
+        )
     return arr
 
 
 def _number(name: str, what: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (Real, np.number)) or (isinstance(value, np.ndarray) and value.ndim):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (Real, np.number))
+        or (isinstance(value, np.ndarray) and value.ndim)
+    ):
         raise MethodError(f"{name}.estimate returned {type(value).__name__} as its {what}; expected a number.")
     value = float(value)
     if not math.isfinite(value):
@@ -116,7 +123,9 @@ def check_effect(name: str, out: Any) -> tuple[float, float | None, float | None
         return ate, None, None
     lo, hi = _number(name, "ci_low", lo), _number(name, "ci_high", hi)
     if lo > hi:
-        raise MethodError(f"{name}.estimate returned the interval [{lo:.4g}, {hi:.4g}], whose low end exceeds its high end.")
+        raise MethodError(
+            f"{name}.estimate returned the interval [{lo:.4g}, {hi:.4g}], whose low end exceeds its high end."
+        )
     return ate, lo, hi
 
 
@@ -140,40 +149,54 @@ def propensity_rows(cell: Cell, method: Any, task: Any, name: str, timings: dict
     split = task.split
     evaluated = np.sort(split[cell.split])
     needed = np.concatenate([split.train, evaluated] + ([split.val] if _accepts(method.fit, "validation") else []))
-    inputs = TaskInputs(_settings(cell), getattr(method, "representation", None),
-                        options=representation_options(method), needed=needed)
+    inputs = TaskInputs(
+        _settings(cell), getattr(method, "representation", None), options=representation_options(method), needed=needed
+    )
     t_int = task.treatment.astype(np.int64)
     started = time.perf_counter()
     kwargs = {"validation": (inputs.take(split.val), t_int[split.val])} if _accepts(method.fit, "validation") else {}
     _call(name, "fit", method.fit, inputs.take(split.train), t_int[split.train], **kwargs)
     timings["train"] = time.perf_counter() - started
-    p = check_probabilities(name, _call(name, "predict_proba", method.predict_proba, inputs.take(evaluated)), len(evaluated))
+    p = check_probabilities(
+        name, _call(name, "predict_proba", method.predict_proba, inputs.take(evaluated)), len(evaluated)
+    )
     # The built-in models hand float32 tensors to evaluate.py (batches and predictions are float32):
     # the same here, so that a method returning the true propensities reproduces the oracle's rows.
     p32 = np.clip(p.astype(np.float32), np.float32(EPS), np.float32(1.0 - EPS))
     as32 = lambda a: np.asarray(a[evaluated], dtype=np.float32)  # noqa: E731
     return evaluate_propensities(
-        as32(task.treatment), as32(task.outcome), p32, true_propensity=as32(task.propensity), true_ate=task.true_ate,
-        estimators=cell.estimators, n_boot=cell.n_boot, seed=cell.seed,
+        as32(task.treatment),
+        as32(task.outcome),
+        p32,
+        true_propensity=as32(task.propensity),
+        true_ate=task.true_ate,
+        estimators=cell.estimators,
+        n_boot=cell.n_boot,
+        seed=cell.seed,
     )
 
 
 # ---------------------------------------------------------------------------------------- effect
-def _effect_bootstrap(cell: Cell, method: Any, name: str, X_of: Any, users: np.ndarray, t: np.ndarray,
-                      y: np.ndarray) -> tuple[float, float]:
+def _effect_bootstrap(
+    cell: Cell, method: Any, name: str, X_of: Any, users: np.ndarray, t: np.ndarray, y: np.ndarray
+) -> tuple[float, float]:
     from textcause.estimators import bootstrap_indices
 
     reps, failed = [], 0
     for chunk in bootstrap_indices(len(users), cell.effect_n_boot, cell.seed):
         for row in chunk:
             try:
-                ate, _, _ = check_effect(name, _call(name, "estimate", method.estimate, X_of(users[row]), t[row], y[row]))
+                ate, _, _ = check_effect(
+                    name, _call(name, "estimate", method.estimate, X_of(users[row]), t[row], y[row])
+                )
             except MethodError:
                 failed += 1
                 continue
             reps.append(ate)
     if not reps:
-        raise MethodError(f"{name}.estimate failed on all {cell.effect_n_boot} bootstrap resamples: no interval can be formed.")
+        raise MethodError(
+            f"{name}.estimate failed on all {cell.effect_n_boot} bootstrap resamples: no interval can be formed."
+        )
     lo, hi = np.quantile(np.asarray(reps), [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
     return float(lo), float(hi)
 
@@ -185,8 +208,9 @@ def effect_rows(cell: Cell, method: Any, task: Any, name: str, timings: dict[str
 
     split = task.split
     users = np.unique(np.concatenate([split.train, split.val, split.test]))
-    inputs = TaskInputs(_settings(cell), getattr(method, "representation", None),
-                        options=representation_options(method), needed=users)
+    inputs = TaskInputs(
+        _settings(cell), getattr(method, "representation", None), options=representation_options(method), needed=users
+    )
     t = task.treatment[users].astype(np.int64)
     y = task.outcome[users].astype(np.float64)
     started = time.perf_counter()
@@ -197,12 +221,35 @@ def effect_rows(cell: Cell, method: Any, task: Any, name: str, timings: dict[str
         lo, hi = _effect_bootstrap(cell, method, name, inputs.take, users, t, y)
         ci_method = f"percentile bootstrap re-running the method ({cell.effect_n_boot} resamples of its users)"
     truth = float(task.true_ate)
-    base = est.bootstrap_ci("unadjusted", t, y, n_boot=cell.n_boot, seed=cell.seed) if cell.n_boot > 0 else est.unadjusted(t, y)
-    rows = [{"estimator": "unadjusted", "ate": float(base.ate), "ci_low": base.ci_low, "ci_high": base.ci_high,
-             "ci_method": CI_METHOD if base.ci_low is not None else None, "bias": float(base.ate) - truth,
-             "n_used": int(base.n_used), "n_dropped": int(base.n_dropped)}]
-    rows.append({"estimator": effect_estimator(method), "ate": ate, "ci_low": lo, "ci_high": hi, "ci_method": ci_method,
-                 "bias": ate - truth, "n_used": len(users), "n_dropped": 0})
+    base = (
+        est.bootstrap_ci("unadjusted", t, y, n_boot=cell.n_boot, seed=cell.seed)
+        if cell.n_boot > 0
+        else est.unadjusted(t, y)
+    )
+    rows = [
+        {
+            "estimator": "unadjusted",
+            "ate": float(base.ate),
+            "ci_low": base.ci_low,
+            "ci_high": base.ci_high,
+            "ci_method": CI_METHOD if base.ci_low is not None else None,
+            "bias": float(base.ate) - truth,
+            "n_used": int(base.n_used),
+            "n_dropped": int(base.n_dropped),
+        }
+    ]
+    rows.append(
+        {
+            "estimator": effect_estimator(method),
+            "ate": ate,
+            "ci_low": lo,
+            "ci_high": hi,
+            "ci_method": ci_method,
+            "bias": ate - truth,
+            "n_used": len(users),
+            "n_dropped": 0,
+        }
+    )
     for row in rows:
         if row["ci_low"] is not None:
             row["covers_truth"] = bool(row["ci_low"] <= truth <= row["ci_high"])
@@ -215,8 +262,9 @@ def _model_class(method: Any) -> str:
     return type(inner if inner is not None else method).__name__
 
 
-def run_method_cell(cell: Cell, method: Any = None, out_dir: str | Path | None = None, *, version: str = "",
-                    attempt: int = 1) -> CellOutcome:
+def run_method_cell(
+    cell: Cell, method: Any = None, out_dir: str | Path | None = None, *, version: str = "", attempt: int = 1
+) -> CellOutcome:
     """Run a method's cell; never raises for the method's or the cell's own error.
 
     Args:
@@ -263,7 +311,7 @@ def run_method_cell(cell: Cell, method: Any = None, out_dir: str | Path | None =
             rows = [{**meta_task, **r} for r in fn(cell, method, task, name, timings)]
     except MethodError as err:
         error = str(err)
-    except Exception as err:  # noqa: BLE001 - the data could not be built, etc.: recorded with its message
+    except Exception as err:
         error = f"{type(err).__name__}: {err}"
     finally:
         if run_dir is not None:
@@ -271,12 +319,25 @@ def run_method_cell(cell: Cell, method: Any = None, out_dir: str | Path | None =
     seconds = time.perf_counter() - t0
     train_s = timings.get("train")
     meta = {
-        "cell_id": cell.cell_id, "grid": cell.grid, "model": cell.model, "config_hash": cell.config_hash,
-        "code_version": version, "n_boot": cell.n_boot, "attempt": attempt, "host": socket.gethostname(),
-        "started_at": started, "finished_at": store.utcnow(), "train_seconds": train_s,
-        "eval_seconds": None if train_s is None else seconds - train_s, "corpus": cell.corpus, "task": cell.task,
-        "level": cell.level, "seed": cell.seed, "split": "all" if kind == "effect" else cell.split,
-        "run": None if run_dir is None else str(run_dir), "model_class": model_class,
+        "cell_id": cell.cell_id,
+        "grid": cell.grid,
+        "model": cell.model,
+        "config_hash": cell.config_hash,
+        "code_version": version,
+        "n_boot": cell.n_boot,
+        "attempt": attempt,
+        "host": socket.gethostname(),
+        "started_at": started,
+        "finished_at": store.utcnow(),
+        "train_seconds": train_s,
+        "eval_seconds": None if train_s is None else seconds - train_s,
+        "corpus": cell.corpus,
+        "task": cell.task,
+        "level": cell.level,
+        "seed": cell.seed,
+        "split": "all" if kind == "effect" else cell.split,
+        "run": None if run_dir is None else str(run_dir),
+        "model_class": model_class,
         "representation": representation or "text",
     }
     if error is None:

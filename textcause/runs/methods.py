@@ -18,37 +18,43 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
+from textcause.estimators.registry import DEFAULT_ESTIMATORS
+from textcause.methods.adapters import ConfigPropensity, as_method, describe_method
 from textcause.metrics.schema import RESULT_COLUMNS
 from textcause.runs.cell import Cell
-from textcause.runs.grid import (
-    ESTIMATORS,
-    Grid,
-    _NAME,
-    _corpus_name,
-    _evaluation,
-    _seeds,
-    _tasks,
-    method_config_hash,
-    model_config_hash,
-)
-from textcause.methods.adapters import ConfigPropensity, as_method, describe_method
+from textcause.runs.grid import Grid, _corpus_name, method_config_hash, model_config_hash, parse_plan
+from textcause.specs import is_name
 from textcause.validation import check_int
 
-EXTRA = ("cell_id", "grid", "model_class", "config_hash", "code_version", "n_boot", "status", "attempt", "host",
-         "started_at", "finished_at", "train_seconds", "eval_seconds")
+EXTRA = (
+    "cell_id",
+    "grid",
+    "model_class",
+    "config_hash",
+    "code_version",
+    "n_boot",
+    "status",
+    "attempt",
+    "host",
+    "started_at",
+    "finished_at",
+    "train_seconds",
+    "eval_seconds",
+)
 #: The columns of :func:`evaluate`'s table: the benchmark's result columns, then the store's.
 COLUMNS = tuple(RESULT_COLUMNS) + tuple(c for c in EXTRA if c not in RESULT_COLUMNS)
 DEFAULT_GRID = "evaluate"
 _SOURCE = "evaluate"
 
 
-def _plain(fn: Any, *args: Any) -> Any:
+def _plain(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Run a grid parser, turning its "Benchmark config 'evaluate': ..." prefix into "textcause.evaluate: ..."."""
     try:
-        return fn(*args)
+        return fn(*args, **kwargs)
     except ValueError as err:
         raise ValueError(str(err).replace(f"Benchmark config '{_SOURCE}': ", "textcause.evaluate: ")) from None
 
@@ -58,9 +64,19 @@ def _database_url(db: str | os.PathLike) -> str:
     return text if "://" in text else f"sqlite:///{os.path.abspath(text)}"
 
 
-def plan_cells(method: Any, *, corpus: str | os.PathLike = "twitter", tasks: Any = "all", seeds: Any = (0,),
-               estimators: Iterable[str] = ESTIMATORS, n_boot: int = 1000, name: str | None = None,
-               n_users: int | None = None, max_posts: int = 60, effect_n_boot: int = 0) -> tuple[Any, Grid]:
+def plan_cells(
+    method: Any,
+    *,
+    corpus: str | os.PathLike = "twitter",
+    tasks: Any = "all",
+    seeds: Any = (0,),
+    estimators: Iterable[str] = DEFAULT_ESTIMATORS,
+    n_boot: int = 1000,
+    name: str | None = None,
+    n_users: int | None = None,
+    max_posts: int = 60,
+    effect_n_boot: int = 0,
+) -> tuple[Any, Grid]:
     """The coerced method and the :class:`~textcause.runs.grid.Grid` of cells :func:`evaluate` runs.
 
     Raises:
@@ -69,17 +85,27 @@ def plan_cells(method: Any, *, corpus: str | os.PathLike = "twitter", tasks: Any
     method = as_method(method)
     info = describe_method(method)
     grid_name = DEFAULT_GRID if name is None else name
-    if not isinstance(grid_name, str) or not _NAME.match(grid_name):
-        raise ValueError(f"The 'name' parameter of evaluate must be made of letters, digits, '_', '.', '-'. Got {name!r} instead.")
+    if not is_name(grid_name):
+        raise ValueError(
+            f"The 'name' parameter of evaluate must be made of letters, digits, '_', '.', '-'. Got {name!r} instead."
+        )
     if not isinstance(corpus, (str, os.PathLike)) or not os.fspath(corpus):
         raise ValueError(f"The 'corpus' parameter of evaluate must be a corpus name or path. Got {corpus!r} instead.")
     source = os.fspath(corpus)
     label = _corpus_name(source)
-    pairs = _plain(_tasks, tasks, _SOURCE)
-    seed_list = _plain(_seeds, list(seeds) if isinstance(seeds, (tuple, range)) else seeds, _SOURCE)
     est = list(estimators) if not isinstance(estimators, str) else [estimators]
-    evaluation = {"n_boot": n_boot, "estimators": est, "effect_n_boot": effect_n_boot}
-    n_boot, split, est_tuple, effect_n_boot = _plain(_evaluation, evaluation, _SOURCE)
+    plan = _plain(
+        parse_plan,
+        {
+            "tasks": tasks,
+            "seeds": list(seeds) if isinstance(seeds, (tuple, range)) else seeds,
+            "evaluation": {"n_boot": n_boot, "estimators": est, "effect_n_boot": effect_n_boot},
+        },
+        source=_SOURCE,
+    )
+    pairs, seed_list = plan.task_levels, plan.seed_list
+    n_boot, split, est_tuple = plan.evaluation.n_boot, plan.evaluation.split, plan.evaluation.estimators
+    effect_n_boot = plan.evaluation.effect_n_boot
     overrides: dict[str, Any] = {}
     if n_users is not None:
         overrides["data.n_users"] = check_int(n_users, "n_users", "evaluate", low=1)
@@ -95,10 +121,25 @@ def plan_cells(method: Any, *, corpus: str | os.PathLike = "twitter", tasks: Any
         path, spec = info.source_file or Path("."), "<in-memory>"
         config_hash = method_config_hash(info.fingerprint, source, merged, n_boot, split, cell_est, effect_n_boot)
     cells = tuple(
-        Cell(grid=grid_name, corpus=label, source=source, task=task, level=level, model=info.name, model_path=path,
-             seed=seed, overrides=tuple(merged.items()), n_boot=n_boot, split=split, estimators=cell_est,
-             config_hash=config_hash, method=spec, effect_n_boot=effect_n_boot)
-        for task, level in pairs for seed in seed_list
+        Cell(
+            grid=grid_name,
+            corpus=label,
+            source=source,
+            task=task,
+            level=level,
+            model=info.name,
+            model_path=path,
+            seed=seed,
+            overrides=tuple(merged.items()),
+            n_boot=n_boot,
+            split=split,
+            estimators=cell_est,
+            config_hash=config_hash,
+            method=spec,
+            effect_n_boot=effect_n_boot,
+        )
+        for task, level in pairs
+        for seed in seed_list
     )
     space = {"corpus": [label], "task": [f"{t}-{lv}" for t, lv in pairs], "model": [info.name], "seed": seed_list}
     return method, Grid(name=grid_name, cells=cells, search_space=space, source=_SOURCE)
@@ -109,7 +150,7 @@ def evaluate(
     corpus: str | os.PathLike = "twitter",
     tasks: Any = "all",
     seeds: Any = (0,),
-    estimators: Iterable[str] = ESTIMATORS,
+    estimators: Iterable[str] = DEFAULT_ESTIMATORS,
     n_boot: int = 1000,
     db: str | os.PathLike | None = None,
     name: str | None = None,
@@ -155,8 +196,18 @@ def evaluate(
     """
     import pandas as pd
 
-    method, grid = plan_cells(method, corpus=corpus, tasks=tasks, seeds=seeds, estimators=estimators, n_boot=n_boot,
-                              name=name, n_users=n_users, max_posts=max_posts, effect_n_boot=effect_n_boot)
+    method, grid = plan_cells(
+        method,
+        corpus=corpus,
+        tasks=tasks,
+        seeds=seeds,
+        estimators=estimators,
+        n_boot=n_boot,
+        name=name,
+        n_users=n_users,
+        max_posts=max_posts,
+        effect_n_boot=effect_n_boot,
+    )
     with tempfile.TemporaryDirectory(prefix="textcause-evaluate-") as tmp:
         run_out = out if out is not None else (tmp if isinstance(method, ConfigPropensity) else None)
         if db is None:
@@ -176,7 +227,9 @@ def evaluate(
 def _bar(grid: Grid, progress: bool) -> Any:
     from tqdm.auto import tqdm
 
-    return tqdm(total=len(grid.cells), desc=grid.cells[0].model if grid.cells else "", unit="cell", disable=not progress)
+    return tqdm(
+        total=len(grid.cells), desc=grid.cells[0].model if grid.cells else "", unit="cell", disable=not progress
+    )
 
 
 def _run_one(method: Any, cell: Cell, out: Any, version: str, attempt: int) -> Any:
@@ -231,17 +284,23 @@ def _run_stored(method: Any, grid: Grid, engine: Any, out: Any, progress: bool, 
     with _bar(grid, progress) as bar:
         for cell in grid.cells:
             row = store.ledger(engine, grid.name).get(cell.cell_id)
-            decision = store.claim_decision(row, alive=alive, retry_failed=retry_failed, since=since,
-                                            max_attempts=MAX_ATTEMPTS)
+            decision = store.claim_decision(
+                row, alive=alive, retry_failed=retry_failed, since=since, max_attempts=MAX_ATTEMPTS
+            )
             if row is not None and row.status == "failed" and row.config_hash != cell.config_hash:
                 decision = "run"  # the method changed since it failed: run it again
             if decision == "give_up":
-                store.give_up(engine, cell.cell_id, row, "The process running this cell died "
-                                                         f"{row.attempts} times; rerun with retry_failed=True.")
+                store.give_up(
+                    engine,
+                    cell.cell_id,
+                    row,
+                    f"The process running this cell died {row.attempts} times; rerun with retry_failed=True.",
+                )
             token = None
             if decision == "run":
-                token = store.try_claim(engine, cell.cell_id, grid.name, cell.config_hash, store.Claimant.current(),
-                                        previous=row)
+                token = store.try_claim(
+                    engine, cell.cell_id, grid.name, cell.config_hash, store.Claimant.current(), previous=row
+                )
             if token is None:
                 if decision in ("wait", "run"):
                     bar.write(f"skipped: {cell.cell_id} is being run by another process.", file=sys.stderr)
@@ -250,10 +309,13 @@ def _run_stored(method: Any, grid: Grid, engine: Any, out: Any, progress: bool, 
             bar.set_postfix_str(f"{cell.task}-{cell.level} s{cell.seed}")
             outcome = _run_one(method, cell, out, version, (row.attempts + 1) if row is not None else 1)
             try:
-                store.finish_cell(engine, cell.cell_id, token, status=outcome.status, rows=outcome.rows,
-                                  error=outcome.error)
+                store.finish_cell(
+                    engine, cell.cell_id, token, status=outcome.status, rows=outcome.rows, error=outcome.error
+                )
             except store.ClaimLost:
-                bar.write(f"skipped: {cell.cell_id} was taken over by another process; its rows were not written.",
-                          file=sys.stderr)
+                bar.write(
+                    f"skipped: {cell.cell_id} was taken over by another process; its rows were not written.",
+                    file=sys.stderr,
+                )
             _report(bar, cell, outcome)
             bar.update()

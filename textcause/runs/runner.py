@@ -25,15 +25,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Sequence
-
-from textcause.validation import check_int
+from typing import Any
 
 from textcause.runs import store
 from textcause.runs.grid import Grid, load_grid
 from textcause.runs.worker import GRACE_FACTOR, HEARTBEAT_INTERVAL, open_study, run_worker
+from textcause.validation import check_int
 
 
 # ---------------------------------------------------------------------------------------- progress
@@ -52,7 +52,12 @@ class ProgressLine:
         p = store.progress(self.engine, self.grid.name, self.ids, since=self.since)
         tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         for row in store.ledger(self.engine, self.grid.name).values():
-            if row.status == "failed" and row.cell_id not in self.failures and row.finished_at and row.finished_at >= self.since:
+            if (
+                row.status == "failed"
+                and row.cell_id not in self.failures
+                and row.finished_at
+                and row.finished_at >= self.since
+            ):
                 self.failures.add(row.cell_id)
                 print(("\r\033[K" if tty else "") + f"failed: {row.cell_id}: {row.error}", file=self.stream, flush=True)
                 self.last = ""
@@ -67,11 +72,35 @@ class ProgressLine:
 
 
 # ---------------------------------------------------------------------------------------- the run
-def _worker_command(config: Path, url: str, out: Path, since: datetime, threads: int, methods: Sequence[str],
-                    retry_failed: bool, heartbeat: int) -> list[str]:
-    cmd = [sys.executable, "-m", "textcause.runs.worker", "--config", str(config), "--db", url, "--out", str(out),
-           "--since", since.isoformat(), "--threads", str(threads), "--parent-pid", str(os.getpid()),
-           "--heartbeat", str(heartbeat)]
+def _worker_command(
+    config: Path,
+    url: str,
+    out: Path,
+    since: datetime,
+    threads: int,
+    methods: Sequence[str],
+    retry_failed: bool,
+    heartbeat: int,
+) -> list[str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "textcause.runs.worker",
+        "--config",
+        str(config),
+        "--db",
+        url,
+        "--out",
+        str(out),
+        "--since",
+        since.isoformat(),
+        "--threads",
+        str(threads),
+        "--parent-pid",
+        str(os.getpid()),
+        "--heartbeat",
+        str(heartbeat),
+    ]
     for spec in methods:
         cmd += ["--method", spec]
     return cmd + (["--retry-failed"] if retry_failed else [])
@@ -87,9 +116,18 @@ def _check_config_unchanged(grid: Grid, engine: Any) -> None:
         )
 
 
-def run_benchmark(config: str | Path, *, db: str | None = None, out: str | Path | None = None, workers: int = 1,
-                  threads: int | None = None, methods: Sequence[str] = (), retry_failed: bool = False,
-                  dry_run: bool = False, heartbeat: int = HEARTBEAT_INTERVAL) -> int:
+def run_benchmark(
+    config: str | Path,
+    *,
+    db: str | None = None,
+    out: str | Path | None = None,
+    workers: int = 1,
+    threads: int | None = None,
+    methods: Sequence[str] = (),
+    retry_failed: bool = False,
+    dry_run: bool = False,
+    heartbeat: int = HEARTBEAT_INTERVAL,
+) -> int:
     """Run (or resume) a grid: prepare the database and the study, run the workers, show progress.
 
     Args:
@@ -122,8 +160,11 @@ def run_benchmark(config: str | Path, *, db: str | None = None, out: str | Path 
     open_study(grid, url, create=True, heartbeat_interval=heartbeat, grace_period=GRACE_FACTOR * heartbeat)
     since = store.utcnow()
     threads = threads or grid.threads or max(1, (os.cpu_count() or 1) // workers)
-    print(f"{grid.name}: {len(grid.cells)} cells, {workers} worker(s) x {threads} thread(s); "
-          f"results in {url}", file=sys.stderr, flush=True)
+    print(
+        f"{grid.name}: {len(grid.cells)} cells, {workers} worker(s) x {threads} thread(s); results in {url}",
+        file=sys.stderr,
+        flush=True,
+    )
     line = ProgressLine(grid, engine, since, retry_failed=retry_failed)
     status = 0
     if workers == 1:

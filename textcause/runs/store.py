@@ -28,9 +28,10 @@ import math
 import os
 import socket
 import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -53,7 +54,8 @@ def _result_type(name: str) -> Any:
 metadata = sa.MetaData()
 
 cells = sa.Table(
-    "cells", metadata,
+    "cells",
+    metadata,
     sa.Column("cell_id", _KEY, primary_key=True),
     sa.Column("grid", _KEY, nullable=False, index=True),
     sa.Column("status", sa.String(16), nullable=False),
@@ -69,12 +71,24 @@ cells = sa.Table(
 )
 
 EXTRA_COLUMNS = (
-    "cell_id", "grid", "model_class", "config_hash", "code_version", "n_boot", "status", "attempt", "host",
-    "started_at", "finished_at", "train_seconds", "eval_seconds",
+    "cell_id",
+    "grid",
+    "model_class",
+    "config_hash",
+    "code_version",
+    "n_boot",
+    "status",
+    "attempt",
+    "host",
+    "started_at",
+    "finished_at",
+    "train_seconds",
+    "eval_seconds",
 )
 
 results = sa.Table(
-    "results", metadata,
+    "results",
+    metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("cell_id", _KEY, nullable=False),
     sa.Column("grid", _KEY, nullable=False, index=True),
@@ -107,7 +121,7 @@ class Claimant:
     trial_id: int | None = None
 
     @classmethod
-    def current(cls, trial_id: int | None = None) -> "Claimant":
+    def current(cls, trial_id: int | None = None) -> Claimant:
         return cls(host=socket.gethostname(), pid=os.getpid(), trial_id=trial_id)
 
 
@@ -169,7 +183,9 @@ def connect(url: str) -> sa.Engine:
     try:
         parsed = sa.engine.make_url(url)
     except sa.exc.ArgumentError:
-        raise ValueError(f"'{url}' is not a database URL: give e.g. sqlite:///runs/results.db or postgresql://host/db.") from None
+        raise ValueError(
+            f"'{url}' is not a database URL: give e.g. sqlite:///runs/results.db or postgresql://host/db."
+        ) from None
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(parsed.database)), exist_ok=True)
@@ -213,8 +229,15 @@ def try_claim(
     """
     token = uuid.uuid4().hex
     values = dict(
-        status="running", token=token, host=claimant.host, pid=claimant.pid, trial_id=claimant.trial_id,
-        started_at=utcnow(), finished_at=None, error=None, config_hash=config_hash,
+        status="running",
+        token=token,
+        host=claimant.host,
+        pid=claimant.pid,
+        trial_id=claimant.trial_id,
+        started_at=utcnow(),
+        finished_at=None,
+        error=None,
+        config_hash=config_hash,
     )
     try:
         with engine.begin() as conn:
@@ -235,13 +258,16 @@ def give_up(engine: sa.Engine, cell_id: str, previous: Any, error: str) -> bool:
     """Mark a cell ``failed`` (its workers kept dying) unless its row changed since ``previous``."""
     with engine.begin() as conn:
         done = conn.execute(
-            sa.update(cells).where(cells.c.cell_id == cell_id, cells.c.token == previous.token)
+            sa.update(cells)
+            .where(cells.c.cell_id == cell_id, cells.c.token == previous.token)
             .values(status="failed", finished_at=utcnow(), error=error, token=uuid.uuid4().hex)
         )
     return done.rowcount == 1
 
 
-def claim_decision(row: Any, *, alive: Callable[[Any], bool], retry_failed: bool, since: datetime, max_attempts: int) -> str:
+def claim_decision(
+    row: Any, *, alive: Callable[[Any], bool], retry_failed: bool, since: datetime, max_attempts: int
+) -> str:
     """What a worker does with a cell, given its ledger row (None: no row yet).
 
     Args:
@@ -278,7 +304,13 @@ def _clean(value: Any) -> Any:
 
 
 def finish_cell(
-    engine: sa.Engine, cell_id: str, token: str, *, status: str, rows: Sequence[Mapping[str, Any]], error: str | None = None
+    engine: sa.Engine,
+    cell_id: str,
+    token: str,
+    *,
+    status: str,
+    rows: Sequence[Mapping[str, Any]],
+    error: str | None = None,
 ) -> None:
     """Record a cell's outcome: its result rows and its ledger status, in one transaction.
 
@@ -333,8 +365,10 @@ class Progress:
             eta = "?"
         else:
             eta = _clock(elapsed / finished * remaining)
-        return (f"{name}: {done}/{self.total} cells done ({failed} failed, {self.running} running), "
-                f"elapsed {_clock(elapsed)}, ETA {eta}")
+        return (
+            f"{name}: {done}/{self.total} cells done ({failed} failed, {self.running} running), "
+            f"elapsed {_clock(elapsed)}, ETA {eta}"
+        )
 
 
 def _clock(seconds: float) -> str:

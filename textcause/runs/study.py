@@ -23,8 +23,9 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import yaml
 
@@ -66,33 +67,52 @@ def run_model(spec: ObservationalSpec, model: str, path: Path, config: Path, out
     shutil.rmtree(run_dir, ignore_errors=True)  # a previous attempt's checkpoint must not be picked up
     run_dir.mkdir(parents=True)
     t0 = time.perf_counter()
-    record: dict[str, Any] = {"model": model, "config": str(path), "split": spec.split, "seed": spec.seed,
-                              "n_boot": spec.n_boot, "run_dir": str(run_dir)}
+    record: dict[str, Any] = {
+        "model": model,
+        "config": str(path),
+        "split": spec.split,
+        "seed": spec.seed,
+        "n_boot": spec.n_boot,
+        "run_dir": str(run_dir),
+    }
     log = io.StringIO()
     try:
         # The warnings that say only that an observational task has no true propensity to compare with.
         with captured(log, ignore=[r"CausalMetricsCallback skipped (iptw_weight_mse|spearman)"]):
             settings = RunSettings(
-                configs=(path,), overrides={**dict(spec.overrides_for(model)), "data.observational": str(config),
-                                            "seed_everything": spec.seed},
-                run_dir=run_dir, quiet=True,
-                evaluation=EvaluationSettings(n_boot=spec.n_boot, split=spec.split, estimators=spec.estimators,
-                                              seed=spec.seed),
+                configs=(path,),
+                overrides={
+                    **dict(spec.overrides_for(model)),
+                    "data.observational": str(config),
+                    "seed_everything": spec.seed,
+                },
+                run_dir=run_dir,
+                quiet=True,
+                evaluation=EvaluationSettings(
+                    n_boot=spec.n_boot, split=spec.split, estimators=spec.estimators, seed=spec.seed
+                ),
             )
             result = fit_and_evaluate(settings)
             pred = result.predictions
             record["train_seconds"] = result.train_seconds
-            record["accuracy_ci"] = list(accuracy_interval(pred["t"], pred["propensity"], n_boot=spec.n_boot,
-                                                           seed=spec.seed))
+            record["accuracy_ci"] = list(
+                accuracy_interval(pred["t"], pred["propensity"], n_boot=spec.n_boot, seed=spec.seed)
+            )
         rows = [{k: v for k, v in r.items() if k not in result.meta} for r in result.rows]
         info = result.representation
-        record.update(status="ok", error=None, rows=rows, n_eval=len(pred["t"]),
-                      checkpoint=str(result.checkpoint) if result.checkpoint else None,
-                      representation=info.get("kind"), vocabulary_size=info.get("vocabulary_size"),
-                      eval_seconds=result.eval_seconds)
+        record.update(
+            status="ok",
+            error=None,
+            rows=rows,
+            n_eval=len(pred["t"]),
+            checkpoint=str(result.checkpoint) if result.checkpoint else None,
+            representation=info.get("kind"),
+            vocabulary_size=info.get("vocabulary_size"),
+            eval_seconds=result.eval_seconds,
+        )
     except SystemExit as err:
         record.update(status="failed", error=f"the run exited with code {err.code}: {error_line(log.getvalue())}")
-    except Exception as err:  # noqa: BLE001 - a model's error is data, recorded with its message
+    except Exception as err:
         record.update(status="failed", error=f"{type(err).__name__}: {err}")
     finally:
         (run_dir / "fit.log").write_text(log.getvalue(), encoding="utf-8")
@@ -103,18 +123,32 @@ def run_model(spec: ObservationalSpec, model: str, path: Path, config: Path, out
 
 def _progress(i: int, n: int, model: str, rec: dict[str, Any], how: str, elapsed: float) -> str:
     head = f"[{i}/{n}] {model}: "
-    how = f"done in {rec.get('seconds', 0.0):.1f} s" if how == "done" else f"skipped ({how} in {rec.get('seconds', 0.0):.1f} s)"
+    how = (
+        f"done in {rec.get('seconds', 0.0):.1f} s"
+        if how == "done"
+        else f"skipped ({how} in {rec.get('seconds', 0.0):.1f} s)"
+    )
     if rec.get("status") != "ok":
         return head + f"{how}: FAILED: {rec.get('error')}"
     ests = {r["estimator"]: r for r in rec["rows"]}
-    main = next((ests[e] for e in ("ipw", "stratified", "matching") if e in ests and "ate" in ests[e]), ests.get("unadjusted"))
+    main = next(
+        (ests[e] for e in ("ipw", "stratified", "matching") if e in ests and "ate" in ests[e]), ests.get("unadjusted")
+    )
     ci = f" [{main['ci_low']:+.3f}, {main['ci_high']:+.3f}]" if main.get("ci_low") is not None else ""
-    return (head + f"{how}: accuracy {main['treatment_accuracy']:.3f}, "
-            f"{main['estimator']} ATE {main['ate']:+.3f}{ci} (elapsed {elapsed:.0f} s)")
+    return (
+        head + f"{how}: accuracy {main['treatment_accuracy']:.3f}, "
+        f"{main['estimator']} ATE {main['ate']:+.3f}{ci} (elapsed {elapsed:.0f} s)"
+    )
 
 
-def run_study(config: str | Path, out_dir: str | Path | None = None, *, models: Sequence[str] | None = None,
-              retry_failed: bool = False, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run_study(
+    config: str | Path,
+    out_dir: str | Path | None = None,
+    *,
+    models: Sequence[str] | None = None,
+    retry_failed: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Run (or resume) an observational study's models (their tables and figure: :mod:`textcause.reports.study`).
 
     Args:
@@ -139,10 +173,14 @@ def run_study(config: str | Path, out_dir: str | Path | None = None, *, models: 
     out = Path(out_dir) if out_dir is not None else Path("runs") / "observe" / spec.name
     unknown = sorted(set(models or ()) - set(spec.model_names))
     if unknown:
-        raise ValueError(f"The '--models' option names models not in the study: {unknown}; its models are {spec.model_names}.")
+        raise ValueError(
+            f"The '--models' option names models not in the study: {unknown}; its models are {spec.model_names}."
+        )
     task = load_task(config, seed=spec.seed)  # a bad config fails here, before any fit
-    echo(f"{spec.name}: {task.info['n_users']} users ({task.info['n_treated']} treated, {task.info['n_control']} control), "
-         f"{len(spec.models)} models, results in {out}")
+    echo(
+        f"{spec.name}: {task.info['n_users']} users ({task.info['n_treated']} treated, {task.info['n_control']} control), "
+        f"{len(spec.models)} models, results in {out}"
+    )
     wanted = [m for m in spec.models if models is None or m[0] in models]
     started = time.perf_counter()
     for i, (model, path) in enumerate(wanted, 1):
@@ -169,5 +207,3 @@ def load_records(spec: ObservationalSpec, out_dir: Path) -> list[dict[str, Any]]
             if rec.get("key") == model_key(spec, model, path):
                 records.append(rec)
     return records
-
-

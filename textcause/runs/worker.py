@@ -10,22 +10,19 @@ benchmark`` (:mod:`textcause.runs.runner`) starts the workers.
 from __future__ import annotations
 
 import contextlib
-import gc
-import io
 import logging
 import os
 import random
-import shutil
 import signal
 import socket
-import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from textcause.runs import store
 from textcause.runs.cell import Cell, CellOutcome, code_version, run_config_cell
@@ -83,9 +80,8 @@ def holder_alive(row: Any, storage: Any) -> bool:
     claim while it plans), or an Optuna trial that is no longer RUNNING (Optuna fails a trial whose
     heartbeat stopped for the grace period).
     """
-    if row.host == socket.gethostname() and row.pid is not None:
-        if row.pid == os.getpid() or not _pid_alive(row.pid):
-            return False
+    if row.host == socket.gethostname() and row.pid is not None and (row.pid == os.getpid() or not _pid_alive(row.pid)):
+        return False
     if row.trial_id is not None:
         from optuna.trial import TrialState
 
@@ -97,8 +93,14 @@ def holder_alive(row: Any, storage: Any) -> bool:
 
 
 # ---------------------------------------------------------------------------------------- Optuna
-def open_study(grid: Grid, url: str, *, create: bool, heartbeat_interval: int = HEARTBEAT_INTERVAL,
-               grace_period: int = GRACE_PERIOD) -> Any:
+def open_study(
+    grid: Grid,
+    url: str,
+    *,
+    create: bool,
+    heartbeat_interval: int = HEARTBEAT_INTERVAL,
+    grace_period: int = GRACE_PERIOD,
+) -> Any:
     """The grid's Optuna study in the database at ``url`` (created when ``create``)."""
     import optuna
     from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
@@ -111,7 +113,10 @@ def open_study(grid: Grid, url: str, *, create: bool, heartbeat_interval: int = 
     # Optuna creates its tables as it opens the storage: machines starting together take turns
     with store.schema_lock(engine) if engine is not None else contextlib.nullcontext():
         storage = RDBStorage(
-            url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval, grace_period=grace_period,
+            url,
+            engine_kwargs=engine_kwargs,
+            heartbeat_interval=heartbeat_interval,
+            grace_period=grace_period,
             heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=None),
         )
     if engine is not None:
@@ -121,8 +126,9 @@ def open_study(grid: Grid, url: str, *, create: bool, heartbeat_interval: int = 
         storage.engine.dispose()
     sampler = _grid_sampler(grid)
     if create:
-        study = optuna.create_study(study_name=grid.study_name, storage=storage, sampler=sampler,
-                                    direction="minimize", load_if_exists=True)
+        study = optuna.create_study(
+            study_name=grid.study_name, storage=storage, sampler=sampler, direction="minimize", load_if_exists=True
+        )
         study.set_user_attr("grid", grid.name)
         study.set_user_attr("n_cells", len(grid.cells))
         return study
@@ -144,8 +150,15 @@ def _grid_sampler(grid: Grid) -> Any:
 
 
 def worker_loop(
-    grid: Grid, url: str, out_dir: str | Path, *, since: datetime, retry_failed: bool = False,
-    max_attempts: int = MAX_ATTEMPTS, poll: float = 2.0, heartbeat_interval: int = HEARTBEAT_INTERVAL,
+    grid: Grid,
+    url: str,
+    out_dir: str | Path,
+    *,
+    since: datetime,
+    retry_failed: bool = False,
+    max_attempts: int = MAX_ATTEMPTS,
+    poll: float = 2.0,
+    heartbeat_interval: int = HEARTBEAT_INTERVAL,
     grace_period: int = GRACE_PERIOD,
 ) -> WorkerStats:
     """Ask Optuna for cells and run them until every cell of ``grid`` is finished."""
@@ -165,8 +178,13 @@ def worker_loop(
         return store.claim_decision(row, alive=alive, retry_failed=retry_failed, since=since, max_attempts=max_attempts)
 
     def give_up(cell_id: str, row: Any) -> None:
-        store.give_up(engine, cell_id, row, f"The worker running this cell died {row.attempts} times "
-                                            "(killed, or out of memory?); rerun with --retry-failed.")
+        store.give_up(
+            engine,
+            cell_id,
+            row,
+            f"The worker running this cell died {row.attempts} times "
+            "(killed, or out of memory?); rerun with --retry-failed.",
+        )
 
     def objective(trial: Any) -> float:
         params = {name: trial.suggest_categorical(name, values) for name, values in grid.search_space.items()}
@@ -178,8 +196,9 @@ def worker_loop(
             give_up(cell.cell_id, row)
         token = None
         if decision == "run":
-            token = store.try_claim(engine, cell.cell_id, grid.name, cell.config_hash,
-                                    store.Claimant.current(trial._trial_id), previous=row)
+            token = store.try_claim(
+                engine, cell.cell_id, grid.name, cell.config_hash, store.Claimant.current(trial._trial_id), previous=row
+            )
         if token is None:
             state["refused"] = True
             raise optuna.TrialPruned(f"{cell.cell_id} is finished or held by a live worker")
@@ -188,7 +207,9 @@ def worker_loop(
                 storage.set_trial_state_values(row.trial_id, state=optuna.trial.TrialState.FAIL)
         outcome = run_cell(cell, out_dir, version=version, attempt=(row.attempts + 1) if row is not None else 1)
         try:
-            store.finish_cell(engine, cell.cell_id, token, status=outcome.status, rows=outcome.rows, error=outcome.error)
+            store.finish_cell(
+                engine, cell.cell_id, token, status=outcome.status, rows=outcome.rows, error=outcome.error
+            )
         except store.ClaimLost:
             state["refused"] = True
             raise optuna.TrialPruned(f"{cell.cell_id} was taken over by another worker") from None
@@ -215,16 +236,16 @@ def worker_loop(
             study.enqueue_trial(by_id[rng.choice(runnable)].params)
         stats.refused += state["refused"]
         state["refused"] = False
-        try:
+        # our trial may be failed as stale while it runs; the ledger decides what happens to the cell
+        with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
             study.optimize(objective, n_trials=1, catch=(CellFailed,))
-        except optuna.exceptions.UpdateFinishedTrialError:
-            pass  # our trial was failed as stale while it ran; the ledger decides what happens to the cell
     return stats
 
 
 # ---------------------------------------------------------------------------------------- the worker process
-def run_worker(grid: Grid, url: str, out: Path, since: datetime, *, threads: int, retry_failed: bool,
-               heartbeat: int) -> WorkerStats:
+def run_worker(
+    grid: Grid, url: str, out: Path, since: datetime, *, threads: int, retry_failed: bool, heartbeat: int
+) -> WorkerStats:
     """:func:`worker_loop` with ``threads`` torch threads and Lightning's info logging silenced."""
     import torch
 
@@ -235,8 +256,15 @@ def run_worker(grid: Grid, url: str, out: Path, since: datetime, *, threads: int
     for lg in quiet:
         lg.setLevel(logging.WARNING)
     try:
-        return worker_loop(grid, url, out, since=since, retry_failed=retry_failed,
-                           heartbeat_interval=heartbeat, grace_period=GRACE_FACTOR * heartbeat)
+        return worker_loop(
+            grid,
+            url,
+            out,
+            since=since,
+            retry_failed=retry_failed,
+            heartbeat_interval=heartbeat,
+            grace_period=GRACE_FACTOR * heartbeat,
+        )
     finally:
         torch.set_num_threads(old_threads)
         for lg, level in zip(quiet, levels):
@@ -277,8 +305,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     die_with_parent(args.parent_pid)
     grid = load_grid(args.config, methods=args.method)
     since = datetime.fromisoformat(args.since) if args.since else store.utcnow()
-    stats = run_worker(grid, args.db, Path(args.out), since, threads=args.threads, retry_failed=args.retry_failed,
-                       heartbeat=args.heartbeat)
+    stats = run_worker(
+        grid,
+        args.db,
+        Path(args.out),
+        since,
+        threads=args.threads,
+        retry_failed=args.retry_failed,
+        heartbeat=args.heartbeat,
+    )
     print(f"worker {os.getpid()}: ran {len(stats.ran)} cells", flush=True)
     return 0
 

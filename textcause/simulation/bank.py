@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -81,9 +82,7 @@ class PostBank:
     def check_kind(self, kind: str) -> PostKind:
         """The kind called ``kind``; a ValueError naming the bank's kinds otherwise."""
         if kind not in self.kinds:
-            raise ValueError(
-                f"The post bank {self.name!r} has no kind {kind!r}. Choose one of {sorted(self.kinds)}."
-            )
+            raise ValueError(f"The post bank {self.name!r} has no kind {kind!r}. Choose one of {sorted(self.kinds)}.")
         return self.kinds[kind]
 
     def sample(self, kind: str, rng: np.random.Generator) -> str:
@@ -159,8 +158,12 @@ def load_bank(path: str | os.PathLike | None = None) -> PostBank:
         return _parse(ref.read_text(encoding="utf-8"), yaml_format=True, source=f"the shipped bank {name!r}")
     p = Path(path)
     if not p.is_file():
-        raise ValueError(f"Post bank file not found: {str(p)!r}. Pass a YAML or JSON bank file, or None for the default.")
-    return _parse(p.read_text(encoding="utf-8"), yaml_format=p.suffix.lower() != ".json", source=f"post bank {str(p)!r}")
+        raise ValueError(
+            f"Post bank file not found: {str(p)!r}. Pass a YAML or JSON bank file, or None for the default."
+        )
+    return _parse(
+        p.read_text(encoding="utf-8"), yaml_format=p.suffix.lower() != ".json", source=f"post bank {str(p)!r}"
+    )
 
 
 def save_bank(bank: PostBank, path: str | os.PathLike) -> Path:

@@ -9,11 +9,12 @@ and the class shares, never hard-coded, so user-defined tables get the right tru
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from textcause.validation import check_real
+from textcause.validation import check_options, check_real
 
 #: P(T=1 | class) for class 1 and class 2 (section 5.1).
 STANDARD_TREATMENT = (0.9, 0.1)
@@ -73,8 +74,7 @@ def check_outcome_table(table: Any, owner: str = "make_task", *, outcome: str = 
 
 
 def check_outcome(outcome: Any, owner: str = "make_task") -> str:
-    if outcome not in OUTCOMES:
-        raise ValueError(f"The 'outcome' parameter of {owner} must be one of {list(OUTCOMES)}. Got {outcome!r} instead.")
+    check_options(outcome, "outcome", owner, OUTCOMES)
     return str(outcome)
 
 

@@ -9,13 +9,14 @@ posts and returning the rewritten posts, or a mapping of whole-word replacement 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from textcause.simulation.bank import PostBank
-from textcause.validation import check_int
+from textcause.validation import check_int, check_options
 
 #: Where inserted posts go: after the last post, before the first, or in place of random real posts.
 INSERTIONS = ("append", "prepend", "replace")
@@ -45,7 +46,9 @@ class Insert:
     def __post_init__(self) -> None:
         kinds = (self.kinds,) if isinstance(self.kinds, str) else tuple(self.kinds)
         if not kinds or not all(isinstance(k, str) and k for k in kinds):
-            raise ValueError(f"The 'kinds' parameter of Insert must be a non-empty list of kind names. Got {self.kinds!r} instead.")
+            raise ValueError(
+                f"The 'kinds' parameter of Insert must be a non-empty list of kind names. Got {self.kinds!r} instead."
+            )
         object.__setattr__(self, "kinds", kinds)
         check_int(self.count, "count", "Insert", low=1)
         if self.where is not None:
@@ -76,10 +79,7 @@ class Insert:
 
 
 def check_insertion(insertion: Any, owner: str = "make_task") -> str:
-    if insertion not in INSERTIONS:
-        raise ValueError(
-            f"The 'insertion' parameter of {owner} must be one of {list(INSERTIONS)}. Got {insertion!r} instead."
-        )
+    check_options(insertion, "insertion", owner, INSERTIONS)
     return str(insertion)
 
 
@@ -138,7 +138,9 @@ class WordRules:
 
     def __init__(self, rules: Mapping[str, str], *, case_sensitive: bool = False) -> None:
         if not isinstance(rules, Mapping) or not rules:
-            raise ValueError(f"Word replacement rules must be a non-empty mapping like {{'happy': 'sad'}}. Got {rules!r} instead.")
+            raise ValueError(
+                f"Word replacement rules must be a non-empty mapping like {{'happy': 'sad'}}. Got {rules!r} instead."
+            )
         bad = [(k, v) for k, v in rules.items() if not isinstance(k, str) or not k.strip() or not isinstance(v, str)]
         if bad:
             raise ValueError(f"Every word replacement rule must map a non-empty string to a string. Got {bad[0]!r}.")
@@ -194,7 +196,9 @@ def apply_rewrite(f: Callable[[list[str]], list[str]], posts: list[str], name: s
     """Call a rewriting edit on a copy of ``posts`` and check it returned a list of strings."""
     out = f(list(posts))
     if isinstance(out, (str, bytes)) or not isinstance(out, Sequence) or not all(isinstance(p, str) for p in out):
-        raise ValueError(f"The rewriting edit '{name}' must return a list of strings (the posts). Got {type(out).__name__} instead.")
+        raise ValueError(
+            f"The rewriting edit '{name}' must return a list of strings (the posts). Got {type(out).__name__} instead."
+        )
     return list(out)
 
 

@@ -10,7 +10,8 @@ numbers): levels differ only in what they change. The corpus is never modified.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -170,22 +171,7 @@ def build_task(
     latent = assign_classes(n, stream(seed, _CLASSES), class1_share=spec.class1_share)
 
     # 2. Class-specific edits: rewrite real posts, then insert synthetic posts.
-    fixed_rng = stream(seed, _FIXED)
-    fixed = {c: (f.draw(bank, fixed_rng) if f is not None and f.fixed else None) for c, f in ((1, spec.f1), (2, spec.f2))}
-    edit_rng = stream(seed, _EDITS)
-    texts: list[list[str]] = []
-    inserted_at: list[tuple[int, ...]] = []
-    for h, c in zip(histories, latent.tolist()):
-        posts = list(h.posts)
-        if rewrites[c - 1] is not None:
-            posts = apply_rewrite(rewrites[c - 1], posts, f"f{c}")
-        f = spec.f1 if c == 1 else spec.f2
-        at: tuple[int, ...] = ()
-        if f is not None:
-            new = fixed[c] if f.fixed else f.draw(bank, edit_rng)
-            posts, at = insert_posts(posts, new, f.where or where, edit_rng)
-        texts.append(posts)
-        inserted_at.append(at)
+    texts, inserted_at, fixed = _edit_histories(histories, latent, spec, bank, rewrites, where, seed)
 
     # 3. Treatment given class; 4. both potential outcomes given class; observed outcome.
     t, propensity = draw_treatment(latent, spec.treat_probs, stream(seed, _TREATMENT))
@@ -193,13 +179,7 @@ def build_task(
     y = observed_outcome(t, y0, y1)
 
     # 5. Split, with the training part subsampled (nested across fractions) for the Sample Size task.
-    split_seed = int(np.random.SeedSequence(seed, spawn_key=(_SPLIT,)).generate_state(1)[0])
-    full = split_users(n, seed=split_seed, fractions=split_fractions)
-    split = full
-    if spec.train_fraction < 1.0:
-        n_keep = max(1, int(round(spec.train_fraction * len(full.train))))
-        kept = stream(seed, _SUBSAMPLE).permutation(full.train)[:n_keep]
-        split = Split(train=np.sort(kept), val=full.val, test=full.test)
+    split_seed, full, split = _split(n, spec.train_fraction, seed, split_fractions)
 
     info = {
         "description": spec.describe(where, outcome),
@@ -243,6 +223,49 @@ def build_task(
     )
 
 
+def _edit_histories(
+    histories: Sequence[History],
+    latent: np.ndarray,
+    spec: TaskSpec,
+    bank: PostBank,
+    rewrites: Any,
+    where: str,
+    seed: int,
+) -> tuple[list[list[str]], list[tuple[int, ...]], dict[int, Any]]:
+    """Step 2: each class's edit of its users' histories (rewrites, then inserted synthetic posts)."""
+    fixed_rng = stream(seed, _FIXED)
+    fixed = {
+        c: (f.draw(bank, fixed_rng) if f is not None and f.fixed else None) for c, f in ((1, spec.f1), (2, spec.f2))
+    }
+    edit_rng = stream(seed, _EDITS)
+    texts: list[list[str]] = []
+    inserted_at: list[tuple[int, ...]] = []
+    for h, c in zip(histories, latent.tolist()):
+        posts = list(h.posts)
+        if rewrites[c - 1] is not None:
+            posts = apply_rewrite(rewrites[c - 1], posts, f"f{c}")
+        f = spec.f1 if c == 1 else spec.f2
+        at: tuple[int, ...] = ()
+        if f is not None:
+            new = fixed[c] if f.fixed else f.draw(bank, edit_rng)
+            posts, at = insert_posts(posts, new, f.where or where, edit_rng)
+        texts.append(posts)
+        inserted_at.append(at)
+    return texts, inserted_at, fixed
+
+
+def _split(n: int, train_fraction: float, seed: int, fractions: tuple[float, float, float]) -> tuple[int, Split, Split]:
+    """Step 5: the split's seed, the full split and the one served (training part subsampled, nested)."""
+    split_seed = int(np.random.SeedSequence(seed, spawn_key=(_SPLIT,)).generate_state(1)[0])
+    full = split_users(n, seed=split_seed, fractions=fractions)
+    split = full
+    if train_fraction < 1.0:
+        n_keep = max(1, int(round(train_fraction * len(full.train))))
+        kept = stream(seed, _SUBSAMPLE).permutation(full.train)[:n_keep]
+        split = Split(train=np.sort(kept), val=full.val, test=full.test)
+    return split_seed, full, split
+
+
 def _check_corpus(corpus: Any, owner: str) -> tuple[History, ...]:
     if isinstance(corpus, Corpus):
         histories = corpus.histories
@@ -254,9 +277,7 @@ def _check_corpus(corpus: Any, owner: str) -> tuple[History, ...]:
             f"Got {type(corpus).__name__} instead."
         )
     if len(histories) < MIN_USERS:
-        raise ValueError(
-            f"The corpus has {len(histories)} users; a semi-synthetic task needs at least {MIN_USERS}."
-        )
+        raise ValueError(f"The corpus has {len(histories)} users; a semi-synthetic task needs at least {MIN_USERS}.")
     return histories
 
 
@@ -266,7 +287,9 @@ def _check_rewrite(rewrite: Any, owner: str) -> tuple[Callable | None, Callable 
     if isinstance(rewrite, Mapping):
         unknown = set(rewrite) - {"f1", "f2"}
         if unknown:
-            raise ValueError(f"The 'rewrite' parameter of {owner} takes the keys 'f1' and 'f2'. Got {sorted(unknown)} instead.")
+            raise ValueError(
+                f"The 'rewrite' parameter of {owner} takes the keys 'f1' and 'f2'. Got {sorted(unknown)} instead."
+            )
         pair = (rewrite.get("f1"), rewrite.get("f2"))
     elif isinstance(rewrite, Sequence) and not isinstance(rewrite, str) and len(rewrite) == 2:
         pair = (rewrite[0], rewrite[1])

@@ -7,8 +7,9 @@ is kept. Users add tasks with :func:`register_task` (a builder ``level -> TaskSp
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from textcause.simulation.dgp import (
     PLACEBO_OUTCOME,
@@ -113,7 +114,11 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def register_task(
-    name: str, levels: Sequence[int], builder: Callable[[int], TaskSpec], *, label: str | None = None,
+    name: str,
+    levels: Sequence[int],
+    builder: Callable[[int], TaskSpec],
+    *,
+    label: str | None = None,
     overwrite: bool = False,
 ) -> None:
     """Add a task to the registry so :func:`make_task` and the CLI can build it by name.
@@ -130,12 +135,18 @@ def register_task(
     if name in TASKS and not overwrite:
         raise ValueError(f"A task named {name!r} is already registered; pass overwrite=True to replace it.")
     lv = tuple(levels) if isinstance(levels, Sequence) and not isinstance(levels, str) else ()
-    if not lv or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in lv) or len(set(lv)) != len(lv):
+    if (
+        not lv
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in lv)
+        or len(set(lv)) != len(lv)
+    ):
         raise ValueError(
             f"The 'levels' parameter of register_task must be a non-empty list of distinct ints >= 1. Got {levels!r} instead."
         )
     if not callable(builder):
-        raise ValueError(f"The 'builder' parameter of register_task must be a callable level -> TaskSpec. Got {builder!r} instead.")
+        raise ValueError(
+            f"The 'builder' parameter of register_task must be a callable level -> TaskSpec. Got {builder!r} instead."
+        )
     for level in lv:
         spec = builder(level)
         if not isinstance(spec, TaskSpec):

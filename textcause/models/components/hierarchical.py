@@ -176,7 +176,8 @@ class SHERBERT(nn.Module):
             default). The pretrained layers are loaded from ``encoder`` and applied to each post's
             token states before the token attention, so the data must serve the states after layer
             ``n_layers - k``, not the last layer: set ``data.encoder_layer`` accordingly (5 for the
-            6-layer all-MiniLM-L6-v2 with k = 1); nothing can check this from the tensors' width.
+            6-layer all-MiniLM-L6-v2 with k = 1); the tensors' width cannot tell, so the net declares it
+            (:meth:`data_requirements`) and the propensity model checks the data settings.
             Approximation: the cache keeps each post's first ``token_cap`` tokens, so the unfrozen
             layers attend over those only (exact when ``token_cap`` >= the post's length).
             BERT-like models only (``model.encoder.layer``).
@@ -184,8 +185,15 @@ class SHERBERT(nn.Module):
             read only when ``unfreeze_top > 0``.
     """
 
-    def __init__(self, input_dim: Optional[int] = None, hidden_size: int = 1000, use_tokens: bool = True,
-                 dropout: float = 0.1, unfreeze_top: int = 0, encoder: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        input_dim: Optional[int] = None,
+        hidden_size: int = 1000,
+        use_tokens: bool = True,
+        dropout: float = 0.1,
+        unfreeze_top: int = 0,
+        encoder: Optional[str] = None,
+    ) -> None:
         super().__init__()
         self.input_dim = check_int(input_dim, "input_dim", "SHERBERT", low=1)
         self.hidden_size = check_int(hidden_size, "hidden_size", "SHERBERT", low=1)
@@ -194,8 +202,10 @@ class SHERBERT(nn.Module):
         self.unfreeze_top = check_int(unfreeze_top, "unfreeze_top", "SHERBERT", low=0)
         self.encoder = encoder
         if self.unfreeze_top and not self.use_tokens:
-            raise ValueError("The 'unfreeze_top' parameter of SHERBERT needs use_tokens=True: the unfrozen "
-                             "layers run on token states.")
+            raise ValueError(
+                "The 'unfreeze_top' parameter of SHERBERT needs use_tokens=True: the unfrozen "
+                "layers run on token states."
+            )
         self.n_encoder_layers = 0
         self.top_layers = None
         if self.unfreeze_top:
@@ -221,8 +231,10 @@ class SHERBERT(nn.Module):
         attention: dict[str, torch.Tensor] = {}
         posts = batch.posts
         if self.top_layers is not None and batch.tokens is None:
-            raise ValueError("SHERBERT with unfreeze_top > 0 needs token states: serve the representation "
-                             "'post_tokens' (with data.encoder_layer = n_layers - unfreeze_top).")
+            raise ValueError(
+                "SHERBERT with unfreeze_top > 0 needs token states: serve the representation "
+                "'post_tokens' (with data.encoder_layer = n_layers - unfreeze_top)."
+            )
         if batch.tokens is not None:
             tokens = batch.tokens
             if tokens.dtype != self.token_attention.query.dtype and not torch.is_autocast_enabled(tokens.device.type):
@@ -237,30 +249,31 @@ class SHERBERT(nn.Module):
         logits = self.out(self.drop(history)).squeeze(-1)
         return (logits, attention) if return_attention else logits
 
-    def check_data(self, datamodule: Any) -> None:
-        """Refuse a data module whose token states do not fit the unfrozen layers.
+    def data_requirements(self) -> Optional[dict[str, Any]]:
+        """The data settings this network needs, or None when any data will do (a frozen SHERBERT).
 
         With ``unfreeze_top = k`` the data must serve ``post_tokens`` from the same encoder, taken
         after layer ``n_layers - k``; the tensors' width cannot tell, so a wrong ``encoder_layer``
-        would otherwise train silently on the wrong states. A frozen SHERBERT accepts any data.
+        would otherwise train silently on the wrong states. The propensity model compares these
+        with the data module's settings before training (``check_data_requirements``).
+
+        Returns:
+            ``{"representation": "post_tokens", "encoder": <this net's encoder name or path; the
+            same encoder under another name also fits>, "encoder_layer": n_layers - k}``, or None.
         """
         if not self.unfreeze_top:
-            return
-        hp = getattr(datamodule, "hparams", {})
-        if "representation" not in hp:
-            return  # not a CausalTextDataModule: nothing to check against
-        from textcause.features.encoder import resolve_encoder
+            return None
+        return {
+            "representation": "post_tokens",
+            "encoder": self.encoder,
+            "encoder_layer": self.n_encoder_layers - self.unfreeze_top,
+        }
 
-        if hp["representation"] != "post_tokens":
-            raise ValueError(f"SHERBERT with unfreeze_top={self.unfreeze_top} needs data.representation "
-                             f"'post_tokens'. Got {hp['representation']!r} instead.")
-        if resolve_encoder(hp.get("encoder")).identity != resolve_encoder(self.encoder).identity:
-            raise ValueError(f"SHERBERT's encoder {self.encoder!r} is not the data module's encoder "
-                             f"{hp.get('encoder')!r}: the unfrozen layers must come from the encoder that made the token states.")
-        wanted = self.n_encoder_layers - self.unfreeze_top
-        if hp.get("encoder_layer") != wanted:
-            raise ValueError(f"SHERBERT with unfreeze_top={self.unfreeze_top} on a {self.n_encoder_layers}-layer encoder "
-                             f"needs data.encoder_layer={wanted} (n_layers - unfreeze_top). Got {hp.get('encoder_layer')!r} instead.")
+    def extra_repr(self) -> str:
+        text = f"input_dim={self.input_dim}, hidden_size={self.hidden_size}, use_tokens={self.use_tokens}"
+        if self.unfreeze_top:
+            text += f", unfreeze_top={self.unfreeze_top}, n_encoder_layers={self.n_encoder_layers}"
+        return text
 
     def encode_tokens(self, tokens: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
         """Apply the unfrozen top layers (if any) to zero-padded token states (B, P, L, D).
@@ -295,12 +308,18 @@ def _load_top_layers(encoder: Optional[str], k: int, input_dim: int) -> tuple[nn
     model = AutoModel.from_pretrained(str(resolve_encoder(encoder).path))
     layers = getattr(getattr(model, "encoder", None), "layer", None)
     if not isinstance(layers, nn.ModuleList):
-        raise ValueError(f"The 'unfreeze_top' parameter of SHERBERT needs a BERT-like encoder (model.encoder.layer). "
-                         f"Got {type(model).__name__} instead.")
+        raise ValueError(
+            f"The 'unfreeze_top' parameter of SHERBERT needs a BERT-like encoder (model.encoder.layer). "
+            f"Got {type(model).__name__} instead."
+        )
     if k > len(layers):
-        raise ValueError(f"The 'unfreeze_top' parameter of SHERBERT must be an int in [0, {len(layers)}] for this "
-                         f"encoder. Got {k} instead.")
+        raise ValueError(
+            f"The 'unfreeze_top' parameter of SHERBERT must be an int in [0, {len(layers)}] for this "
+            f"encoder. Got {k} instead."
+        )
     if int(model.config.hidden_size) != input_dim:
-        raise ValueError(f"The encoder's width {model.config.hidden_size} does not match SHERBERT's input_dim "
-                         f"{input_dim}: the token states must come from the same encoder.")
+        raise ValueError(
+            f"The encoder's width {model.config.hidden_size} does not match SHERBERT's input_dim "
+            f"{input_dim}: the token states must come from the same encoder."
+        )
     return nn.ModuleList(list(layers[-k:])).train().requires_grad_(True), len(layers)

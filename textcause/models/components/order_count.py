@@ -63,8 +63,15 @@ class OrderCountNet(nn.Module):
             batch has them; otherwise use the pooled ``x["posts"]`` vectors.
     """
 
-    def __init__(self, input_dim: Optional[int] = None, hidden_size: int = 128, n_heads: int = 4,
-                 max_positions: int = 128, dropout: float = 0.1, use_tokens: bool = False) -> None:
+    def __init__(
+        self,
+        input_dim: Optional[int] = None,
+        hidden_size: int = 128,
+        n_heads: int = 4,
+        max_positions: int = 128,
+        dropout: float = 0.1,
+        use_tokens: bool = False,
+    ) -> None:
         super().__init__()
         owner = "OrderCountNet"
         self.input_dim = check_int(input_dim, "input_dim", owner, low=1)
@@ -120,8 +127,7 @@ class OrderCountNet(nn.Module):
         from_end = (n.unsqueeze(1) - 1 - rank).clamp(0, last)
         recency = (rank.to(posts.dtype) / (n.unsqueeze(1) - 1).clamp(min=1).to(posts.dtype)).clamp(0.0, 1.0)
         c = self.content(posts)
-        u = (c + self.from_end(from_end) + self.from_start(rank.clamp(max=last))
-             + self.recency(recency.unsqueeze(-1)))
+        u = c + self.from_end(from_end) + self.from_start(rank.clamp(max=last)) + self.recency(recency.unsqueeze(-1))
         h = self.drop(nn.functional.gelu(self.post_mlp(self.norm(u))))
         c = self.drop(nn.functional.gelu(c))
         valid = mask.unsqueeze(-1).to(h.dtype)  # (B, P, 1)

@@ -1,0 +1,93 @@
+"""``textcause gender probe`` in-process on the tiny local masked LM: files written, user mistakes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+
+from textcause.cli.gender import gender_main
+from textcause.cli.main import main
+
+
+def w_file(tmp_path):
+    f = tmp_path / "years.txt"
+    f.write_text("1850\n1900\n1950\n2000\n", encoding="utf-8")
+    return str(f)
+
+
+def test_the_command_writes_the_table_and_both_figures(tiny_mlm, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(
+        [
+            "gender",
+            "probe",
+            "--model",
+            tiny_mlm,
+            "--w-file",
+            w_file(tmp_path),
+            "--out",
+            str(out),
+            "--n-boot",
+            "50",
+            "--batch-size",
+            "16",
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    stem = "gender_tiny-bert-mlm0_top5"
+    names = {p.name for p in out.iterdir()}
+    assert {
+        f"{stem}_table2.md",
+        f"{stem}_table2.csv",
+        f"{stem}_fig2.png",
+        f"{stem}_fig2.svg",
+        f"{stem}_summary.json",
+        "gender_tiny-bert-mlm0_scores.csv",
+    } <= names
+    assert not [n for n in names if n.endswith(".tmp")]
+    md = (out / f"{stem}_table2.md").read_text(encoding="utf-8")
+    assert "| date | years | index of W |" in md and "| date | years | value of W |" in md
+    table = pd.read_csv(out / f"{stem}_table2.csv")
+    assert list(table["x_kind"]) == ["index", "value"] and table["female_slope"].notna().all()
+    scores = pd.read_csv(out / "gender_tiny-bert-mlm0_scores.csv")
+    assert len(scores) == 4 * 36 and "male_softmax_renormalised" in scores
+    assert json.loads((out / f"{stem}_summary.json").read_text())["dropped"] == []
+    assert (out / f"{stem}_fig2.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in (out / f"{stem}_fig2.svg").read_text(encoding="utf-8")
+    captured = capsys.readouterr()
+    assert "| W category |" in captured.out and "wrote " in captured.err
+
+
+def test_an_unknown_w_list_is_one_sentence_and_exit_code_2(tiny_mlm, tmp_path, capsys):
+    code = gender_main(["probe", "--model", tiny_mlm, "--w", "planets", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.startswith("error: Unknown W list 'planets'") and len(err.splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_missing_model_path_is_exit_code_2(tmp_path, capsys):
+    code = gender_main(["probe", "--model", str(tmp_path / "no-model"), "--w", "years"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err == f"error: The model path '{tmp_path / 'no-model'}' does not exist."
+
+
+def test_a_model_without_a_trained_head_is_refused(tiny_encoder, tmp_path, capsys):
+    code = gender_main(["probe", "--model", tiny_encoder, "--w-file", w_file(tmp_path), "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "masked-LM head is not trained" in err and len(err.splitlines()) == 1
+
+
+def test_help_does_not_import_torch():
+    code = (
+        "import sys\nfrom textcause.cli.main import main\n"
+        "try:\n    main(['gender', 'probe', '--help'])\nexcept SystemExit:\n    pass\n"
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'heavy import'\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "--w-file" in res.stdout and "countries, subreddits, years" in res.stdout

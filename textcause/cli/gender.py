@@ -1,0 +1,162 @@
+"""``textcause gender probe``: the masked gender task's probes on any Hugging Face masked LM.
+
+    textcause gender probe --model PATH_OR_NAME --w years
+    textcause gender probe --model bert-large-uncased --w years --w countries --w subreddits --allow-download
+    textcause gender probe --model PATH --w-file my_values.txt --category place --variant softmax
+
+Writes, under ``--out`` (default ``runs/gender/<model>``): table 2 as ``*_table2.md`` and
+``*_table2.csv``, the per-probe scores of every variant (``*_scores.csv``), ``*_summary.json``
+(the gendered words dropped for this tokenizer and why) and figure 2 as ``*_fig2.png`` / ``.svg``.
+Models load from local files only unless ``--allow-download``; a checkpoint without a trained
+masked-LM head (a sentence encoder) is refused unless ``--allow-untrained-head``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from textcause.gender.probes import builtin_w_lists
+    from textcause.gender.scoring import VARIANT_ALIASES, VARIANTS
+    from textcause.gender.stats import UNITS
+
+    parser = argparse.ArgumentParser(
+        prog="textcause gender", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="action", required=True, metavar="probe")
+    probe = sub.add_parser(
+        "probe",
+        help="score table 1's probes with a masked LM; write table 2 and figure 2",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    probe.add_argument("--model", required=True, help="a model folder or a Hugging Face model name")
+    probe.add_argument(
+        "--w",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help=f"a built-in W list ({', '.join(builtin_w_lists())}); repeat for several "
+        "(default: years unless --w-file is given)",
+    )
+    probe.add_argument(
+        "--w-file",
+        action="append",
+        default=None,
+        metavar="FILE",
+        help="a W list file: one value per line, or YAML like the built-in lists; repeatable",
+    )
+    probe.add_argument(
+        "--category",
+        default=None,
+        help="the template set a --w-file fills (date, place, subreddit; default: date for numbers, place otherwise)",
+    )
+    probe.add_argument(
+        "--variant",
+        default="top5",
+        choices=list(VARIANTS) + list(VARIANT_ALIASES),
+        help="the score of the table and figure (renormalised = softmax_renormalised; "
+        "the scores CSV holds every variant)",
+    )
+    probe.add_argument("--out", default=None, help="the output folder (default: runs/gender/<model>)")
+    probe.add_argument("--batch-size", type=int, default=32, help="probes per forward pass")
+    probe.add_argument("--templates", default=None, help="a probe spec YAML (default: the paper's table 1)")
+    probe.add_argument("--words", default=None, help="a gendered word YAML (default: the paper's table 3)")
+    probe.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates of the intervals")
+    probe.add_argument("--seed", type=int, default=0, help="the bootstrap's seed")
+    probe.add_argument(
+        "--unit",
+        default="probe",
+        choices=list(UNITS),
+        help="what the bootstrap resamples: the probes of each W value, or sentence skeletons",
+    )
+    probe.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
+    probe.add_argument(
+        "--allow-download", action="store_true", help="let transformers download a model missing from the local cache"
+    )
+    probe.add_argument(
+        "--allow-untrained-head",
+        action="store_true",
+        help="score a model whose masked-LM head is newly initialised (its numbers are noise)",
+    )
+    probe.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def run_probe(args: argparse.Namespace) -> list[Path]:
+    """Run ``textcause gender probe`` from parsed arguments; returns the files written."""
+    from textcause.gender.probes import load_w_list
+    from textcause.gender.run import probe_model
+    from textcause.reports.gender import file_stem, write_probe_outputs
+
+    if args.batch_size < 1:
+        raise ValueError(f"The '--batch-size' option must be an int >= 1. Got {args.batch_size} instead.")
+    names = args.w if args.w or args.w_file else ["years"]
+    lists = [load_w_list(w) for w in names or []]
+    for f in args.w_file or []:
+        if not Path(f).expanduser().is_file():
+            raise ValueError(f"The W file {f!r} does not exist.")
+        lists.append(load_w_list(f, category=args.category))
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"The '--threads' option must be an int >= 1. Got {args.threads} instead.")
+        import torch
+
+        torch.set_num_threads(args.threads)
+    result = probe_model(
+        args.model,
+        lists,
+        variant=args.variant,
+        templates=args.templates,
+        words=args.words,
+        batch_size=args.batch_size,
+        n_boot=args.n_boot,
+        seed=args.seed,
+        unit=args.unit,
+        allow_download=args.allow_download,
+        allow_untrained=args.allow_untrained_head,
+        progress=False if args.no_progress else None,
+    )
+    out = Path(args.out) if args.out else Path("runs") / "gender" / file_stem(args.model)
+    return write_probe_outputs(result, out)
+
+
+def gender_main(argv: Sequence[str]) -> int:
+    """The ``textcause gender`` command; returns the exit code (2: a user's mistake)."""
+    args = build_parser().parse_args(list(argv))
+    if not args.allow_download:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                files = run_probe(args)
+            finally:
+                _show(caught)
+    except (ValueError, FileNotFoundError) as err:
+        if os.environ.get("TEXTCAUSE_DEBUG"):
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: nothing half-written is left; rerun the command.", file=sys.stderr)
+        return 130
+    print(files[0].read_text(encoding="utf-8"))
+    print("wrote " + ", ".join(map(str, files)), file=sys.stderr)
+    return 0
+
+
+def _show(caught: list[warnings.WarningMessage]) -> None:
+    """The package's own warnings as ``warning: ...`` lines; any other as Python shows it."""
+    package = str(Path(__file__).resolve().parents[1])
+    for w in caught:
+        if str(Path(w.filename).resolve()).startswith(package):
+            print(f"warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)

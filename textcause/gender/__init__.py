@@ -1,0 +1,50 @@
+"""The masked gender task's probes (pure inference, no Lightning).
+
+* :mod:`~textcause.gender.probes`: table 1's templates x tenses x life stages x W (data in ``data/``);
+* :mod:`~textcause.gender.words`: table 3's gendered words and their token ids per tokenizer;
+* :mod:`~textcause.gender.scoring`: the female / male mass at the mask of any Hugging Face masked LM;
+* :mod:`~textcause.gender.stats` and :mod:`~textcause.gender.table`: table 2's slopes and r with
+  bootstrap intervals;
+* :mod:`~textcause.gender.run`: :func:`probe_model`, the whole probe of one model.
+
+Names are imported lazily, so ``import textcause.gender`` does not import torch or transformers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Probe": "probes",
+    "ProbeSpec": "probes",
+    "WList": "probes",
+    "builtin_w_lists": "probes",
+    "load_probe_spec": "probes",
+    "load_w_list": "probes",
+    "make_probes": "probes",
+    "GenderedWords": "words",
+    "GenderedIds": "words",
+    "gendered_token_ids": "words",
+    "load_gendered_words": "words",
+    "MaskedLM": "scoring",
+    "VARIANTS": "scoring",
+    "load_masked_lm": "scoring",
+    "score_probes": "scoring",
+    "Curve": "stats",
+    "curve_stats": "stats",
+    "fit_line": "stats",
+    "probe_stats": "stats",
+    "stats_table": "table",
+    "table_markdown": "table",
+    "ProbeResult": "run",
+    "probe_model": "run",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"textcause.gender.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'textcause.gender' has no attribute {name!r}")
