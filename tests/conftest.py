@@ -14,6 +14,21 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
 
+try:  # property-based tests (tests/*/test_properties.py): the same examples on every run, no example database
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "textcause",
+        derandomize=True,
+        database=None,
+        deadline=None,
+        print_blob=True,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    settings.load_profile(os.environ.get("TEXTCAUSE_HYPOTHESIS_PROFILE", "textcause"))
+except ImportError:  # hypothesis is in the dev extra; without it those tests are skipped
+    pass
+
 WORDS = (
     "coffee morning train rain music game city park dog cat movie book friend work lunch "
     "night weekend beach phone news team goal song dinner school summer winter road shop"

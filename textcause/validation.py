@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-
 #: The largest inverse-probability weight a weighting estimator or metric accepts: the propensity of
 #: the arm a unit received must be at least ``1 / MAX_WEIGHT``. Beyond it weights overflow float64 or
 #: one unit decides the estimate (AIPW gave an ATE of -9e14 from a propensity of 1 - 1e-16); clip
@@ -32,9 +31,7 @@ def check_consistent_length(*arrays: Any) -> int:
     """Return the common length of ``arrays``; raise if they differ."""
     lengths = [len(a) for a in arrays if a is not None]
     if len(set(lengths)) > 1:
-        raise ValueError(
-            f"Found input variables with inconsistent numbers of samples: {lengths}"
-        )
+        raise ValueError(f"Found input variables with inconsistent numbers of samples: {lengths}")
     return lengths[0] if lengths else 0
 
 
@@ -72,6 +69,8 @@ def check_magnitude(arr: np.ndarray, name: str, owner: str) -> np.ndarray:
     Such values would overflow the weighted sums, squares or differences of an estimate to inf or
     NaN; the estimators are equivariant to rescaling, so rescaling the outcome loses nothing.
     """
+    if arr.size and arr.min() >= -MAX_MAGNITUDE and arr.max() <= MAX_MAGNITUDE:  # two passes, no temporaries
+        return arr
     big = np.abs(arr) > MAX_MAGNITUDE
     if np.any(big):
         i = int(np.flatnonzero(big)[0])
@@ -83,22 +82,29 @@ def check_magnitude(arr: np.ndarray, name: str, owner: str) -> np.ndarray:
     return arr
 
 
-def check_weights(t: np.ndarray, p: np.ndarray, owner: str, name: str = "propensity", hint: str | None = None) -> np.ndarray:
+def check_weights(
+    t: np.ndarray, p: np.ndarray, owner: str, name: str = "propensity", hint: str | None = None
+) -> np.ndarray:
     """Refuse propensities whose inverse-probability weights exceed :data:`MAX_WEIGHT`.
 
     ``t`` and ``p`` are validated arrays; a unit's weight is one over the probability of the arm it
-    received (``p`` for treated units, ``1 - p`` for untreated ones).
+    received (``p`` for treated units, ``1 - p`` for untreated ones): a treated unit needs
+    ``p >= 1 / MAX_WEIGHT``, an untreated one ``p <= 1 - 1 / MAX_WEIGHT``.
 
     Args:
         hint: what to do, ending the message (default: clip with ``owner``'s ``clip=`` option).
     """
-    received = np.where(t == 1, p, 1.0 - p)
-    low = received < 1.0 / MAX_WEIGHT
+    lowest, highest = 1.0 / MAX_WEIGHT, 1.0 - 1.0 / MAX_WEIGHT
+    if p.size and lowest <= p.min() and p.max() <= highest:  # the usual case: two passes, no temporaries
+        return p
+    low = np.where(t == 1, p < lowest, p > highest)
     if np.any(low):
         i = int(np.flatnonzero(low)[0])
         arm = "treated" if t[i] == 1 else "untreated"
-        hint = hint or (f"clip the propensities explicitly with {owner}(..., clip=0.01) (the clipped units are "
-                        "counted in n_clipped), or drop the units without overlap")
+        hint = hint or (
+            f"clip the propensities explicitly with {owner}(..., clip=0.01) (the clipped units are "
+            "counted in n_clipped), or drop the units without overlap"
+        )
         count = int(low.sum())
         raise ValueError(
             f"The '{name}' values of {owner} give {count} unit{'s' if count > 1 else ''} an inverse-probability "
@@ -218,8 +224,12 @@ def check_subset(values: Any, name: str, owner: str | None, options: Iterable[An
     """Check that ``values`` is a non-empty list of distinct members of ``options``; return it as a tuple."""
     allowed = list(options)
     items = [values] if isinstance(values, str) else values
-    if (not isinstance(items, (list, tuple)) or not items or len(set(map(repr, items))) != len(items)
-            or not all(_member(v, allowed) for v in items)):
+    if (
+        not isinstance(items, (list, tuple))
+        or not items
+        or len(set(map(repr, items))) != len(items)
+        or not all(_member(v, allowed) for v in items)
+    ):
         raise ValueError(
             f"{_subject(name, owner)} must be a non-empty list of distinct values among {allowed}. "
             f"Got {values!r} instead."

@@ -185,8 +185,11 @@ def test_ndjson_matches_csv(tmp_path, name):
 
 def test_string_dates_sorted_by_date_and_kept_as_written(tmp_path):
     df = pd.DataFrame(
-        {"author": ["x", "x", "x", "x"], "text": ["p3", "p1", "p2", "p0"],
-         "time": ["2016-02-17", "2016-02-16T10:00:00", "2016-02-16T23:00:00", None]}
+        {
+            "author": ["x", "x", "x", "x"],
+            "text": ["p3", "p1", "p2", "p0"],
+            "time": ["2016-02-17", "2016-02-16T10:00:00", "2016-02-16T23:00:00", None],
+        }
     )
     path = tmp_path / "s.csv"
     df.to_csv(path, index=False)
@@ -278,8 +281,13 @@ def test_corpus_summary_known_values():
     corpus = Corpus((History("a", ("xx", "xxxx")), History("b", ("x", "xxx", "xxxxxxx", "xxxxx"))))
     s = corpus_summary(corpus)
     assert s == {
-        "n_users": 2, "n_posts": 6, "posts_per_user_mean": 3.0, "posts_per_user_sd": math.sqrt(2.0),
-        "posts_per_user_min": 2, "posts_per_user_max": 4, "median_post_chars": 3.5,
+        "n_users": 2,
+        "n_posts": 6,
+        "posts_per_user_mean": 3.0,
+        "posts_per_user_sd": math.sqrt(2.0),
+        "posts_per_user_min": 2,
+        "posts_per_user_max": 4,
+        "median_post_chars": 3.5,
     }
 
 
@@ -498,3 +506,288 @@ def test_hf_dataset_name_not_available_offline():
         pytest.skip("datasets was imported without HF_HUB_OFFLINE=1; this test must not reach the network")
     with pytest.raises(ValueError, match=r"'someone/nonexistent' is not available offline.*save_to_disk"):
         load_histories("someone/nonexistent", format="hf")
+
+
+# ---------------------------------------------------------------- hostile input (issue 14)
+# Every refusal is one ValueError sentence naming the file and the line (or row), never a post's text.
+
+SECRET = "my very private post"
+
+
+def _history_line(**fields) -> dict:
+    row = {"user_id": "u", "posts": [{"text": SECRET, "time": None}], "meta": {}}
+    row.update(fields)
+    return row
+
+
+def _refused(path, pattern, **kwargs) -> str:
+    with pytest.raises(ValueError, match=pattern) as info:
+        load_histories(path, min_posts=1, **kwargs)
+    message = str(info.value)
+    assert SECRET not in message and "\n" not in message.strip()
+    return message
+
+
+@pytest.mark.parametrize(
+    "uid, kind",
+    [(["a", "b"], "array"), ({"a": 1}, "object"), (1.5, "number"), (3.0, "number"), (True, "boolean")],
+)
+def test_user_ids_must_be_strings_or_integers(tmp_path, uid, kind):
+    # issue 14: list or dict ids became strings like "['a', 'b']"
+    path = _write_jsonl(tmp_path / "h.jsonl", [_history_line(user_id="ok"), _history_line(user_id=uid)])
+    _refused(path, rf"Line 2 of '.*h\.jsonl' has a 'user_id' of type {kind}: user ids must be strings or integers\.")
+
+
+def test_empty_user_id(tmp_path):
+    _refused(_write_jsonl(tmp_path / "h.jsonl", [_history_line(user_id="  ")]), r"Line 1 of .* has an empty 'user_id'")
+
+
+@pytest.mark.parametrize("text, kind", [(["list", "as", "text"], "array"), ({"t": 1}, "object"), (42, "integer")])
+def test_post_text_must_be_a_string(tmp_path, text, kind):
+    # issue 14: a list as post text became the post "['list', 'as', 'text']"
+    row = _history_line(posts=[{"text": SECRET}, {"text": text, "time": None}])
+    _refused(
+        _write_jsonl(tmp_path / "h.jsonl", [row]),
+        rf"Line 1 of '.*h\.jsonl' \(post 2\) has a 'text' of type {kind}: post texts must be strings",
+    )
+
+
+def test_duplicated_user_ids_are_refused(tmp_path):
+    # issue 14: 60 lines with 59 distinct ids gave 60 users
+    rows = [_history_line(user_id=f"u{i}") for i in range(59)] + [_history_line(user_id="u7")]
+    message = _refused(
+        _write_jsonl(tmp_path / "h.jsonl", rows),
+        r"The user id 'u7' is on both line 8 and line 60 of '.*h\.jsonl': .*distinct ids",
+    )
+    assert message.count(".") >= 1
+    # an integer id and its decimal string are the same user
+    _refused(
+        _write_jsonl(tmp_path / "i.jsonl", [_history_line(user_id=3), _history_line(user_id="3")]),
+        r"The user id '3' is on both line 1 and line 2",
+    )
+
+
+def test_duplicated_user_ids_in_hf_history_rows(tmp_path):
+    import datasets
+
+    rows = [{"user_id": "a", "posts": ["x"]}, {"user_id": "b", "posts": ["y"]}, {"user_id": "a", "posts": ["z"]}]
+    datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "dup"))
+    with pytest.raises(ValueError, match=r"The user id 'a' is on both row 0 and row 2 of '.*dup'"):
+        load_histories(tmp_path / "dup", min_posts=1)
+
+
+def test_comment_tables_still_group_repeated_authors(tmp_path):
+    path = tmp_path / "c.csv"
+    _table().to_csv(path, index=False)
+    assert [len(h) for h in load_histories(path, min_posts=1)] == [3, 4, 1]  # duplicates are the norm there
+
+
+@pytest.mark.parametrize(
+    "body, line, fields",
+    [
+        ("u,a,1\nu,b,2,3,4\n", 3, 5),  # issue 14: a 5-field row in a 3-column CSV was accepted
+        ("u,a,1\nu,b\n", 3, 2),  # a short row was padded with empty fields
+        ('u,"two\nlines",1\n\nu,b,2,\n', 5, 4),  # lines count in the file: a quoted newline and a blank line
+    ],
+)
+def test_ragged_csv_rows_are_refused(tmp_path, body, line, fields):
+    path = tmp_path / "r.csv"
+    path.write_text("author,text,time\n" + body, encoding="utf-8")
+    _refused(path, rf"Line {line} of '.*r\.csv' has {fields} fields but the header has 3: every row")
+
+
+def test_trailing_comma_on_every_row_is_refused_not_shifted(tmp_path):
+    # pandas would silently take the first column as the index and shift every column by one
+    path = tmp_path / "r.csv"
+    path.write_text("author,text,time\nu,a,1,\nu,b,2,\n", encoding="utf-8")
+    _refused(path, r"Line 2 of .* has 4 fields but the header has 3")
+
+
+@pytest.mark.parametrize("meta, kind", [([1, 2], "array"), ("gender=f", "string"), (3, "integer")])
+def test_meta_must_be_a_mapping(tmp_path, meta, kind):
+    # issue 14: a non-dict meta silently became {}
+    _refused(
+        _write_jsonl(tmp_path / "h.jsonl", [_history_line(meta=meta)]),
+        rf"Line 1 of .* has a 'meta' of type {kind}: meta must be a mapping",
+    )
+    assert load_histories(_write_jsonl(tmp_path / "n.jsonl", [_history_line(meta=None)]), min_posts=1)[0].meta == {}
+
+
+def test_csv_time_out_of_range_is_reported_not_dropped(tmp_path):
+    # issue 14: a CSV time of 1e30 was dropped silently (the post lost its time)
+    path = tmp_path / "t.csv"
+    path.write_text("author,text,time\nu,a,100\nu,b,1e30\n", encoding="utf-8")
+    _refused(
+        path,
+        r"Column 'time' of '.*t\.csv' holds values that are UNIX timestamps outside 1677-09-21 to "
+        r"2262-04-11 \(e\.g\. 1e\+30\), first on line 3",
+    )
+
+
+@pytest.mark.parametrize("value", [1e20, -1e20, 10**30])
+def test_jsonl_time_out_of_range_is_reported_not_overflowed(tmp_path, value):
+    # issue 14: a JSONL time of 1e20 raised a raw OverflowError
+    row = _history_line(posts=[{"text": SECRET, "time": 0}, {"text": SECRET, "time": value}])
+    _refused(
+        _write_jsonl(tmp_path / "h.jsonl", [row]),
+        rf"Line 1 of .* \(post 2\) has a 'time' of {value!r}".replace("+", r"\+")
+        + r", which is not a UNIX timestamp in seconds that a date can hold",
+    )
+
+
+@pytest.mark.parametrize("value, kind", [(True, "boolean"), ([1], "array"), ({"s": 1}, "object")])
+def test_jsonl_time_of_a_wrong_type(tmp_path, value, kind):
+    row = _history_line(posts=[{"text": SECRET, "time": value}])
+    _refused(_write_jsonl(tmp_path / "h.jsonl", [row]), rf"\(post 1\) has a 'time' of type {kind}: times must be")
+
+
+def test_csv_bad_time_blames_the_bad_value(tmp_path):
+    # issue 14: with one bad time among UNIX timestamps the message blamed a valid timestamp
+    path = tmp_path / "t.csv"
+    path.write_text("author,text,time\nu,a,1\nu,b,2\nu,c,soon\n", encoding="utf-8")
+    message = _refused(path, r"neither UNIX timestamps nor dates \(e\.g\. 'soon'\), first on line 4")
+    assert "'1'" not in message
+
+
+def test_csv_times_mixing_dates_and_timestamps_parse(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("author,text,time\nu,late,2016-01-02\nu,early,86400\nu,mid,2016-01-01\n", encoding="utf-8")
+    h = load_histories(path, min_posts=1)[0]
+    assert h.posts == ("early", "mid", "late")
+    assert h.times == ("1970-01-02T00:00:00+00:00", "2016-01-01", "2016-01-02")  # numbers -> ISO, dates as written
+
+
+def test_long_bad_time_is_described_not_shown(tmp_path):
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"author": ["u", "u"], "text": ["a", "b"], "time": ["2016-01-01", SECRET * 3]}).to_csv(
+        path, index=False
+    )
+    _refused(path, r"\(e\.g\. a 60-character text\), first on line 3")
+
+
+def test_parquet_dates_beyond_2262_sort_correctly(tmp_path):
+    # nanosecond keys wrapped around: the year 3000 sorted before 2016
+    df = pd.DataFrame(
+        {
+            "author": ["u"] * 3,
+            "text": ["x", "y", "z"],
+            "time": pd.to_datetime(["3000-01-01", "2016-01-01", "2017-01-01"]).as_unit("us"),
+        }
+    )
+    df.to_parquet(tmp_path / "d.parquet")
+    h = load_histories(tmp_path / "d.parquet", min_posts=1)[0]
+    assert h.posts == ("y", "z", "x") and h.times[-1] == "3000-01-01T00:00:00"
+
+
+def test_ndjson_values_of_the_wrong_type(tmp_path):
+    rows = [{"author": "a", "text": "x", "time": 1}, {"author": ["a"], "text": SECRET, "time": 2}]
+    _refused(
+        _write_jsonl(tmp_path / "c.ndjson", rows),
+        r"Line 2 of '.*c\.ndjson' has a 'author' of type array: authors must be strings or integers",
+    )
+    rows[1] = {"author": "a", "text": ["x"], "time": 2}
+    _refused(_write_jsonl(tmp_path / "c.ndjson", rows), r"Line 2 of .* has a 'text' of type array: comment texts")
+    rows[1] = {"author": "a", "text": SECRET, "time": [2]}
+    _refused(_write_jsonl(tmp_path / "c.ndjson", rows), r"Line 2 of .* has a 'time' of type array: times must be")
+
+
+def test_ndjson_integer_authors_with_gaps_stay_integers(tmp_path):
+    # pandas stores integers with missing values as floats: the id 3 must not become "3.0"
+    rows = [
+        {"author": 3, "text": "x", "time": 1},
+        {"author": None, "text": "y", "time": 2},
+        {"author": 3, "text": "z", "time": 3},
+    ]
+    assert load_histories(_write_jsonl(tmp_path / "c.ndjson", rows), min_posts=1).user_ids == ["3"]
+
+
+def test_parquet_values_of_the_wrong_type(tmp_path):
+    df = pd.DataFrame({"author": [1.0, 2.5], "text": [SECRET, SECRET], "time": [1, 2]})
+    df.to_parquet(tmp_path / "a.parquet")
+    _refused(tmp_path / "a.parquet", r"Row 1 of '.*a\.parquet' has an author \('author'\) of type number: authors must")
+    pd.DataFrame({"author": ["a", "b"], "text": [5, 7], "time": [1, 2]}).to_parquet(tmp_path / "t.parquet")
+    _refused(
+        tmp_path / "t.parquet", r"Row 0 of .* has a text \('text'\) of type integer: comment texts must be strings"
+    )
+    pd.DataFrame({"author": ["a", "b"], "text": [["x"], ["y"]], "time": [1, 2]}).to_parquet(tmp_path / "l.parquet")
+    _refused(tmp_path / "l.parquet", r"Row 0 of .* has a text \('text'\) of type .*: comment texts must be strings")
+
+
+def _corrupt_gzip(path: Path) -> Path:
+    data = bytearray(
+        gzip.compress("".join(json.dumps(_history_line(user_id=f"u{i}")) + "\n" for i in range(300)).encode())
+    )
+    for i in range(40, len(data) - 20, 7):
+        data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    "make, pattern",
+    [
+        (lambda p: _corrupt_gzip(p / "z.jsonl.gz"), r"could not be read as \(gzipped\) UTF-8 JSON Lines"),
+        (
+            lambda p: (
+                (p / "u.jsonl").write_bytes(b'{"user_id": "a", "posts": []}\n{"user_id": "\xff"}\n') and p / "u.jsonl"
+            ),
+            r"'.*u\.jsonl' could not be read as \(gzipped\) UTF-8 JSON Lines \(line 2 is not valid UTF-8\)",
+        ),
+        (
+            lambda p: (p / "d.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n") and p / "d.jsonl",
+            r"Line 1 of .* is not (valid JSON|JSON this reader can hold)",
+        ),
+        (
+            lambda p: (p / "n.jsonl").write_text('{"user_id": ' + "9" * 5000 + ', "posts": []}\n') and p / "n.jsonl",
+            r"Line 1 of .* is not JSON this reader can hold",
+        ),
+        (
+            lambda p: (p / "b.csv").write_bytes(b"author,text,time\na,ok,1\nb,\xff\xfe,2\n") and p / "b.csv",
+            r"'.*b\.csv' could not be read as a UTF-8 CSV table: line 3 is not valid UTF-8",
+        ),
+        (lambda p: (p / "e.csv").write_text("") == 0 and p / "e.csv", r"'.*e\.csv' could not be read as a CSV table"),
+        (
+            lambda p: (p / "q.csv").write_text('author,text,time\na,"unclosed,1\n') and p / "q.csv",
+            r"'.*q\.csv' could not be read as a CSV table|Line 2 of .*q\.csv",
+        ),
+        (
+            lambda p: (p / "x.parquet").write_bytes(b"PAR1 not really parquet PAR1") and p / "x.parquet",
+            r"'.*x\.parquet' could not be read as a Parquet table",
+        ),
+    ],
+)
+def test_damaged_files_give_one_sentence_not_a_raw_exception(tmp_path, make, pattern):
+    _refused(make(tmp_path), pattern)
+
+
+def test_damaged_hf_dataset_folder(tmp_path):
+    import datasets
+
+    folder = tmp_path / "ds"
+    datasets.Dataset.from_pandas(_table(), preserve_index=False).save_to_disk(str(folder))
+    for arrow in folder.glob("*.arrow"):
+        arrow.write_bytes(b"damaged")
+    with pytest.raises(ValueError, match=r"The Hugging Face dataset '.*ds' could not be loaded \("):
+        load_histories(folder, min_posts=1)
+
+
+@pytest.mark.parametrize("source", [3, ["a.jsonl"], None])
+def test_source_of_the_wrong_type(source):
+    from textcause.corpus import read_corpus
+
+    with pytest.raises(ValueError, match=r"The 'source' parameter of load_histories must be a corpus name or a path"):
+        load_histories(source)
+    with pytest.raises(ValueError, match=r"The 'source' parameter of load_histories must be a corpus name or a path"):
+        read_corpus(source)
+
+
+def test_unhashable_settings_in_read_corpus(tmp_path):
+    from textcause.corpus import read_corpus
+
+    with pytest.raises(ValueError, match=r"The 'min_posts' parameter of load_histories must be an int >= 1"):
+        read_corpus(_write_jsonl(tmp_path / "h.jsonl", _users()), min_posts=[1])
+
+
+def test_path_with_a_nul_byte_is_not_found():
+    with pytest.raises(FileNotFoundError, match="No corpus found at"):
+        load_histories("bad\x00name.jsonl")

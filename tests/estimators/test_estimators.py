@@ -26,8 +26,12 @@ TRUE_ATE = 0.4
 # Pinned estimates on the seeded draws below (a determinism / regression check, kept apart from the
 # known-truth tolerances; rel=1e-9 allows for summation order in numpy).
 PINNED_ORACLE = {"ipw": 0.39851521926561695, "stratified": 0.3996792430838799, "matching": 0.39967924308387986}
-PINNED_SMALL = {"unadjusted": 1.2162957973633315, "ipw": 0.7980745195203657, "stratified": 0.8920314931976602,
-                "matching": 0.9217894522435621}
+PINNED_SMALL = {
+    "unadjusted": 1.2162957973633315,
+    "ipw": 0.7980745195203657,
+    "stratified": 0.8920314931976602,
+    "matching": 0.9217894522435621,
+}
 
 
 def paper_dgp(n: int, seed: int) -> dict[str, np.ndarray]:
@@ -83,7 +87,8 @@ def test_aipw_with_oracle_models(dgp):
     assert abs(est.ate - TRUE_ATE) < 0.02
     assert est.ci_low < TRUE_ATE < est.ci_high
     assert (est.ate, est.ci_low, est.ci_high) == pytest.approx(
-        (0.3996864444444445, 0.39494543556560013, 0.4044274533232889), rel=1e-9)
+        (0.3996864444444445, 0.39494543556560013, 0.4044274533232889), rel=1e-9
+    )
 
 
 def test_aipw_is_doubly_robust(dgp):
@@ -242,8 +247,10 @@ def test_aipw_equals_hand_computation():
     p = np.array([0.6, 0.3, 0.8, 0.5, 0.4])
     mu0 = np.array([0.2, 0.1, 0.4, 0.9, 1.0])
     mu1 = np.array([0.9, 0.5, 0.6, 1.2, 1.5])
-    psi = [mu1[i] - mu0[i] + (y[i] - mu1[i]) / p[i] if t[i] else mu1[i] - mu0[i] - (y[i] - mu0[i]) / (1 - p[i])
-           for i in range(5)]
+    psi = [
+        mu1[i] - mu0[i] + (y[i] - mu1[i]) / p[i] if t[i] else mu1[i] - mu0[i] - (y[i] - mu0[i]) / (1 - p[i])
+        for i in range(5)
+    ]
     est = aipw(t, y, p, mu0, mu1, level=0.9)
     se = np.std(psi, ddof=1) / np.sqrt(5)
     assert est.ate == pytest.approx(np.mean(psi), abs=1e-12)
@@ -262,8 +269,9 @@ def test_ipw_clip(small):
     assert ipw(t, y, hard, clip=0.05).details["n_clipped"] == 9  # the two saturated units and 7 others
     fast = bootstrap_ci("ipw", t, y, hard, clip=0.05, n_boot=20, seed=0)
     slow = bootstrap_ci("ipw", t, y, hard, clip=0.05, n_boot=20, seed=0, vectorized=False)
-    np.testing.assert_allclose(fast.details["bootstrap"]["replicates"], slow.details["bootstrap"]["replicates"],
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        fast.details["bootstrap"]["replicates"], slow.details["bootstrap"]["replicates"], atol=1e-12
+    )
 
 
 def test_estimators_do_not_mutate_inputs(small):
@@ -297,8 +305,9 @@ def test_vectorised_bootstrap_equals_naive_loop(small, name, chunk, monkeypatch)
     args = {"unadjusted": (t, y), "ipw": (t, y, p), "aipw": (t, y, p, 0.3 * t, 0.3 + 0.1 * t)}[name]
     fast = bootstrap_ci(name, *args, n_boot=50, seed=3)
     slow = bootstrap_ci(name, *args, n_boot=50, seed=3, vectorized=False)
-    np.testing.assert_allclose(fast.details["bootstrap"]["replicates"], slow.details["bootstrap"]["replicates"],
-                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        fast.details["bootstrap"]["replicates"], slow.details["bootstrap"]["replicates"], rtol=0, atol=1e-12
+    )
     # and the loop really uses these indices
     idx = np.concatenate(list(bootstrap_indices(t.size, 50, 3)))
     first = ESTIMATORS[name](*(a[idx[0]] for a in args)).ate
@@ -310,7 +319,9 @@ def test_bootstrap_resamples_keyword_arrays(small):
     mu0, mu1 = 0.5 * small["x"], 0.3 + 0.5 * small["x"]
     pos = bootstrap_ci("aipw", t, y, p, mu0, mu1, n_boot=40, seed=1)
     kw = bootstrap_ci("aipw", t, y, p, mu0=mu0, mu1=mu1, n_boot=40, seed=1, vectorized=False)
-    np.testing.assert_allclose(pos.details["bootstrap"]["replicates"], kw.details["bootstrap"]["replicates"], atol=1e-12)
+    np.testing.assert_allclose(
+        pos.details["bootstrap"]["replicates"], kw.details["bootstrap"]["replicates"], atol=1e-12
+    )
 
 
 @pytest.mark.parametrize(
@@ -375,7 +386,9 @@ def test_error_messages(small):
         unadjusted(t, np.r_[np.nan, y[1:]])
     with pytest.raises(ValueError, match=r"1-D array"):
         ipw(t[:, None], y, p)
-    with pytest.raises(ValueError, match=r"The 'n_strata' parameter of stratified must be an int >= 2\. Got 0 instead\."):
+    with pytest.raises(
+        ValueError, match=r"The 'n_strata' parameter of stratified must be an int >= 2\. Got 0 instead\."
+    ):
         stratified(t, y, p, n_strata=0)
     with pytest.raises(ValueError, match=r"The 'n_strata' parameter of stratified must be an int >= 2\. Got 2\.5"):
         stratified(t, y, p, n_strata=2.5)
@@ -383,9 +396,13 @@ def test_error_messages(small):
         propensity_strata(p, 1)
     with pytest.raises(ValueError, match=r"The 'caliper' parameter of matching must be a float >= 0\.0\. Got -0\.1"):
         matching(t, y, p, caliper=-0.1)
-    with pytest.raises(ValueError, match=r"The 'clip' parameter of ipw must be a float >= 1e-08 and <= 0\.5\. Got 0\.7"):
+    with pytest.raises(
+        ValueError, match=r"The 'clip' parameter of ipw must be a float >= 1e-08 and <= 0\.5\. Got 0\.7"
+    ):
         ipw(t, y, p, clip=0.7)
-    with pytest.raises(ValueError, match=r"The 'clip' parameter of aipw must be a float >= 1e-08 and <= 0\.5\. Got 0\.0"):
+    with pytest.raises(
+        ValueError, match=r"The 'clip' parameter of aipw must be a float >= 1e-08 and <= 0\.5\. Got 0\.0"
+    ):
         aipw(t, y, p, y, y, clip=0.0)
     with pytest.raises(ValueError, match=r"The 'level' parameter of aipw"):
         aipw(t, y, p, y, y, level=1.0)
@@ -408,11 +425,15 @@ def test_bootstrap_error_messages(small):
     with pytest.raises(ValueError, match=r"The 'n_boot' parameter of bootstrap_ci must be an int >= 1\. Got 0"):
         bootstrap_ci("ipw", t, y, p, n_boot=0)
     for level in (0.0, 1.0, 1.5):
-        with pytest.raises(ValueError, match=r"The 'level' parameter of bootstrap_ci must be a float > 0\.0 and < 1\.0"):
+        with pytest.raises(
+            ValueError, match=r"The 'level' parameter of bootstrap_ci must be a float > 0\.0 and < 1\.0"
+        ):
             bootstrap_ci("ipw", t, y, p, level=level)
     with pytest.raises(ValueError, match=r"The 'seed' parameter of bootstrap_ci must be an int >= 0"):
         bootstrap_ci("ipw", t, y, p, seed=-1)
-    with pytest.raises(ValueError, match=r"The 'estimator' parameter of bootstrap_ci must be a callable or a str among"):
+    with pytest.raises(
+        ValueError, match=r"The 'estimator' parameter of bootstrap_ci must be a callable or a str among"
+    ):
         bootstrap_ci("iptw", t, y, p)
     with pytest.raises(ValueError, match=r"inconsistent numbers of samples"):
         bootstrap_ci("ipw", t, y, p[:-1])
@@ -476,8 +497,10 @@ def test_large_but_safe_outcomes_give_finite_estimates():
 def test_propensities_whose_weights_explode_are_refused(name, p, unit, arm):
     y = np.array([1.0, 0.0, 1.0, 0.5, 2.0, 0.0])
     args = (T6, y, p) + ((np.zeros(6), np.ones(6)) if name == "aipw" else ())
-    pattern = (rf"The 'propensity' values of {name} give 1 unit an inverse-probability weight above 1e\+08 "
-               rf"\(unit {unit}, {arm}, .*clip the propensities explicitly with {name}\(\.\.\., clip=0\.01\)")
+    pattern = (
+        rf"The 'propensity' values of {name} give 1 unit an inverse-probability weight above 1e\+08 "
+        rf"\(unit {unit}, {arm}, .*clip the propensities explicitly with {name}\(\.\.\., clip=0\.01\)"
+    )
     with pytest.raises(ValueError, match=pattern):
         ESTIMATORS[name](*args)
     with pytest.raises(ValueError, match=pattern):
@@ -506,8 +529,9 @@ def test_aipw_clip(small):
     fast = bootstrap_ci("aipw", t, y, hard, mu0, mu1, clip=0.05, n_boot=20, seed=0)
     slow = bootstrap_ci("aipw", t, y, hard, mu0, mu1, clip=0.05, n_boot=20, seed=0, vectorized=False)
     assert fast.n_clipped == 9
-    np.testing.assert_allclose(fast.details["bootstrap"]["replicates"], slow.details["bootstrap"]["replicates"],
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        fast.details["bootstrap"]["replicates"], slow.details["bootstrap"]["replicates"], atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("name", ["ipw", "stratified", "matching", "aipw"])
@@ -518,7 +542,9 @@ def test_bootstrap_without_a_needed_propensity(small, name):
 
 
 def test_bootstrap_arguments_the_estimator_does_not_take(small):
-    with pytest.raises(ValueError, match=r"The estimator ipw of bootstrap_ci cannot take the arguments given \(.*n_strata"):
+    with pytest.raises(
+        ValueError, match=r"The estimator ipw of bootstrap_ci cannot take the arguments given \(.*n_strata"
+    ):
         bootstrap_ci("ipw", small["t"], small["y"], small["p"], n_boot=5, n_strata=3)
     with pytest.raises(ValueError, match=r"The estimator aipw of bootstrap_ci cannot take the arguments given"):
         bootstrap_ci("aipw", small["t"], small["y"], small["p"], n_boot=5)  # no mu0, mu1
@@ -528,8 +554,11 @@ def test_bootstrap_arguments_the_estimator_does_not_take(small):
 def test_more_strata_than_units_says_so(n_strata):
     # issue 14: n_strata >= n reported "the arms do not overlap"
     t, y, p = np.array([1, 0, 1, 0]), np.array([1.0, 0.0, 1.0, 0.0]), np.array([0.2, 0.4, 0.6, 0.8])
-    with pytest.raises(ValueError, match=rf"The 'n_strata' parameter of stratified must be an int < n, the number of "
-                                         rf"units \(4\): with more strata than units .* Got {n_strata} instead\."):
+    with pytest.raises(
+        ValueError,
+        match=rf"The 'n_strata' parameter of stratified must be an int < n, the number of "
+        rf"units \(4\): with more strata than units .* Got {n_strata} instead\.",
+    ):
         stratified(t, y, p, n_strata=n_strata)
     # tied propensities can still share a stratum: that estimate stays what it was
     assert stratified(t, y, np.full(4, 0.5), n_strata=n_strata).ate == unadjusted(t, y).ate
@@ -538,15 +567,21 @@ def test_more_strata_than_units_says_so(n_strata):
 def test_too_many_strata_are_refused_not_overflowed():
     p = np.linspace(0.1, 0.9, 9)
     for n_strata in (10**19, 2**62):  # the stratum arithmetic would overflow int64
-        with pytest.raises(ValueError, match=r"The 'n_strata' parameter of propensity_strata must be an int in the range "
-                                             r"\[2, 1000000\]"):
+        with pytest.raises(
+            ValueError,
+            match=r"The 'n_strata' parameter of propensity_strata must be an int in the range "
+            r"\[2, 1000000\]",
+        ):
             propensity_strata(p, n_strata)
 
 
 @pytest.mark.parametrize(
     "bad, pattern",
     [
-        (np.array([1 + 2j, 0, 1, 0, 1, 0]), r"Expected 'y' to be a 1-D array of real numbers\. Got a ndarray of dtype complex"),
+        (
+            np.array([1 + 2j, 0, 1, 0, 1, 0]),
+            r"Expected 'y' to be a 1-D array of real numbers\. Got a ndarray of dtype complex",
+        ),
         ([{"a": 1}] * 6, r"Expected 'y' to be a 1-D array of real numbers\. Got a list instead"),
         ([[1.0], [2.0, 3.0]] * 3, r"Expected 'y' to be a 1-D array of real numbers"),
         (np.array(["2020-01-01"] * 6, dtype="datetime64[D]"), r"Got a ndarray of dtype datetime64\[D\]"),

@@ -75,7 +75,9 @@ def test_spearman_equals_scipy_with_ties(units):
     from scipy.stats import spearmanr
 
     # the true propensity is two-valued: massive ties
-    assert spearman(units["p_hat"], units["p"]) == pytest.approx(spearmanr(units["p_hat"], units["p"]).statistic, abs=1e-12)
+    assert spearman(units["p_hat"], units["p"]) == pytest.approx(
+        spearmanr(units["p_hat"], units["p"]).statistic, abs=1e-12
+    )
     rounded = np.round(units["p_hat"], 1)
     assert spearman(rounded, units["p_hat"]) == pytest.approx(spearmanr(rounded, units["p_hat"]).statistic, abs=1e-12)
     assert spearman(units["p"], units["p"]) == pytest.approx(1.0)
@@ -129,16 +131,21 @@ def test_bounds_collapse_with_the_true_propensity(units):
     noisy = arbour_dimmery_bounds(units["t"], units["y"], units["p_hat"], units["p"])
     assert noisy.lower < noisy.upper
     assert (noisy.b0, noisy.b1, noisy.lower, noisy.upper) == pytest.approx(
-        (0.16509610967675276, 1.5782945135750552, -1.1877359497123265, 2.2990452967912893), rel=1e-9)  # seed 0, pinned
+        (0.16509610967675276, 1.5782945135750552, -1.1877359497123265, 2.2990452967912893), rel=1e-9
+    )  # seed 0, pinned
     assert interval_tighter_than_bounds(noisy.lower + 0.01, noisy.upper - 0.01, noisy)
     assert not interval_tighter_than_bounds(noisy.lower - 0.01, noisy.upper, noisy)
 
 
 def test_metric_error_messages(units):
     t, p = units["t"], units["p_hat"]
-    with pytest.raises(ValueError, match=r"The 'threshold' parameter of treatment_accuracy must be a float >= 0\.0 and <= 1\.0"):
+    with pytest.raises(
+        ValueError, match=r"The 'threshold' parameter of treatment_accuracy must be a float >= 0\.0 and <= 1\.0"
+    ):
         treatment_accuracy(t, p, threshold=1.5)
-    with pytest.raises(ValueError, match=r"The 'n_bins' parameter of expected_calibration_error must be an int >= 1\. Got 0"):
+    with pytest.raises(
+        ValueError, match=r"The 'n_bins' parameter of expected_calibration_error must be an int >= 1\. Got 0"
+    ):
         expected_calibration_error(t, p, n_bins=0)
     with pytest.raises(ValueError, match=r"The 'propensity' values must lie in \[0, 1\]"):
         brier_score(t, p + 1)
@@ -155,7 +162,9 @@ def test_metric_error_messages(units):
     with pytest.raises(ValueError, match=r"The 'true_ate' parameter of bias must be a float"):
         bias(0.3, float("nan"))
     bounds = Bounds(lower=-1.0, upper=1.0, b0=0.5, b1=0.5, y0_hat=0.0, y1_hat=0.0)
-    with pytest.raises(ValueError, match=r"The 'ci_high' parameter of interval_tighter_than_bounds must be a float >= 0\.2"):
+    with pytest.raises(
+        ValueError, match=r"The 'ci_high' parameter of interval_tighter_than_bounds must be a float >= 0\.2"
+    ):
         interval_tighter_than_bounds(0.2, 0.1, bounds)
 
 
@@ -177,8 +186,11 @@ def test_bounds_refuse_exploding_weights_and_huge_outcomes():
     t = np.array([1, 0, 1, 0])
     y = np.array([1.0, 0.0, 1.0, 0.5])
     p = np.full(4, 0.5)
-    with pytest.raises(ValueError, match=r"The 'true_propensity' values of arbour_dimmery_bounds give 1 unit an "
-                                         r"inverse-probability weight above 1e\+08.*clip the propensities explicitly"):
+    with pytest.raises(
+        ValueError,
+        match=r"The 'true_propensity' values of arbour_dimmery_bounds give 1 unit an "
+        r"inverse-probability weight above 1e\+08.*clip the propensities explicitly",
+    ):
         arbour_dimmery_bounds(t, y, p, np.array([5e-324, 0.5, 0.5, 0.5]))
     with pytest.raises(ValueError, match=r"The 'propensity' values of arbour_dimmery_bounds give 1 unit"):
         arbour_dimmery_bounds(t, y, np.array([0.5, 1 - 1e-16, 0.5, 0.5]), p)
@@ -195,13 +207,18 @@ def test_interval_widths_that_overflow_compare_correctly():
     wide = Bounds(lower=-1e308, upper=1e308, b0=1e308, b1=1e308, y0_hat=0.0, y1_hat=0.0)
     assert interval_tighter_than_bounds(-1e308, 0.9e308, wide)  # widths 1.9e308 < 2e308, both overflow
     assert not interval_tighter_than_bounds(-1e308, 1e308, wide)
-    with pytest.raises(ValueError, match=r"The 'bounds.upper' parameter of interval_tighter_than_bounds must be a float"):
+    with pytest.raises(
+        ValueError, match=r"The 'bounds.upper' parameter of interval_tighter_than_bounds must be a float"
+    ):
         interval_tighter_than_bounds(0.0, 1.0, Bounds(lower=0.0, upper=float("inf"), b0=0, b1=0, y0_hat=0, y1_hat=0))
 
 
 def test_ece_with_absurdly_many_bins_is_refused_not_allocated(units):
-    with pytest.raises(ValueError, match=r"The 'n_bins' parameter of expected_calibration_error must be an int in the "
-                                         r"range \[1, 1000000\]\. Got 1000000000000 instead\."):
+    with pytest.raises(
+        ValueError,
+        match=r"The 'n_bins' parameter of expected_calibration_error must be an int in the "
+        r"range \[1, 1000000\]\. Got 1000000000000 instead\.",
+    ):
         expected_calibration_error(units["t"], units["p_hat"], n_bins=10**12)
 
 
@@ -219,7 +236,9 @@ def test_accuracy_interval_validates_its_inputs(units):
         accuracy_interval(t, p[:-1], n_boot=10)
     with pytest.raises(ValueError, match=r"The treatment 't' must be binary"):
         accuracy_interval(t * 2, p, n_boot=10)
-    with pytest.raises(ValueError, match=r"The 'level' parameter of accuracy_interval must be a float > 0\.0 and < 1\.0"):
+    with pytest.raises(
+        ValueError, match=r"The 'level' parameter of accuracy_interval must be a float > 0\.0 and < 1\.0"
+    ):
         accuracy_interval(t, p, n_boot=10, level=1.0)
 
 

@@ -5,6 +5,7 @@
     textcause evaluate RUN_DIR       (same as python evaluate.py ...)
     textcause demo                   the quick-start job on the real Twitter corpus
     textcause benchmark --config configs/benchmark/smoke.yaml [--workers N]   a task x model x seed grid
+    textcause sweep --config configs/sweeps/sherbert_smoke.yaml [--trials N] [--summary]   a sweep, offline on Optuna
     textcause compare --db runs/benchmark/<grid>/results.db A B                      two methods across seeds
     textcause report --db runs/benchmark/<grid>/results.db --out report/            figures and a report
     textcause observe --config configs/observational/twitter_gender.yaml   every model on real T and Y (no truth)
@@ -36,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
         from textcause.cli.benchmark import benchmark_main
 
         return benchmark_main(rest)
+    if cmd == "sweep":  # handles its own errors and exit codes; light --help
+        from textcause.cli.sweep import sweep_main
+
+        return sweep_main(rest)
     if cmd == "observe":  # handles its own errors and exit codes; light --help / --dry-run
         from textcause.cli.observe import observe_main
 

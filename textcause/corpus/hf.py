@@ -8,10 +8,11 @@ only when a Hugging Face source is read.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from textcause.corpus.jsonl import Record, history_record
+from textcause.corpus.jsonl import Record, history_record, unique_users
 from textcause.corpus.tables import check_columns, table_records
 from textcause.paths import cache_root
 
@@ -67,23 +68,25 @@ def load_hf_dataset(
     import datasets
 
     path = Path(source)
+    saved = builder is None and is_saved_dataset(path)
+    if builder is None and not saved and path.is_file():
+        builder = builder_for(str(path))
+        if builder is None:
+            raise ValueError(
+                f"Cannot tell which Hugging Face builder reads '{source}': pass hf_builder='json', 'csv' or 'parquet'."
+            )
     try:
-        if builder is None and is_saved_dataset(path):
+        if saved:
             ds = datasets.load_from_disk(str(path))
         else:
-            if builder is None and path.is_file():
-                builder = builder_for(str(path))
-                if builder is None:
-                    raise ValueError(
-                        f"Cannot tell which Hugging Face builder reads '{source}': pass hf_builder="
-                        "'json', 'csv' or 'parquet'."
-                    )
             if builder is None:
                 ds = datasets.load_dataset(source, cache_dir=str(cache_root() / "hf-datasets"))
             else:
                 files = data_files if data_files is not None else str(source)
                 ds = datasets.load_dataset(
-                    builder, data_files=files, cache_dir=str(cache_root() / "hf-datasets"),
+                    builder,
+                    data_files=files,
+                    cache_dir=str(cache_root() / "hf-datasets"),
                     **(dict(csv_options or {}) if builder == "csv" else {}),
                 )
     except FileNotFoundError as e:
@@ -96,6 +99,13 @@ def load_hf_dataset(
             f"The Hugging Face dataset '{source}' is not available offline ({type(e).__name__}): "
             "save it with save_to_disk and give that folder instead."
         ) from None
+    except Exception as e:  # damaged files, a builder that cannot parse them, ...: never a raw traceback
+        cause = e.__cause__ or e.__context__
+        detail = type(e).__name__ + (f" caused by {type(cause).__name__}" if cause is not None else "")
+        raise ValueError(
+            f"The Hugging Face dataset '{source}' could not be loaded ({detail}): check that its files are "
+            "complete and in the builder's format."
+        ) from None
     if isinstance(ds, (datasets.DatasetDict, dict)):
         if split not in ds:
             raise ValueError(
@@ -106,9 +116,7 @@ def load_hf_dataset(
     return ds
 
 
-def dataset_records(
-    ds: Any, where: str, author_col: str, text_col: str, time_col: str | None
-) -> list[Record]:
+def dataset_records(ds: Any, where: str, author_col: str, text_col: str, time_col: str | None) -> list[Record]:
     """Turn a ``datasets.Dataset`` of history rows or flat comment rows into records.
 
     History rows are recognised by a ``posts`` column; their user id is ``user_id`` (or
@@ -127,12 +135,14 @@ def dataset_records(
             f"The history rows of {where} have no 'user_id' or {author_col!r} column; its columns are "
             f"{columns}: pass author_col=<the user id column>."
         )
-    records: list[Record] = []
-    row = 0
-    for batch in ds.iter(batch_size=1000):
-        n = len(batch[id_key])
-        for i in range(n):
-            obj = {key: batch[key][i] for key in batch}
-            records.append(history_record(obj, f"Row {row} of {where}", id_key=id_key))
-            row += 1
-    return records
+
+    def rows() -> Iterator[tuple[str, Record]]:
+        row = 0
+        for batch in ds.iter(batch_size=1000):
+            n = len(batch[id_key])
+            for i in range(n):
+                obj = {key: batch[key][i] for key in batch}
+                yield f"row {row}", history_record(obj, f"Row {row} of {where}", id_key=id_key)
+                row += 1
+
+    return list(unique_users(rows(), where))

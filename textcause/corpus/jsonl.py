@@ -3,6 +3,11 @@
 A *record* is the raw material of a :class:`~textcause.corpus.types.History` before filtering:
 ``(user_id, texts, times, meta)`` where ``texts`` and ``times`` are parallel lists (``times`` is None
 when the source has no times). Empty texts are kept here; the reader drops them.
+
+Every value is checked for its type, never coerced: a user id is a string or an integer (an integer
+becomes its decimal string), a post text is a string (or null: an empty post), a time is UNIX seconds,
+a date string or null, ``meta`` is a mapping. A file that breaks a rule is refused in one sentence
+that names the file, the line and the field (never the text of a post).
 """
 
 from __future__ import annotations
@@ -11,8 +16,11 @@ import gzip
 import json
 import math
 import os
+import zlib
+from collections.abc import Iterable, Iterator
 from datetime import date, datetime, timezone
-from typing import Any, Iterator
+from numbers import Integral, Real
+from typing import Any
 
 #: (user_id, texts, times or None, meta)
 Record = tuple[str, list[Any], "list[str | None] | None", dict[str, Any]]
@@ -31,10 +39,11 @@ def iter_json_lines(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, An
 
     Raises:
         ValueError: a line is not valid JSON or not a JSON object (the message gives the file and
-            line number), or the file is not valid gzip / UTF-8.
+            line number), or the file cannot be read, is not valid gzip or not UTF-8.
     """
-    opener = gzip.open if is_gzip(path) else open
+    n = 0
     try:
+        opener = gzip.open if is_gzip(path) else open
         with opener(path, "rt", encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
                 if not line.strip():
@@ -42,16 +51,42 @@ def iter_json_lines(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, An
                 try:
                     obj = json.loads(line)
                 except json.JSONDecodeError as e:
+                    raise ValueError(f"Line {n} of '{path}' is not valid JSON ({e.msg} at column {e.colno}).") from None
+                except (ValueError, RecursionError) as e:  # e.g. an integer of over 4300 digits, deep nesting
                     raise ValueError(
-                        f"Line {n} of '{path}' is not valid JSON ({e.msg} at column {e.colno})."
+                        f"Line {n} of '{path}' is not JSON this reader can hold ({type(e).__name__}: nesting too "
+                        "deep or a number too long)."
                     ) from None
                 if not isinstance(obj, dict):
-                    raise ValueError(
-                        f"Line {n} of '{path}' is not a JSON object: every line must be one record."
-                    )
+                    raise ValueError(f"Line {n} of '{path}' is not a JSON object: every line must be one record.")
                 yield n, obj
-    except (EOFError, gzip.BadGzipFile, UnicodeDecodeError) as e:
-        raise ValueError(f"'{path}' could not be read as (gzipped) UTF-8 JSON Lines: {e}.") from None
+    except UnicodeDecodeError:
+        bad = bad_utf8_line(path)
+        where = f" (line {bad} is not valid UTF-8)" if bad else ""
+        raise ValueError(f"'{path}' could not be read as (gzipped) UTF-8 JSON Lines{where}.") from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        where = f" after line {n}" if n else ""
+        raise ValueError(
+            f"'{path}' could not be read as (gzipped) UTF-8 JSON Lines: the gzip data is damaged{where} "
+            f"({type(e).__name__})."
+        ) from None
+    except OSError as e:
+        raise ValueError(f"'{path}' could not be read: {e.strerror or type(e).__name__}.") from None
+
+
+def bad_utf8_line(path: str | os.PathLike) -> int | None:
+    """The number of the first line of a (gzipped) file that is not valid UTF-8, or None (error path only)."""
+    try:
+        opener = gzip.open if is_gzip(path) else open
+        with opener(path, "rb") as f:
+            for n, raw in enumerate(f, 1):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    return n
+    except (OSError, EOFError, zlib.error):
+        return None
+    return None
 
 
 def first_json_line(path: str | os.PathLike) -> dict[str, Any] | None:
@@ -62,24 +97,68 @@ def first_json_line(path: str | os.PathLike) -> dict[str, Any] | None:
 
 
 def unix_to_iso(value: float) -> str:
-    """A UNIX timestamp in seconds as an ISO 8601 UTC string, e.g. ``2016-02-17T04:22:47+00:00``."""
+    """A UNIX timestamp in seconds as an ISO 8601 UTC string, e.g. ``2016-02-17T04:22:47+00:00``.
+
+    Raises:
+        OverflowError, ValueError, OSError: a timestamp no date can hold (callers report it).
+    """
     return datetime.fromtimestamp(float(value), tz=timezone.utc).isoformat()
 
 
-def _time_text(value: Any) -> str | None:
+def type_name(value: Any) -> str:
+    """The JSON name of a value's type, for messages (never the value itself)."""
+    names = {dict: "object", list: "array", tuple: "array", str: "string", bool: "boolean", type(None): "null"}
+    for kind, name in names.items():
+        if isinstance(value, kind):
+            return name
+    if isinstance(value, Integral):
+        return "integer"
+    if isinstance(value, Real):
+        return "number"
+    return type(value).__name__
+
+
+def user_id_text(value: Any, where: str, key: str) -> str:
+    """A user id as a string: strings as they are, integers as their decimal string.
+
+    Raises:
+        ValueError: any other type (a list, an object, a float, a boolean), or an empty id.
+    """
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError(f"{where} has an empty '{key}': every history needs a user id.")
+        return value
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        return str(int(value))
+    raise ValueError(f"{where} has a '{key}' of type {type_name(value)}: user ids must be strings or integers.")
+
+
+def _time_text(value: Any, where: str) -> str | None:
+    """A post's time as stored: None, an ISO string from UNIX seconds, a date as written."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return unix_to_iso(value)
+    if isinstance(value, Real) and not isinstance(value, bool):
+        try:
+            return unix_to_iso(value)
+        except (OverflowError, ValueError, OSError):
+            raise ValueError(
+                f"{where} has a 'time' of {value!r}, which is not a UNIX timestamp in seconds that a date can hold "
+                "(years 1 to 9999): fix it, or write the date as a string."
+            ) from None
     if isinstance(value, (datetime, date)):  # e.g. from a datasets builder that parsed the dates
         return value.isoformat()
-    return str(value)
+    if isinstance(value, str):
+        return value
+    raise ValueError(
+        f"{where} has a 'time' of type {type_name(value)}: times must be UNIX seconds, date strings or null."
+    )
 
 
 def history_record(obj: dict[str, Any], where: str, id_key: str = "user_id") -> Record:
     """Turn one history object ``{"user_id", "posts": [{"text", "time"}, ...], "meta"}`` into a record.
 
-    Posts may also be plain strings (no time). Numeric times are UNIX seconds and become ISO strings.
+    Posts may also be plain strings (no time). Numeric times are UNIX seconds and become ISO strings;
+    string times are kept as written.
 
     Args:
         obj: the parsed line or dataset row.
@@ -87,12 +166,15 @@ def history_record(obj: dict[str, Any], where: str, id_key: str = "user_id") -> 
         id_key: the key holding the user id.
 
     Raises:
-        ValueError: the user id or the ``posts`` list is missing, or a post is neither an object nor
-            a string.
+        ValueError: the user id is missing, empty or neither a string nor an integer; the ``posts``
+            list is missing; a post is neither an object nor a string; a post's text is not a string
+            (or null); a time is not a number, a string or null, or a number no date can hold; or
+            ``meta`` is not a mapping.
     """
     uid = obj.get(id_key)
     if uid is None:
         raise ValueError(f"{where} has no '{id_key}': every history needs a user id.")
+    uid = user_id_text(uid, where, id_key)
     posts = obj.get("posts")
     if not isinstance(posts, (list, tuple)):
         raise ValueError(
@@ -101,10 +183,16 @@ def history_record(obj: dict[str, Any], where: str, id_key: str = "user_id") -> 
         )
     texts: list[Any] = []
     times: list[str | None] = []
-    for post in posts:
+    for k, post in enumerate(posts, 1):
         if isinstance(post, dict):
-            texts.append(post.get("text"))
-            times.append(_time_text(post.get("time")))
+            text = post.get("text")
+            if text is not None and not isinstance(text, str):
+                raise ValueError(
+                    f"{where} (post {k}) has a 'text' of type {type_name(text)}: post texts must be strings "
+                    "(or null for an empty post)."
+                )
+            texts.append(text)
+            times.append(_time_text(post.get("time"), f"{where} (post {k})"))
         elif isinstance(post, str) or post is None:
             texts.append(post)
             times.append(None)
@@ -114,4 +202,28 @@ def history_record(obj: dict[str, Any], where: str, id_key: str = "user_id") -> 
                 "{'text': ..., 'time': ...} objects or strings."
             )
     meta = obj.get("meta")
-    return str(uid), texts, times, dict(meta) if isinstance(meta, dict) else {}
+    if meta is not None and not isinstance(meta, dict):
+        raise ValueError(
+            f"{where} has a 'meta' of type {type_name(meta)}: meta must be a mapping (a JSON object) of user "
+            "metadata, or absent."
+        )
+    return uid, texts, times, dict(meta) if meta is not None else {}
+
+
+def unique_users(records: Iterable[tuple[str, Record]], source: str) -> Iterator[Record]:
+    """Pass ``(position, record)`` pairs through as records, refusing a user id seen before.
+
+    ``position`` names where a record came from ("line 3", "row 2"), for the message.
+
+    Raises:
+        ValueError: two records with the same user id (the message names the id and both positions).
+    """
+    seen: dict[str, str] = {}
+    for position, record in records:
+        first = seen.setdefault(record[0], position)
+        if first != position:
+            raise ValueError(
+                f"The user id {record[0]!r} is on both {first} and {position} of {source}: a history file holds "
+                "one entry per user, so merge the two histories or give them distinct ids."
+            )
+        yield record

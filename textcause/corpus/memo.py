@@ -17,8 +17,9 @@ from textcause.corpus.types import Corpus
 from textcause.paths import resolve_corpus
 
 
-def read_corpus(source: str | os.PathLike, *, min_posts: int = 10, max_posts: Optional[int] = 60,
-                n_users: Optional[int] = None) -> Corpus:
+def read_corpus(
+    source: str | os.PathLike, *, min_posts: int = 10, max_posts: Optional[int] = 60, n_users: Optional[int] = None
+) -> Corpus:
     """:func:`~textcause.corpus.readers.load_histories` with the user sample fixed (seed 0), memoised.
 
     The sample does not depend on a task's seed, so that task seeds compare methods on the same users.
@@ -27,10 +28,14 @@ def read_corpus(source: str | os.PathLike, *, min_posts: int = 10, max_posts: Op
         source: a short corpus name, a path or a Hugging Face dataset source.
         min_posts, max_posts, n_users: as for ``load_histories``.
     """
+    settings = (min_posts, max_posts, n_users)
+    if not isinstance(source, (str, os.PathLike)) or not all(isinstance(v, (int, type(None))) for v in settings):
+        # not a setting that can be memoised: load_histories refuses it in one sentence
+        return load_histories(source, min_posts=min_posts, max_posts=max_posts, n_users=n_users, seed=0)
     path = resolve_corpus(source)
     try:
         stamp: Optional[int] = os.stat(path).st_mtime_ns
-    except OSError:
+    except (OSError, ValueError):
         stamp = None  # not a local file (a Hugging Face name): load_histories reports problems
     return _read(path, stamp, min_posts, max_posts, n_users)
 

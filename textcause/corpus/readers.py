@@ -14,6 +14,11 @@ Sources (``format=None`` infers them):
 Every source then goes through the same steps: drop empty or blank posts; drop users with fewer
 than ``min_posts`` posts; keep each user's first (oldest) ``max_posts`` posts; if ``n_users`` is
 given, keep a seeded random sample of that many users, in the corpus's order.
+
+Values are checked for their types, never coerced (ids are strings or integers, texts strings, times
+numbers or dates, ``meta`` a mapping; a user id appears once in a history file; a CSV row has one
+field per column): a file that breaks a rule, or cannot be read at all, is refused with one
+``ValueError`` sentence naming the file and its line or row, never the text of a post.
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ from __future__ import annotations
 import math
 import os
 import statistics
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
 from textcause.corpus.hf import DataFiles, dataset_records, is_saved_dataset, load_hf_dataset
-from textcause.corpus.jsonl import Record, first_json_line, history_record, iter_json_lines
+from textcause.corpus.jsonl import Record, first_json_line, history_record, iter_json_lines, unique_users
 from textcause.corpus.tables import csv_na_options, read_table, table_records
 from textcause.corpus.types import Corpus, History
 from textcause.paths import resolve_corpus
@@ -37,8 +43,14 @@ from textcause.validation import check_int
 FORMATS = ("jsonl", "ndjson", "csv", "parquet", "hf")
 
 _OWNER = "load_histories"
-_SUFFIXES = {".jsonl": "json", ".json": "json", ".ndjson": "ndjson", ".csv": "csv", ".parquet": "parquet",
-             ".pq": "parquet"}
+_SUFFIXES = {
+    ".jsonl": "json",
+    ".json": "json",
+    ".ndjson": "ndjson",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 
 
 def load_histories(
@@ -88,8 +100,12 @@ def load_histories(
 
     Raises:
         FileNotFoundError: nothing exists at ``source``.
-        ValueError: a bad parameter, an unknown format or column, a malformed line (with file and
-            line number), no user with ``min_posts`` posts, or fewer such users than ``n_users``.
+        ValueError: a bad parameter, an unknown format or column, a file that cannot be read, a
+            malformed line or a value of the wrong type (an id neither a string nor an integer, a text
+            that is not a string, a time that does not parse, a ``meta`` that is not a mapping), a
+            ragged CSV row or a user id on two lines of a history file (each with the file and its
+            line or row), no user with ``min_posts`` posts, or fewer such users than ``n_users``.
+            Never a raw parser or I/O exception.
     """
     min_posts = check_int(min_posts, "min_posts", _OWNER, low=1)
     if max_posts is not None:
@@ -115,7 +131,11 @@ def load_histories(
         if not isinstance(value, str) or not value:
             raise ValueError(f"The '{name}' parameter of {_OWNER} must be a column name. Got {value!r} instead.")
     if time_col is not None and (not isinstance(time_col, str) or not time_col):
-        raise ValueError(f"The 'time_col' parameter of {_OWNER} must be a column name or None. Got {time_col!r} instead.")
+        raise ValueError(
+            f"The 'time_col' parameter of {_OWNER} must be a column name or None. Got {time_col!r} instead."
+        )
+    if not isinstance(source, (str, os.PathLike)):
+        raise ValueError(f"The 'source' parameter of {_OWNER} must be a corpus name or a path. Got {source!r} instead.")
 
     resolved = resolve_corpus(source)
     records = _read_records(resolved, format, author_col, text_col, time_col, hf_split, hf_builder, data_files)
@@ -146,12 +166,12 @@ def _read_records(
 ) -> Iterable[Record]:
     """Dispatch to the reader of ``source``'s format; records come in the source's user order."""
     path = Path(source)
-    if hf_builder is not None or (fmt == "hf" and not path.exists()):
+    if hf_builder is not None or (fmt == "hf" and not _exists(path)):
         ds = load_hf_dataset(
             source, split=hf_split, builder=hf_builder, data_files=data_files, csv_options=csv_na_options(time_col)
         )
         return dataset_records(ds, f"'{source}'", author_col, text_col, time_col)
-    if not path.exists():
+    if not _exists(path):
         raise FileNotFoundError(
             f"No corpus found at '{source}': give a path to a history JSONL, a CSV/Parquet/NDJSON "
             "comment table or a Hugging Face dataset folder, or set TEXTCAUSE_DATA to the folder "
@@ -165,9 +185,18 @@ def _read_records(
     if path.is_dir():
         raise ValueError(f"'{source}' is a folder, not a {fmt} file: give the file itself.")
     if fmt == "jsonl":
-        return (history_record(obj, f"Line {n} of '{source}'") for n, obj in iter_json_lines(path))
+        lines = ((f"line {n}", history_record(obj, f"Line {n} of '{source}'")) for n, obj in iter_json_lines(path))
+        return unique_users(lines, f"'{source}'")
     df = read_table(path, fmt, author_col, text_col, time_col)
     return table_records(df, f"'{source}'", author_col, text_col, time_col)
+
+
+def _exists(path: Path) -> bool:
+    """Whether something is at ``path`` (False for a name the system cannot even look up)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
 
 
 def _infer_format(path: Path) -> str:

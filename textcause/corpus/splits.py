@@ -13,9 +13,7 @@ from textcause.validation import check_int, check_real
 PAPER_FRACTIONS = (0.4, 0.1, 0.5)
 
 
-def split_users(
-    n_users: int, *, seed: int = 0, fractions: tuple[float, float, float] = PAPER_FRACTIONS
-) -> Split:
+def split_users(n_users: int, *, seed: int = 0, fractions: tuple[float, float, float] = PAPER_FRACTIONS) -> Split:
     """Randomly partition ``n_users`` indices into train / validation / test.
 
     Args:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,7 @@ class Corpus:
         """The posts of every user, as plain lists (oldest first)."""
         return [list(h.posts) for h in self.histories]
 
-    def subset(self, indices: Sequence[int]) -> "Corpus":
+    def subset(self, indices: Sequence[int]) -> Corpus:
         """A corpus of the users at ``indices``, in that order."""
         return Corpus(tuple(self.histories[int(i)] for i in indices), self.source)
 

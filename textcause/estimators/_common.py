@@ -14,6 +14,7 @@ from textcause.validation import (
     check_consistent_length,
     check_magnitude,
     check_propensity,
+    check_that,
     check_treatment,
 )
 
@@ -46,6 +47,11 @@ def prepare(
     out.extend(check_magnitude(as_1d_float(a, name), name, owner) for name, a in extra)
     check_consistent_length(*out)
     return tuple(out)
+
+
+def require_propensity(propensity: Any, owner: str) -> None:
+    """Refuse a missing propensity in one sentence (instead of a failed unpacking deep inside)."""
+    check_that(propensity is not None, propensity, "propensity", owner, "an array of estimated propensities P(T=1 | X)")
 
 
 def effect(mean_treated: Any, mean_control: Any) -> Any:

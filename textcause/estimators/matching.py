@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from textcause.estimators._common import finite, prepare
+from textcause.estimators._common import finite, prepare, require_propensity
 from textcause.estimators.types import Estimate
 from textcause.validation import check_consistent_length, check_propensity, check_real, check_treatment
 
@@ -122,6 +122,7 @@ def matching(t: Any, y: Any, propensity: Any, *, caliper: float | None = 0.2) ->
     """
     if caliper is not None:
         caliper = check_real(caliper, "caliper", "matching", low=0.0)
+    require_propensity(propensity, "matching")
     t, y, p = prepare(t, y, propensity, owner="matching")
     match, y_match, n_tied = _match(t, p, y)
     dist = np.abs(p - p[match])
@@ -136,18 +137,20 @@ def matching(t: Any, y: Any, propensity: Any, *, caliper: float | None = 0.2) ->
     contrib = sign * (y - y_match)  # Y(1) - Y(0) from either side of the pair
     treated = t == 1
     kt, kc = kept & treated, kept & ~treated
-    return finite(Estimate(
-        ate=float(contrib[kept].mean()),
-        method="matching",
-        n_used=int(kept.sum()),
-        n_dropped=int(t.size - kept.sum()),
-        details={
-            "caliper": caliper,
-            "caliper_width": width,
-            "n_unmatched_treated": int((treated & ~kept).sum()),
-            "n_unmatched_control": int((~treated & ~kept).sum()),
-            "att": float(contrib[kt].mean()) if kt.any() else None,
-            "atc": float(contrib[kc].mean()) if kc.any() else None,
-            "mean_tied": float(n_tied[kept].mean()),
-        },
-    ))
+    return finite(
+        Estimate(
+            ate=float(contrib[kept].mean()),
+            method="matching",
+            n_used=int(kept.sum()),
+            n_dropped=int(t.size - kept.sum()),
+            details={
+                "caliper": caliper,
+                "caliper_width": width,
+                "n_unmatched_treated": int((treated & ~kept).sum()),
+                "n_unmatched_control": int((~treated & ~kept).sum()),
+                "att": float(contrib[kt].mean()) if kt.any() else None,
+                "atc": float(contrib[kc].mean()) if kc.any() else None,
+                "mean_tied": float(n_tied[kept].mean()),
+            },
+        )
+    )

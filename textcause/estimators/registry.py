@@ -8,7 +8,8 @@ display labels (:data:`ESTIMATOR_LABELS`, in display order).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from textcause.estimators.matching import matching
 from textcause.estimators.stratification import stratified
@@ -37,8 +38,13 @@ ESTIMATOR_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 #: Display labels, in display order (the paper calls IPW "IPTW").
-ESTIMATOR_LABELS = {"unadjusted": "Unadjusted", "ipw": "IPTW", "stratified": "Stratified", "matching": "Matching",
-                    "aipw": "AIPW"}
+ESTIMATOR_LABELS = {
+    "unadjusted": "Unadjusted",
+    "ipw": "IPTW",
+    "stratified": "Stratified",
+    "matching": "Matching",
+    "aipw": "AIPW",
+}
 
 
 def estimator_kwargs(name: str, **overrides: Any) -> dict[str, Any]:

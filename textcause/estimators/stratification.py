@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from textcause.estimators._common import effect, finite, prepare
+from textcause.estimators._common import effect, finite, prepare, require_propensity
 from textcause.estimators.types import Estimate
 from textcause.validation import check_int, check_propensity
 
@@ -104,6 +104,7 @@ def stratified(t: Any, y: Any, propensity: Any, *, n_strata: int = 10) -> Estima
             treated and untreated units (because ``n_strata >= n``, or because the arms do not overlap).
     """
     n_strata = check_n_strata(n_strata, "stratified")
+    require_propensity(propensity, "stratified")
     t, y, p = prepare(t, y, propensity, owner="stratified")
     k = _strata(p, n_strata)
     key = 2 * k + t
@@ -129,16 +130,18 @@ def stratified(t: Any, y: Any, propensity: Any, *, n_strata: int = 10) -> Estima
     ate_k = effect(means[:, 1], means[:, 0])
     n_kept = int(size[kept].sum())
     ate = float(np.sum(size[kept] * ate_k[kept]) / n_kept)
-    return finite(Estimate(
-        ate=ate,
-        method="stratified",
-        n_used=n_kept,
-        n_dropped=int(t.size - n_kept),
-        details={
-            "n_strata": n_strata,
-            "strata": np.flatnonzero(formed).tolist(),
-            "empty_strata": empty.tolist(),
-            "stratum_sizes": {int(s): int(size[s]) for s in np.flatnonzero(formed)},
-            "stratum_ates": {int(s): float(ate_k[s]) for s in np.flatnonzero(kept)},
-        },
-    ))
+    return finite(
+        Estimate(
+            ate=ate,
+            method="stratified",
+            n_used=n_kept,
+            n_dropped=int(t.size - n_kept),
+            details={
+                "n_strata": n_strata,
+                "strata": np.flatnonzero(formed).tolist(),
+                "empty_strata": empty.tolist(),
+                "stratum_sizes": {int(s): int(size[s]) for s in np.flatnonzero(formed)},
+                "stratum_ates": {int(s): float(ate_k[s]) for s in np.flatnonzero(kept)},
+            },
+        )
+    )

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from textcause.estimators._common import effect, finite, prepare
+from textcause.estimators._common import effect, finite, prepare, require_propensity
 from textcause.estimators.types import Estimate
 from textcause.validation import MAX_WEIGHT, check_consistent_length, check_probability, check_real, check_weights
 
@@ -77,13 +77,19 @@ def unadjusted(t: Any, y: Any) -> Estimate:
     t, y = prepare(t, y, owner="unadjusted")
     treated = t == 1
     m1, m0 = float(y[treated].mean()), float(y[~treated].mean())
-    return finite(Estimate(
-        ate=float(effect(m1, m0)),
-        method="unadjusted",
-        n_used=int(t.size),
-        details={"mean_treated": m1, "mean_control": m0,
-                 "n_treated": int(treated.sum()), "n_control": int((~treated).sum())},
-    ))
+    return finite(
+        Estimate(
+            ate=float(effect(m1, m0)),
+            method="unadjusted",
+            n_used=int(t.size),
+            details={
+                "mean_treated": m1,
+                "mean_control": m0,
+                "n_treated": int(treated.sum()),
+                "n_control": int((~treated).sum()),
+            },
+        )
+    )
 
 
 def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estimate:
@@ -119,6 +125,7 @@ def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estima
         ValueError: invalid inputs, outcomes beyond ``MAX_MAGNITUDE``, weights beyond ``MAX_WEIGHT``
             without ``clip`` (the message says to clip), or ``clip`` outside [MIN_CLIP, 0.5].
     """
+    require_propensity(propensity, "ipw")
     n_clipped = 0
     if clip is None:
         t, y, p = prepare(t, y, propensity, owner="ipw")
@@ -132,21 +139,23 @@ def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estima
     ate, _ = ratio_difference(sums)
     w = cols[:, 1] + cols[:, 3]
     treated = t == 1
-    return finite(Estimate(
-        ate=float(ate[0]),
-        method="ipw",
-        n_used=int(t.size),
-        n_clipped=n_clipped,
-        details={
-            "mean_treated": float(sums[0] / sums[1]),
-            "mean_control": float(sums[2] / sums[3]),
-            "n_clipped": n_clipped,
-            "clip": clip,
-            "max_weight": float(w.max()),
-            "ess_treated": _kish(w[treated]),
-            "ess_control": _kish(w[~treated]),
-        },
-    ))
+    return finite(
+        Estimate(
+            ate=float(ate[0]),
+            method="ipw",
+            n_used=int(t.size),
+            n_clipped=n_clipped,
+            details={
+                "mean_treated": float(sums[0] / sums[1]),
+                "mean_control": float(sums[2] / sums[3]),
+                "n_clipped": n_clipped,
+                "clip": clip,
+                "max_weight": float(w.max()),
+                "ess_treated": _kish(w[treated]),
+                "ess_control": _kish(w[~treated]),
+            },
+        )
+    )
 
 
 def aipw_psi(t: np.ndarray, y: np.ndarray, p: np.ndarray, mu0: np.ndarray, mu1: np.ndarray) -> np.ndarray:
@@ -186,6 +195,7 @@ def aipw(
             [MIN_CLIP, 0.5], or ``level`` outside (0, 1).
     """
     level = check_real(level, "level", "aipw", low=0.0, high=1.0, low_open=True, high_open=True)
+    require_propensity(propensity, "aipw")
     n_clipped = 0
     if clip is None:
         t, y, p, mu0, mu1 = prepare(t, y, propensity, ("mu0", mu0), ("mu1", mu1), owner="aipw")
@@ -198,15 +208,17 @@ def aipw(
     ate = float(psi.mean())
     se = float(psi.std(ddof=1) / np.sqrt(psi.size)) if psi.size > 1 else 0.0
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
-    return finite(Estimate(
-        ate=ate,
-        method="aipw",
-        n_used=int(t.size),
-        ci_low=ate - z * se,
-        ci_high=ate + z * se,
-        n_clipped=n_clipped,
-        details={"se": se, "level": level, "n_clipped": n_clipped, "clip": clip},
-    ))
+    return finite(
+        Estimate(
+            ate=ate,
+            method="aipw",
+            n_used=int(t.size),
+            ci_low=ate - z * se,
+            ci_high=ate + z * se,
+            n_clipped=n_clipped,
+            details={"se": se, "level": level, "n_clipped": n_clipped, "clip": clip},
+        )
+    )
 
 
 def _kish(w: np.ndarray) -> float:

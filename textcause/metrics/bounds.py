@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
-
-import math
 
 import numpy as np
 
@@ -21,8 +20,10 @@ from textcause.validation import (
 )
 
 _OWNER = "arbour_dimmery_bounds"
-_HINT = ("clip the propensities explicitly before computing the bounds (as the estimators' clip= does), or "
-         "drop the units without overlap")
+_HINT = (
+    "clip the propensities explicitly before computing the bounds (as the estimators' clip= does), or "
+    "drop the units without overlap"
+)
 
 
 @dataclass(frozen=True)

@@ -78,8 +78,9 @@ def expected_calibration_error(t: Any, propensity: Any, n_bins: int = 15) -> flo
     return float(np.abs(gap).sum() / p.size)
 
 
-def accuracy_interval(t: np.ndarray, propensity: np.ndarray, *, n_boot: int = 1000, level: float = 0.95,
-                      seed: int = 0) -> tuple[float, float] | tuple[None, None]:
+def accuracy_interval(
+    t: np.ndarray, propensity: np.ndarray, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float] | tuple[None, None]:
     """Percentile bootstrap interval over units of the treatment accuracy (``propensity > 0.5`` vs ``t``).
 
     Returns ``(None, None)`` when ``n_boot`` is 0 (or negative) or there are no units. The treatment

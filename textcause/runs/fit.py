@@ -23,9 +23,10 @@ import io
 import logging
 import time
 import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 import yaml
@@ -77,6 +78,11 @@ class RunSettings:
             ``results.csv`` go there. None: the trainer config's own logger and root.
         evaluation: how the trained model is evaluated.
         quiet: no progress bar and no model summary (batch runs).
+        callbacks: callback objects added to the trainer's (after the config's), e.g. a sweep's
+            pruning callback.
+        loggers: logger configs (``class_path`` / ``init_args``) beside the run's CSV logger (needs
+            ``run_dir``); a ``WandbLogger`` among them is finished when the run ends, so the next run
+            of the process gets a run of its own.
     """
 
     configs: tuple[Path, ...]
@@ -84,6 +90,8 @@ class RunSettings:
     run_dir: Optional[Path] = None
     evaluation: EvaluationSettings = field(default_factory=EvaluationSettings)
     quiet: bool = False
+    callbacks: tuple[Any, ...] = ()
+    loggers: tuple[Mapping[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         configs = (self.configs,) if isinstance(self.configs, (str, Path)) else tuple(self.configs)
@@ -96,6 +104,10 @@ class RunSettings:
         if self.run_dir is not None:
             object.__setattr__(self, "run_dir", Path(self.run_dir))
         object.__setattr__(self, "overrides", {str(k).lstrip("-"): v for k, v in dict(self.overrides).items()})
+        object.__setattr__(self, "callbacks", tuple(self.callbacks))
+        object.__setattr__(self, "loggers", tuple(dict(lg) for lg in self.loggers))
+        if self.loggers and self.run_dir is None:
+            raise ValueError("The 'loggers' parameter of RunSettings needs a 'run_dir' for their files.")
 
 
 @dataclass
@@ -110,6 +122,8 @@ class RunResult:
         predictions: per evaluated unit, sorted by index: ``index``, ``t``, ``y``, ``propensity``, ``p_true``.
         representation: the data module's representation info (kind, vocabulary size, ...).
         train_seconds, eval_seconds: wall time of training and of evaluation.
+        monitor, best_score: the checkpoint callback's monitored metric and its best value (the
+            best ``val_loss`` of the run by default; None when evaluating a finished run).
     """
 
     rows: list[dict[str, Any]]
@@ -120,6 +134,8 @@ class RunResult:
     representation: dict[str, Any] = field(default_factory=dict)
     train_seconds: Optional[float] = None
     eval_seconds: Optional[float] = None
+    monitor: Optional[str] = None
+    best_score: Optional[float] = None
 
 
 # ---------------------------------------------------------------------------------------- config
@@ -176,7 +192,8 @@ def run_config(settings: RunSettings) -> dict[str, Any]:
     if settings.quiet:
         extra.update({"trainer.enable_progress_bar": False, "trainer.enable_model_summary": False})
     if settings.run_dir is not None:
-        extra.update({"trainer.default_root_dir": str(settings.run_dir), "trainer.logger": csv_logger(settings.run_dir)})
+        logger = [csv_logger(settings.run_dir), *settings.loggers] if settings.loggers else csv_logger(settings.run_dir)
+        extra.update({"trainer.default_root_dir": str(settings.run_dir), "trainer.logger": logger})
     return merge(config, nest(extra))
 
 
@@ -285,20 +302,41 @@ def fit_and_evaluate(settings: RunSettings) -> RunResult:
         FileNotFoundError: a missing config or corpus.
     """
     started = time.perf_counter()
-    cli = instantiate(run_config(settings))
+    extra = {"trainer_defaults": {"callbacks": list(settings.callbacks)}} if settings.callbacks else {}
+    cli = instantiate(run_config(settings), **extra)
     trainer, model, data = cli.trainer, cli.model, cli.datamodule
-    trainer.fit(model, datamodule=data)
-    train_s = time.perf_counter() - started
-    best = getattr(trainer.checkpoint_callback, "best_model_path", "") or None
-    log_dir = Path(trainer.log_dir) if trainer.log_dir else None
-    ckpt = Path(best) if best else None
-    _check_checkpoint(model, ckpt, str(log_dir))
-    rows, meta, pred = evaluate_model(trainer, model, data, ckpt, settings.evaluation, str(log_dir))
-    result = RunResult(rows, meta, ckpt, log_dir, pred, dict(data.representation_info), train_s,
-                       time.perf_counter() - started - train_s)
-    if log_dir is not None:
-        write_results(result, log_dir, settings.run_dir or log_dir, settings.evaluation)
-    return result
+    ok = False
+    try:
+        trainer.fit(model, datamodule=data)
+        train_s = time.perf_counter() - started
+        checkpoint = trainer.checkpoint_callback
+        best = getattr(checkpoint, "best_model_path", "") or None
+        log_dir = Path(trainer.log_dir) if trainer.log_dir else None
+        ckpt = Path(best) if best else None
+        _check_checkpoint(model, ckpt, str(log_dir))
+        rows, meta, pred = evaluate_model(trainer, model, data, ckpt, settings.evaluation, str(log_dir))
+        result = RunResult(rows, meta, ckpt, log_dir, pred, dict(data.representation_info), train_s,
+                           time.perf_counter() - started - train_s)
+        score = getattr(checkpoint, "best_model_score", None)
+        result.monitor = getattr(checkpoint, "monitor", None)
+        result.best_score = float(score) if score is not None else None
+        if log_dir is not None:
+            write_results(result, log_dir, settings.run_dir or log_dir, settings.evaluation)
+        ok = True
+        return result
+    finally:
+        if settings.loggers:
+            finish_wandb(trainer, ok=ok)
+
+
+def finish_wandb(trainer: Any, *, ok: bool = True) -> None:
+    """Finish the wandb runs of ``trainer``'s loggers (Lightning never calls ``wandb.finish()``)."""
+    from lightning.pytorch.loggers import WandbLogger
+
+    for logger in trainer.loggers:
+        run = getattr(logger, "_experiment", None) if isinstance(logger, WandbLogger) else None
+        if run is not None:
+            run.finish(exit_code=0 if ok else 1)
 
 
 def evaluate_run(run_dir: str | Path, evaluation: EvaluationSettings = EvaluationSettings(), *,

@@ -6,6 +6,10 @@ semi-synthetic task; the trainer and corpus defaults come from ``configs/trainer
 default is an error) and any value can be overridden on the command line (``--data.level 3``,
 ``--trainer.max_epochs 5``, or wandb's ``--data.level=3`` style). ``--print_config`` prints the
 resolved config. Internal callers (:mod:`textcause.runs.fit`) pass a config dict instead of argv.
+
+The data module is :class:`~textcause.data.CausalTextDataModule` unless a config names another
+one by ``class_path`` (``data: {class_path: textcause.gender.GenderDataModule, init_args: {...}}``);
+a plain ``data: {corpus: ..., ...}`` mapping stays the init arguments of the causal data module.
 """
 
 from __future__ import annotations
@@ -23,11 +27,16 @@ from textcause.data import CausalTextDataModule
 from textcause.paths import default_configs
 
 NET_INPUT_DIM = "model.init_args.net.init_args.input_dim"
+#: The data module of a config whose ``data`` has no ``class_path``.
+DEFAULT_DATA = f"{CausalTextDataModule.__module__}.{CausalTextDataModule.__qualname__}"
+_SUBCLASS_KEYS = ("class_path", "init_args", "dict_kwargs", "__path__")
 
 
 class TextCauseCLI(LightningCLI):
     """LightningCLI with textcause's links and defaults.
 
+    * ``data`` is any ``LightningDataModule`` chosen by ``class_path`` (it must take a ``seed``);
+      without one it is :class:`~textcause.data.CausalTextDataModule` (:data:`DEFAULT_DATA`).
     * ``seed_everything`` is linked to ``data.seed``: one seed per run draws the task and seeds training.
     * The model component's ``input_dim`` is linked to the data module's feature width when it is
       instantiated (``link_arguments(..., apply_on="instantiate")``), for models whose ``net`` takes
@@ -37,7 +46,13 @@ class TextCauseCLI(LightningCLI):
     """
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
-        parser.link_arguments("seed_everything", "data.seed", compute_fn=_seed_to_int)
+        parser.set_defaults({"data": {"class_path": DEFAULT_DATA}})
+        parser.link_arguments("seed_everything", "data.init_args.seed", compute_fn=_seed_to_int)
+
+    def parse_arguments(self, parser: LightningArgumentParser, args: Any) -> None:
+        if isinstance(args, dict):
+            args = _init_args_under_class_path(args)
+        super().parse_arguments(parser, args)
 
     def before_instantiate_classes(self) -> None:
         cfg = self.config[self.subcommand] if self.subcommand else self.config
@@ -48,6 +63,25 @@ class TextCauseCLI(LightningCLI):
         self._parser(self.subcommand).link_arguments(
             "data", NET_INPUT_DIM, compute_fn=_input_dim, apply_on="instantiate"
         )
+
+
+def _init_args_under_class_path(config: dict[str, Any]) -> dict[str, Any]:
+    """A config dict whose ``data`` options given beside a ``class_path`` are moved into its ``init_args``.
+
+    Internal callers merge dotted options (``data.predict_split``) into a saved config, whose
+    ``data`` is ``{class_path, init_args}``: jsonargparse refuses such a mixed mapping.
+    """
+    out = dict(config)
+    data = out.get("data")
+    if isinstance(data, dict) and "class_path" in data:
+        extra = {k: v for k, v in data.items() if k not in _SUBCLASS_KEYS}
+        if extra:
+            kept = {k: v for k, v in data.items() if k in _SUBCLASS_KEYS}
+            out["data"] = {**kept, "init_args": {**dict(data.get("init_args") or {}), **extra}}
+    for sub in SUBCOMMANDS:
+        if isinstance(out.get(sub), dict):
+            out[sub] = _init_args_under_class_path(out[sub])
+    return out
 
 
 def _input_dim(data: CausalTextDataModule) -> int:
@@ -128,8 +162,9 @@ def make_cli(args: Any = None, *, run: bool = True, **kwargs: Any) -> TextCauseC
     kwargs.setdefault("save_config_kwargs", {"overwrite": True})
     return TextCauseCLI(
         L.LightningModule,
-        CausalTextDataModule,
+        L.LightningDataModule,
         subclass_mode_model=True,
+        subclass_mode_data=True,
         seed_everything_default=0,
         parser_kwargs=parser_kwargs,
         args=args,

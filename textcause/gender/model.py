@@ -1,0 +1,213 @@
+"""The LightningModule of masked-gender fine-tuning (paper section 4.4): a binary head at the masks.
+
+``GenderMaskedModel`` receives a plain network (:class:`~textcause.gender.components.GenderTagger`)
+and trains it with binary cross-entropy at the masked positions only (label 1 female, 0 male;
+-100 elsewhere), with AdamW (no weight decay on biases and LayerNorm weights) and a linear warmup
+then linear decay of the learning rate. Validation and test log, at the masked positions,
+``<stage>_loss`` (mean cross-entropy), ``<stage>_acc`` and ``<stage>_f1`` (female as the positive
+class): torchmetrics objects whose states are summed over DDP ranks, so a 2-process run logs the
+numbers of one process (the data module serves evaluation splits without repeats).
+
+:meth:`GenderMaskedModel.female_probability` scores probes: P(female) at the one mask of each text.
+Through the binary head P(male) = 1 - P(female): the female and male curves of a probe are mirror
+images, so the female one is reported. Checkpoints rebuild themselves
+(``GenderMaskedModel.load_from_checkpoint(path)``): the network's config is stored with the
+hyperparameters, as :class:`~textcause.models.PropensityModel` does.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any, Optional
+
+import lightning as L
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torchmetrics import MeanMetric
+from torchmetrics.classification import BinaryAccuracy, BinaryF1Score
+
+from textcause.gender.masking import IGNORE
+from textcause.models.propensity import build_net, check_data_requirements, net_config
+from textcause.validation import check_int, check_real
+
+Batch = dict[str, torch.Tensor]
+STAGES = ("val", "test")
+_NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
+
+
+class GenderMaskedModel(L.LightningModule):
+    """Fine-tune an encoder to tell female from male at the masked gendered words.
+
+    Args:
+        net: the network, ``(input_ids, attention_mask) -> logits (B, L)``, e.g.
+            :class:`~textcause.gender.components.GenderTagger`; picked in YAML by ``class_path``
+            (a ``{"class_path", "init_args"}`` dict, as stored in checkpoints, also works).
+        lr: AdamW's peak learning rate (> 0).
+        weight_decay: AdamW's weight decay (>= 0; none on biases and LayerNorm weights).
+        warmup: the fraction of the training steps over which the learning rate rises linearly
+            from 0 to ``lr`` (then it falls linearly to 0 at the last step), in [0, 1).
+    """
+
+    def __init__(self, net: nn.Module, lr: float = 1e-4, weight_decay: float = 0.01, warmup: float = 0.1) -> None:
+        super().__init__()
+        owner = "GenderMaskedModel"
+        self.lr = check_real(lr, "lr", owner, low=0.0, low_open=True)
+        self.weight_decay = check_real(weight_decay, "weight_decay", owner, low=0.0)
+        self.warmup = check_real(warmup, "warmup", owner, low=0.0, high=1.0, high_open=True)
+        module = build_net(net) if isinstance(net, dict) else net
+        if not isinstance(module, nn.Module):
+            raise ValueError(f"The 'net' parameter of {owner} must be a torch nn.Module. Got {type(net).__name__} instead.")
+        self.net = module
+        self.save_hyperparameters(ignore=["net"])
+        config = net_config(module)
+        if config is None:
+            warnings.warn(
+                f"{type(module).__name__} does not expose its __init__ arguments as attributes: pass "
+                "net=... to GenderMaskedModel.load_from_checkpoint.",
+                stacklevel=2,
+            )
+        else:
+            self.save_hyperparameters({"net": config})
+        self.metrics = nn.ModuleDict(
+            {
+                stage: nn.ModuleDict(
+                    {"loss": MeanMetric().set_dtype(torch.float64), "acc": BinaryAccuracy(), "f1": BinaryF1Score()}
+                )
+                for stage in STAGES
+            }
+        )
+        self._tokenizer: Any = None
+
+    def setup(self, stage: str) -> None:
+        # The text must be masked by the tokenizer of the network's encoder (the data module's
+        # typed settings say which; a data module without them is not checked).
+        datamodule = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
+        settings = getattr(datamodule, "settings", None)
+        if settings is not None:
+            check_data_requirements(self.net, settings)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The female-vs-male logit of every token, shape (B, L)."""
+        return self.net(input_ids, attention_mask)
+
+    def masked_logits(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits (float32) and labels at the masked positions of a batch, flattened."""
+        logits = self(batch["input_ids"], batch["attention_mask"]).float()
+        at = batch["labels"] != IGNORE
+        return logits[at], batch["labels"][at]
+
+    def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
+        logits, labels = self.masked_logits(batch)
+        loss = F.binary_cross_entropy_with_logits(logits, labels.float())
+        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=int(labels.numel()))
+        return loss
+
+    def _evaluate(self, batch: Batch, stage: str) -> None:
+        logits, labels = self.masked_logits(batch)
+        metrics = self.metrics[stage]
+        metrics["loss"].update(F.binary_cross_entropy_with_logits(logits, labels.float(), reduction="none"))
+        prob = torch.sigmoid(logits)
+        metrics["acc"].update(prob, labels)
+        metrics["f1"].update(prob, labels)
+        for name, metric in metrics.items():  # Metric objects: computed (synced over ranks) at the epoch's end
+            self.log(f"{stage}_{name}", metric, on_step=False, on_epoch=True, prog_bar=stage == "val")
+
+    def validation_step(self, batch: Batch, batch_idx: int) -> None:
+        self._evaluate(batch, "val")
+
+    def test_step(self, batch: Batch, batch_idx: int) -> None:
+        self._evaluate(batch, "test")
+
+    def predict_step(self, batch: Batch, batch_idx: int, dataloader_idx: int = 0) -> dict[str, torch.Tensor]:
+        """P(female) and the label at every masked position, with the example index of each."""
+        logits, labels = self.masked_logits(batch)
+        at = batch["labels"] != IGNORE
+        index = batch["index"][:, None].expand_as(at)[at]
+        return {"index": index, "p_female": torch.sigmoid(logits), "label": labels}
+
+    def configure_optimizers(self) -> Any:
+        decay, no_decay = [], []
+        for name, param in self.net.named_parameters():
+            if param.requires_grad:
+                (no_decay if name.endswith(_NO_DECAY) else decay).append(param)
+        optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": self.weight_decay}, {"params": no_decay, "weight_decay": 0.0}], lr=self.lr
+        )
+        total = max(int(self.trainer.estimated_stepping_batches), 1)
+        warm = int(self.warmup * total)
+
+        def factor(step: int) -> float:
+            if step < warm:
+                return (step + 1) / (warm + 1)
+            return max(0.0, (total - step) / max(total - warm, 1))
+
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+    # ------------------------------------------------------------------ probes
+    @property
+    def tokenizer(self) -> Any:
+        """The tokenizer of the network's encoder (loaded from local files on first use)."""
+        if self._tokenizer is None:
+            from textcause.gender.build import load_tokenizer
+
+            self._tokenizer = load_tokenizer(getattr(self.net, "encoder", None))
+        return self._tokenizer
+
+    def female_probability(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        """P(female) at the one mask token of each text (P(male) is one minus it).
+
+        Args:
+            texts: texts holding the tokenizer's mask token once each (``tokenizer.mask_token``).
+            batch_size: texts per forward pass.
+
+        Raises:
+            ValueError: no texts, a bad batch size, or a text without exactly one mask token.
+        """
+        batch_size = check_int(batch_size, "batch_size", "female_probability", low=1)
+        if not texts:
+            raise ValueError("There are no texts to score: give at least one text with a mask token.")
+        tok = self.tokenizer
+        device = next(self.parameters()).device
+        was_training = self.training
+        self.eval()
+        out = np.empty(len(texts))
+        try:
+            with torch.inference_mode():
+                for start in range(0, len(texts), batch_size):
+                    batch = list(texts[start : start + batch_size])
+                    enc = tok(batch, padding=True, return_tensors="pt").to(device)
+                    at = enc["input_ids"] == tok.mask_token_id
+                    counts = at.sum(dim=1)
+                    if bool((counts != 1).any()):
+                        i = int(torch.nonzero(counts != 1)[0])
+                        raise ValueError(
+                            f"The text {batch[i]!r} holds {int(counts[i])} mask tokens once tokenised: exactly one is needed."
+                        )
+                    logits = self(enc["input_ids"], enc["attention_mask"]).float()[at]
+                    out[start : start + len(batch)] = torch.sigmoid(logits.double()).cpu().numpy()
+        finally:
+            self.train(was_training)
+        return out
+
+
+def load_finetuned(path: str, *, device: str = "cpu") -> GenderMaskedModel:
+    """A fine-tuned model from its Lightning checkpoint, in eval mode.
+
+    Raises:
+        ValueError: the file is not a checkpoint of a :class:`GenderMaskedModel`.
+    """
+    try:
+        model = GenderMaskedModel.load_from_checkpoint(path, map_location=device, weights_only=False)
+    except (KeyError, TypeError, RuntimeError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"The checkpoint {path!r} is not a fine-tuned masked-gender model: {first}") from None
+    return model.eval()
+
+
+def n_parameters(model: nn.Module, trainable: Optional[bool] = None) -> int:
+    """The number of parameters (only the trainable or frozen ones when ``trainable`` says so)."""
+    return sum(p.numel() for p in model.parameters() if trainable is None or p.requires_grad == trainable)
