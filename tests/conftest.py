@@ -47,8 +47,7 @@ def write_history_jsonl(path, n_users: int = 240, n_posts: int = 12, seed: int =
     with gzip.open(path, "wt", encoding="utf-8") as fh:
         for u in range(n_users):
             posts = [
-                {"text": " ".join(rng.choice(WORDS, size=rng.integers(4, 9))), "time": None}
-                for _ in range(n_posts)
+                {"text": " ".join(rng.choice(WORDS, size=rng.integers(4, 9))), "time": None} for _ in range(n_posts)
             ]
             fh.write(json.dumps({"user_id": f"u{u}", "posts": posts, "meta": {}}) + "\n")
     return str(path)
@@ -71,8 +70,9 @@ def tiny_encoder(tmp_path_factory) -> str:
     folder = tmp_path_factory.mktemp("tiny-bert")
     tok = AutoTokenizer.from_pretrained(gt.get_model_path())
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=37)
+    config = BertConfig(
+        vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37
+    )
     BertModel(config).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)

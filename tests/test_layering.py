@@ -30,6 +30,7 @@ RANKS = {
     "textcause.data": 6,
     "textcause.models": 7,
     "textcause.gender": 8,
+    "textcause.counterfactual": 8,
     "textcause.callbacks": 8,
     "textcause.methods": 8,
     "textcause.runs": 9,

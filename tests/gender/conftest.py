@@ -91,3 +91,42 @@ def tiny_roberta(tmp_path_factory) -> str:
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
+
+
+#: Sentences of the synthetic blog corpus (``gender_corpus``): gendered words in every case and
+#: glued to punctuation, and sentences without one.
+FEMALE_LINES = (
+    "She, said it was fine.",
+    "I met HER sister today!",
+    "My wife cooked dinner.",
+    "Mrs. Smith is her mother.",
+)
+MALE_LINES = ("He said no.", "HIS brother (the actor) left.", "My husband is tall.", "Dr. Who met him.")
+NEUTRAL_LINES = ("The weather is nice.", "We went to the park.", "Shells and heroes are not gendered.")
+
+
+def write_gender_corpus(path, n_users: int = 40, n_posts: int = 5, seed: int = 0) -> str:
+    """A gzipped history JSONL of fake bloggers with gender, age and industry metadata."""
+    import gzip
+    import json
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for u in range(n_users):
+            gender = "female" if u % 2 else "male"
+            lines = FEMALE_LINES if gender == "female" else MALE_LINES
+            posts = [
+                {"text": " ".join([*rng.choice(lines, 2), rng.choice(NEUTRAL_LINES)]), "time": "2004-05-28"}
+                for _ in range(n_posts)
+            ]
+            meta = {"gender": gender, "age": 20 + u % 7, "industry": "Arts" if u % 3 else "Student"}
+            fh.write(json.dumps({"user_id": f"u{u}", "posts": posts, "meta": meta}) + "\n")
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def gender_corpus(tmp_path_factory) -> str:
+    """Path of a 40-author history JSONL with gendered sentences and author metadata."""
+    return write_gender_corpus(tmp_path_factory.mktemp("gender-corpus") / "blogs.jsonl.gz")

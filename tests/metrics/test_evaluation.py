@@ -67,7 +67,8 @@ def test_ece_bins(units):
     default = evaluate_propensities(t, units["y"], p, n_boot=0)
     assert five[0]["ece"] == met.expected_calibration_error(t, p, 5) != default[0]["ece"]
     assert [{k: v for k, v in r.items() if k != "ece"} for r in five] == [
-        {k: v for k, v in r.items() if k != "ece"} for r in default]
+        {k: v for k, v in r.items() if k != "ece"} for r in default
+    ]
     assert "iptw_weight_mse" not in default[0]  # no truth, no truth-based metrics
 
 
@@ -75,14 +76,16 @@ def test_intervals_and_outcome_models(units):
     t, y, p, q = units["t"], units["y"], units["p_hat"], units["p"]
     mu0 = np.full_like(y, y[t == 0].mean())
     mu1 = np.full_like(y, y[t == 1].mean())
-    rows = evaluate_propensities(t, y, p, true_propensity=q, true_ate=0.3, estimators=["ipw", "aipw"], n_boot=50,
-                                 seed=1, mu0=mu0, mu1=mu1)
+    rows = evaluate_propensities(
+        t, y, p, true_propensity=q, true_ate=0.3, estimators=["ipw", "aipw"], n_boot=50, seed=1, mu0=mu0, mu1=mu1
+    )
     aipw = rows[-1]
     assert aipw["estimator"] == "aipw" and aipw["ate"] == est.aipw(t, y, p, mu0, mu1).ate
     assert aipw["ci_low"] <= aipw["ate"] <= aipw["ci_high"] and isinstance(aipw["covers_truth"], bool)
     assert aipw["bound_low"] <= aipw["bound_high"]
-    again = evaluate_propensities(t, y, p, true_propensity=q, true_ate=0.3, estimators=["ipw", "aipw"], n_boot=50,
-                                  seed=1, mu0=mu0, mu1=mu1)
+    again = evaluate_propensities(
+        t, y, p, true_propensity=q, true_ate=0.3, estimators=["ipw", "aipw"], n_boot=50, seed=1, mu0=mu0, mu1=mu1
+    )
     assert again == rows
     with pytest.warns(UserWarning, match=r"aipw needs outcome-model predictions \(mu0, mu1\)"):
         names = [r["estimator"] for r in evaluate_propensities(t, y, p, estimators=["aipw"], n_boot=0)]

@@ -12,7 +12,6 @@ same command resumes a killed run; ``--retry-failed`` runs failed cells again.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
@@ -46,12 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
 def benchmark_main(argv: Sequence[str]) -> int:
     """The ``textcause benchmark`` command; returns the exit code (1: a worker or the database failed)."""
     args = build_parser().parse_args(list(argv))
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("WANDB_MODE", "offline")
+    from textcause.cli.errors import command
     from textcause.runs.runner import run_benchmark
 
-    try:
-        return run_benchmark(
+    return command(
+        lambda: run_benchmark(
             args.config,
             db=args.db,
             out=args.out,
@@ -62,14 +60,7 @@ def benchmark_main(argv: Sequence[str]) -> int:
             dry_run=args.dry_run,
             heartbeat=args.heartbeat,
         )
-    except (ValueError, FileNotFoundError) as err:
-        if os.environ.get("TEXTCAUSE_DEBUG"):
-            raise
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted: rerun the same command to resume.", file=sys.stderr)
-        return 130
+    )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,10 @@
-"""How an entry point reports a user's mistake: one sentence on stderr and exit code 2, never a traceback."""
+"""How an entry point ends: its exit code, one sentence for a user's mistake, never a traceback.
+
+Every command's body runs through :func:`command`: a ``ValueError`` or ``FileNotFoundError`` (a bad
+path, an unknown task, a malformed config: the package raises them with one sentence saying what is
+wrong) prints ``error: <sentence>`` and exits 2; Ctrl-C says how to go on and exits 130. Set
+``TEXTCAUSE_DEBUG=1`` to see the traceback instead.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +13,32 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+#: What Ctrl-C tells the user of a resumable command.
+RESUME = "rerun the same command to resume."
 
-def friendly_errors(fn: Callable[[], Any]) -> int:
-    """Run ``fn``; a user's mistake (bad path, unknown task, ...) prints one sentence, not a traceback."""
+
+def command(fn: Callable[[], Any], *, interrupted: str = RESUME) -> int:
+    """Run a command's body and return its exit code.
+
+    Args:
+        fn: the body; an int it returns is the exit code, anything else means 0.
+        interrupted: what to tell the user after Ctrl-C.
+    """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("WANDB_MODE", "offline")
     try:
-        fn()
+        code = fn()
     except (ValueError, FileNotFoundError) as err:
         if os.environ.get("TEXTCAUSE_DEBUG"):
             raise
         print(f"error: {err}", file=sys.stderr)
         return 2
-    return 0
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {interrupted}", file=sys.stderr)
+        return 130
+    return code if isinstance(code, int) and not isinstance(code, bool) else 0
+
+
+def friendly_errors(fn: Callable[[], Any]) -> int:
+    """:func:`command` for a body whose return value is not an exit code (``train.py``, ``evaluate.py``)."""
+    return command(lambda: fn() and None)

@@ -1,14 +1,21 @@
-"""``textcause gender probe``: the masked gender task's probes on any Hugging Face masked LM.
+"""``textcause gender probe`` / ``finetune``: the masked gender task's probes and fine-tuning.
 
     textcause gender probe --model PATH_OR_NAME --w years
+    textcause gender probe --model runs/gender/finetune_age/version_0/checkpoints/best-...ckpt --w years
     textcause gender probe --model bert-large-uncased --w years --w countries --w subreddits --allow-download
     textcause gender probe --model PATH --w-file my_values.txt --category place --variant softmax
+    textcause gender finetune --config configs/gender/finetune_age.yaml [--trainer.max_epochs 2 ...]
 
 Writes, under ``--out`` (default ``runs/gender/<model>``): table 2 as ``*_table2.md`` and
 ``*_table2.csv``, the per-probe scores of every variant (``*_scores.csv``), ``*_summary.json``
 (the gendered words dropped for this tokenizer and why) and figure 2 as ``*_fig2.png`` / ``.svg``.
 Models load from local files only unless ``--allow-download``; a checkpoint without a trained
-masked-LM head (a sentence encoder) is refused unless ``--allow-untrained-head``.
+masked-LM head (a sentence encoder) is refused unless ``--allow-untrained-head``. A fine-tuned
+masked-gender checkpoint (``.ckpt``) is scored through its binary head: P(female) at the mask,
+P(male) = 1 - P(female), so only the female curve is drawn.
+
+``finetune`` is ``python train.py fit`` (the same LightningCLI, every option of it) for the
+masked-gender configs in ``configs/gender/``.
 """
 
 from __future__ import annotations
@@ -29,14 +36,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="textcause gender", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    sub = parser.add_subparsers(dest="action", required=True, metavar="probe")
+    sub = parser.add_subparsers(dest="action", required=True, metavar="{probe,finetune}")
+    sub.add_parser(
+        "finetune",
+        help="fine-tune a masked-gender model: python train.py fit with the same options "
+        "(--config configs/gender/finetune.yaml)",
+        add_help=False,
+    )
     probe = sub.add_parser(
         "probe",
         help="score table 1's probes with a masked LM; write table 2 and figure 2",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    probe.add_argument("--model", required=True, help="a model folder or a Hugging Face model name")
+    probe.add_argument(
+        "--model",
+        required=True,
+        help="a model folder, a Hugging Face model name, or a fine-tuned masked-gender checkpoint (.ckpt)",
+    )
     probe.add_argument(
         "--w",
         action="append",
@@ -129,7 +146,10 @@ def run_probe(args: argparse.Namespace) -> list[Path]:
 
 def gender_main(argv: Sequence[str]) -> int:
     """The ``textcause gender`` command; returns the exit code (2: a user's mistake)."""
-    args = build_parser().parse_args(list(argv))
+    argv = list(argv)
+    if argv[:1] == ["finetune"]:
+        return finetune_main(argv[1:])
+    args = build_parser().parse_args(argv)
     if not args.allow_download:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
@@ -150,6 +170,14 @@ def gender_main(argv: Sequence[str]) -> int:
     print(files[0].read_text(encoding="utf-8"))
     print("wrote " + ", ".join(map(str, files)), file=sys.stderr)
     return 0
+
+
+def finetune_main(argv: Sequence[str]) -> int:
+    """``textcause gender finetune OPTIONS``: ``python train.py fit OPTIONS`` (exit code 2: a user's mistake)."""
+    from textcause.cli.errors import friendly_errors
+    from textcause.runs.lightning_cli import make_cli
+
+    return friendly_errors(lambda: make_cli(["fit", *argv]))
 
 
 def _show(caught: list[warnings.WarningMessage]) -> None:

@@ -10,6 +10,7 @@
     textcause report --db runs/benchmark/<grid>/results.db --out report/            figures and a report
     textcause observe --config configs/observational/twitter_gender.yaml   every model on real T and Y (no truth)
     textcause gender probe --model PATH_OR_NAME --w years          masked gender probes: table 2 and figure 2
+    textcause counterfactual baseline --model svm|minilm_lr        SemEval-2020 Task 5 subtask-1 baselines on test
 
 Light commands (``tasks``, ``--help``) do not import Lightning.
 """
@@ -49,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
         from textcause.cli.gender import gender_main
 
         return gender_main(rest)
+    if cmd == "counterfactual":  # handles its own errors and exit codes; light --help
+        from textcause.cli.counterfactual import counterfactual_main
+
+        return counterfactual_main(rest)
     from textcause.cli.errors import friendly_errors
 
     if cmd == "train":

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -59,30 +58,25 @@ def build_parser() -> argparse.ArgumentParser:
 def observe_main(argv: Sequence[str]) -> int:
     """The ``textcause observe`` command; returns the exit code (2: a bad config, 1: a model failed)."""
     args = build_parser().parse_args(list(argv))
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("WANDB_MODE", "offline")
-    try:
-        if args.threads is not None:
-            if args.threads < 1:
-                raise ValueError(f"The '--threads' option must be an int >= 1. Got {args.threads} instead.")
-            import torch
+    from textcause.cli.errors import command
 
-            torch.set_num_threads(args.threads)
-        if args.dry_run:
-            from textcause.observational.task import load_task
+    return command(lambda: _observe(args))
 
-            task = load_task(args.config)
-            print(json.dumps({"task": repr(task), **task.info}, indent=2, default=str))
-            return 0
-        result = observe(args.config, args.out, models=args.models, retry_failed=args.retry_failed)
-    except (ValueError, FileNotFoundError) as err:
-        if os.environ.get("TEXTCAUSE_DEBUG"):
-            raise
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted: rerun the same command to resume.", file=sys.stderr)
-        return 130
+
+def _observe(args: argparse.Namespace) -> int:
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"The '--threads' option must be an int >= 1. Got {args.threads} instead.")
+        import torch
+
+        torch.set_num_threads(args.threads)
+    if args.dry_run:
+        from textcause.observational.task import load_task
+
+        task = load_task(args.config)
+        print(json.dumps({"task": repr(task), **task.info}, indent=2, default=str))
+        return 0
+    result = observe(args.config, args.out, models=args.models, retry_failed=args.retry_failed)
     md = Path(result["files"][0])
     print(md.read_text(encoding="utf-8"))
     print("wrote " + ", ".join(result["files"]), file=sys.stderr)

@@ -113,7 +113,7 @@ def summary(sweep: Any, study: Any, echo: Callable[[str], None] = print) -> dict
 
     trials = [t for t in study.get_trials(deepcopy=False) if "surplus" not in t.user_attrs]
     states = {s: sum(t.state == s for t in trials) for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)}
-    counts = ", ".join(f"{n} {s.name.lower()}" for s, n in states.items())
+    counts = ", ".join(f"{n} {s.name.lower().replace('fail', 'failed')}" for s, n in states.items())
     echo(
         f"sweep {sweep.name} ({sweep.method}, metric {sweep.objective.label}, {sweep.goal}): "
         f"{n_finished(study)} trials finished ({counts})"
@@ -140,46 +140,41 @@ def summary(sweep: Any, study: Any, echo: Callable[[str], None] = print) -> dict
 def sweep_main(argv: Sequence[str]) -> int:
     """The ``textcause sweep`` command; returns the exit code (1: some trials failed)."""
     args = build_parser().parse_args(list(argv))
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("WANDB_MODE", "offline")
     os.environ.setdefault("WANDB_SILENT", "true")
-    try:
-        from textcause.runs.sweep_spec import load_sweep
+    from textcause.cli.errors import command
 
-        sweep = load_sweep(args.config)
-        out = Path(args.out) if args.out else Path("runs") / "sweeps" / sweep.name
-        from textcause.runs import sweep as engine
+    return command(lambda: _sweep(args))
 
-        heartbeat = args.heartbeat or engine.HEARTBEAT_INTERVAL
-        url = args.storage or engine.default_storage(out)
-        if args.summary:
-            summary(sweep, engine.open_study(sweep, url, seed=args.seed, heartbeat=heartbeat, create=False))
-            return 0
-        n = sweep.n_trials(args.trials)
-        print(
-            f"sweep {sweep.name}: {sweep.method}, {n} trials, metric {sweep.objective.label} ({sweep.goal}); "
-            f"trials in {out}/trials, study in {url}",
-            flush=True,
-        )
-        done = engine.run_sweep(
-            sweep,
-            out,
-            storage=args.storage,
-            trials=args.trials,
-            seed=args.seed,
-            heartbeat=heartbeat,
-            on_trial=progress(sweep, n, lambda s: print(s, flush=True)),
-        )
-        print(f"ran {len(done.ran)} trials in {done.seconds:.1f} s", flush=True)
-        summary(sweep, done.study)
-    except (ValueError, FileNotFoundError) as err:
-        if os.environ.get("TEXTCAUSE_DEBUG"):
-            raise
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted: rerun the same command to resume.", file=sys.stderr)
-        return 130
+
+def _sweep(args: argparse.Namespace) -> int:
+    from textcause.runs.sweep_spec import load_sweep
+
+    sweep = load_sweep(args.config)
+    out = Path(args.out) if args.out else Path("runs") / "sweeps" / sweep.name
+    from textcause.runs import sweep as engine
+
+    heartbeat = args.heartbeat or engine.HEARTBEAT_INTERVAL
+    url = args.storage or engine.default_storage(out)
+    if args.summary:
+        summary(sweep, engine.open_study(sweep, url, seed=args.seed, heartbeat=heartbeat, create=False))
+        return 0
+    n = sweep.n_trials(args.trials)
+    print(
+        f"sweep {sweep.name}: {sweep.method}, {n} trials, metric {sweep.objective.label} ({sweep.goal}); "
+        f"trials in {out}/trials, study in {url}",
+        flush=True,
+    )
+    done = engine.run_sweep(
+        sweep,
+        out,
+        storage=args.storage,
+        trials=args.trials,
+        seed=args.seed,
+        heartbeat=heartbeat,
+        on_trial=progress(sweep, n, lambda s: print(s, flush=True)),
+    )
+    print(f"ran {len(done.ran)} trials in {done.seconds:.1f} s", flush=True)
+    summary(sweep, done.study)
     from optuna.trial import TrialState
 
     failed = [

@@ -1,11 +1,16 @@
-"""The masked gender task's probes (pure inference, no Lightning).
+"""The masked gender task: probes (pure inference) and masked-gender fine-tuning.
 
 * :mod:`~textcause.gender.probes`: table 1's templates x tenses x life stages x W (data in ``data/``);
 * :mod:`~textcause.gender.words`: table 3's gendered words and their token ids per tokenizer;
 * :mod:`~textcause.gender.scoring`: the female / male mass at the mask of any Hugging Face masked LM;
 * :mod:`~textcause.gender.stats` and :mod:`~textcause.gender.table`: table 2's slopes and r with
   bootstrap intervals;
-* :mod:`~textcause.gender.run`: :func:`probe_model`, the whole probe of one model.
+* :mod:`~textcause.gender.run`: :func:`probe_model`, the whole probe of one model;
+* fine-tuning (section 4.4): :mod:`~textcause.gender.sentences` (documents, a regex sentence
+  splitter), :mod:`~textcause.gender.masking` (every gendered word masked with the model's
+  tokenizer), :mod:`~textcause.gender.build` (the memoised build of examples),
+  :class:`GenderDataModule`, :class:`GenderTagger` (encoder + binary head) and
+  :class:`GenderMaskedModel` (the LightningModule).
 
 Names are imported lazily, so ``import textcause.gender`` does not import torch or transformers.
 """
@@ -39,6 +44,17 @@ _EXPORTS = {
     "table_markdown": "table",
     "ProbeResult": "run",
     "probe_model": "run",
+    "Document": "sentences",
+    "read_documents": "sentences",
+    "split_sentences": "sentences",
+    "mask_sentences": "masking",
+    "GenderData": "build",
+    "GenderDataSettings": "build",
+    "build_gender_data": "build",
+    "GenderDataModule": "datamodule",
+    "GenderTagger": "components",
+    "GenderMaskedModel": "model",
+    "load_finetuned": "model",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -40,7 +40,7 @@ from textcause.gender.sentences import Document, read_documents, split_sentences
 from textcause.gender.words import load_gendered_words
 from textcause.io import content_key
 from textcause.paths import resolve_corpus
-from textcause.validation import check_int, check_real, check_that
+from textcause.validation import check_int, check_that
 
 log = logging.getLogger(__name__)
 #: Sentences masked per tokenizer call.
@@ -90,12 +90,25 @@ class GenderDataSettings:
         object.__setattr__(self, "fractions", tuple(float(f) for f in self.fractions))
         check_that(
             len(self.fractions) == 3 and all(f > 0 for f in self.fractions) and math.isclose(sum(self.fractions), 1),
-            self.fractions, "fractions", owner, "three positive fractions (train, val, test) that sum to 1",
+            self.fractions,
+            "fractions",
+            owner,
+            "three positive fractions (train, val, test) that sum to 1",
         )
-        check_that(self.w_file is None or self.prefix is not None, self.w_file, "w_file", owner,
-                   "None unless 'prefix' names the column of W it holds")
-        check_that("{value}" in self.prefix_format, self.prefix_format, "prefix_format", owner,
-                   "a format holding '{value}' (and optionally '{name}')")
+        check_that(
+            self.w_file is None or self.prefix is not None,
+            self.w_file,
+            "w_file",
+            owner,
+            "None unless 'prefix' names the column of W it holds",
+        )
+        check_that(
+            "{value}" in self.prefix_format,
+            self.prefix_format,
+            "prefix_format",
+            owner,
+            "a format holding '{value}' (and optionally '{name}')",
+        )
 
     def key(self) -> str:
         """A key of everything that decides the build (files count by path, size and time)."""

@@ -49,7 +49,7 @@ class GenderTagger(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.dropout = check_real(dropout, "dropout", "GenderTagger", low=0.0, high=1.0, high_open=True)
-        self.backbone = load_encoder(encoder)
+        self.backbone = load_encoder(encoder).train()  # from_pretrained returns it in eval mode
         hidden = int(self.backbone.config.hidden_size)
         self.drop = nn.Dropout(self.dropout)
         self.head = nn.Linear(hidden, 1)

@@ -126,6 +126,13 @@ def mask_sentences(sentences: Sequence[str], tokenizer: Any, labels: Mapping[str
     return out
 
 
+def special_tokens(tokenizer: Any) -> tuple[list[int], list[int]]:
+    """The special token ids the tokenizer puts before and after one sequence (``[CLS]``, ``[SEP]``)."""
+    ids = list(tokenizer(tokenizer.mask_token, add_special_tokens=True)["input_ids"])
+    at = ids.index(tokenizer.mask_token_id)
+    return ids[:at], ids[at + 1 :]
+
+
 def encode_masked(
     masked: Sequence[Masked], prefixes: Sequence[str], tokenizer: Any, max_tokens: int
 ) -> list[Optional[tuple[np.ndarray, np.ndarray]]]:
@@ -139,6 +146,7 @@ def encode_masked(
         ValueError: a prefix that holds the mask token.
     """
     mask_id = tokenizer.mask_token_id
+    head, tail = special_tokens(tokenizer)
     ids = tokenizer([m.text for m in masked], add_special_tokens=False, verbose=False)["input_ids"]
     prefix_ids: dict[str, list[int]] = {}
     out: list[Optional[tuple[np.ndarray, np.ndarray]]] = []
@@ -156,7 +164,7 @@ def encode_masked(
         if not kept:
             out.append(None)
             continue
-        full = np.asarray(tokenizer.build_inputs_with_special_tokens(prefix_ids[prefix] + sentence), dtype=np.int32)
+        full = np.asarray(head + prefix_ids[prefix] + sentence + tail, dtype=np.int32)
         label = np.full(full.shape, IGNORE, dtype=np.int16)
         label[full == mask_id] = m.labels[:kept]
         out.append((full, label))

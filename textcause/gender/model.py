@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any
 
 import lightning as L
 import numpy as np
@@ -30,7 +30,7 @@ from torchmetrics import MeanMetric
 from torchmetrics.classification import BinaryAccuracy, BinaryF1Score
 
 from textcause.gender.masking import IGNORE
-from textcause.models.propensity import build_net, check_data_requirements, net_config
+from textcause.models.propensity import build_net, net_config
 from textcause.validation import check_int, check_real
 
 Batch = dict[str, torch.Tensor]
@@ -59,7 +59,9 @@ class GenderMaskedModel(L.LightningModule):
         self.warmup = check_real(warmup, "warmup", owner, low=0.0, high=1.0, high_open=True)
         module = build_net(net) if isinstance(net, dict) else net
         if not isinstance(module, nn.Module):
-            raise ValueError(f"The 'net' parameter of {owner} must be a torch nn.Module. Got {type(net).__name__} instead.")
+            raise ValueError(
+                f"The 'net' parameter of {owner} must be a torch nn.Module. Got {type(net).__name__} instead."
+            )
         self.net = module
         self.save_hyperparameters(ignore=["net"])
         config = net_config(module)
@@ -86,8 +88,17 @@ class GenderMaskedModel(L.LightningModule):
         # typed settings say which; a data module without them is not checked).
         datamodule = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
         settings = getattr(datamodule, "settings", None)
-        if settings is not None:
-            check_data_requirements(self.net, settings)
+        declared = getattr(self.net, "data_requirements", None)
+        needs = declared() if callable(declared) else {}
+        if settings is None or "encoder" not in needs or not hasattr(settings, "encoder"):
+            return
+        from textcause.features.encoder import resolve_encoder
+
+        if resolve_encoder(settings.encoder).identity != resolve_encoder(needs["encoder"]).identity:
+            raise ValueError(
+                f"The data were masked with the tokenizer of the encoder {settings.encoder!r}, but the network's "
+                f"encoder is {needs['encoder']!r}: set data.encoder to the network's encoder (null: all-MiniLM-L6-v2)."
+            )
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """The female-vs-male logit of every token, shape (B, L)."""
@@ -115,6 +126,19 @@ class GenderMaskedModel(L.LightningModule):
         for name, metric in metrics.items():  # Metric objects: computed (synced over ranks) at the epoch's end
             self.log(f"{stage}_{name}", metric, on_step=False, on_epoch=True, prog_bar=stage == "val")
 
+    def _reset(self, stage: str) -> None:
+        # Fresh states that are normal tensors: states reset under one run's inference mode would be
+        # inference tensors, which a later run under no_grad (DDP with gloo) cannot update in place.
+        with torch.inference_mode(False):
+            for metric in self.metrics[stage].values():
+                metric.reset()
+
+    def on_validation_epoch_start(self) -> None:
+        self._reset("val")
+
+    def on_test_epoch_start(self) -> None:
+        self._reset("test")
+
     def validation_step(self, batch: Batch, batch_idx: int) -> None:
         self._evaluate(batch, "val")
 
@@ -134,7 +158,8 @@ class GenderMaskedModel(L.LightningModule):
             if param.requires_grad:
                 (no_decay if name.endswith(_NO_DECAY) else decay).append(param)
         optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": self.weight_decay}, {"params": no_decay, "weight_decay": 0.0}], lr=self.lr
+            [{"params": decay, "weight_decay": self.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=self.lr,
         )
         total = max(int(self.trainer.estimated_stepping_batches), 1)
         warm = int(self.warmup * total)
@@ -206,8 +231,3 @@ def load_finetuned(path: str, *, device: str = "cpu") -> GenderMaskedModel:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ValueError(f"The checkpoint {path!r} is not a fine-tuned masked-gender model: {first}") from None
     return model.eval()
-
-
-def n_parameters(model: nn.Module, trainable: Optional[bool] = None) -> int:
-    """The number of parameters (only the trainable or frozen ones when ``trainable`` says so)."""
-    return sum(p.numel() for p in model.parameters() if trainable is None or p.requires_grad == trainable)

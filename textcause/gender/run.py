@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from textcause.gender.probes import WList, load_probe_spec, load_w_list, make_probes
-from textcause.gender.scoring import MaskedLM, load_masked_lm, score_probes, variant_name
+from textcause.gender.scoring import BinaryHead, MaskedLM, load_probe_model, score_probes, variant_name
 from textcause.gender.stats import UNITS, Curve, probe_stats
 from textcause.gender.table import stats_table
 from textcause.gender.words import gendered_token_ids, load_gendered_words
@@ -30,7 +30,9 @@ class ProbeResult:
         scores: one row per probe (:func:`textcause.gender.scoring.score_probes`).
         curves: every curve (:func:`textcause.gender.stats.probe_stats`).
         table: table 2 (:func:`textcause.gender.table.stats_table`).
-        notes: what a reader must know (dropped words, an untrained head).
+        notes: what a reader must know (dropped words, an untrained head, a binary head).
+        head: ``masked_lm`` (a masked LM's vocabulary) or ``binary`` (a fine-tuned binary head:
+            the male curve is the female one mirrored).
     """
 
     model: str
@@ -39,10 +41,11 @@ class ProbeResult:
     curves: list[Curve]
     table: pd.DataFrame
     notes: tuple[str, ...]
+    head: str = "masked_lm"
 
 
 def probe_model(
-    model: str | Path | MaskedLM,
+    model: str | Path | MaskedLM | BinaryHead,
     w_lists: Sequence[str | Path | WList] = ("years",),
     *,
     variant: str = "top5",
@@ -60,9 +63,11 @@ def probe_model(
     """Probe a masked LM on W lists: the per-probe scores, the curves and table 2.
 
     Args:
-        model: a model folder, a Hugging Face name, or a loaded :class:`MaskedLM`.
+        model: a model folder, a Hugging Face name, a fine-tuned checkpoint (``.ckpt``, scored
+            through its binary head), or a loaded :class:`MaskedLM` / :class:`BinaryHead`.
         w_lists: built-in W list names, W files, or :class:`WList` objects.
-        variant: the scoring variant of the curves and table (every variant is in ``scores``).
+        variant: the scoring variant of the curves and table (every variant is in ``scores``; a
+            binary head has one score, P(female), and the table calls it ``binary_head``).
         templates: a probe spec YAML (default: the paper's).
         words: a gendered word YAML (default: table 3).
         batch_size: probes per forward pass.
@@ -92,13 +97,23 @@ def probe_model(
     probes = [p for w in lists for p in make_probes(w, spec)]
     lm = (
         model
-        if isinstance(model, MaskedLM)
-        else load_masked_lm(model, allow_download=allow_download, allow_untrained=allow_untrained)
+        if isinstance(model, (MaskedLM, BinaryHead))
+        else load_probe_model(model, allow_download=allow_download, allow_untrained=allow_untrained)
     )
-    ids = gendered_token_ids(lm.tokenizer, word_list)
+    binary = isinstance(lm, BinaryHead)
+    ids = None if binary else gendered_token_ids(lm.tokenizer, word_list)
     scores = score_probes(probes, lm, ids, batch_size=batch_size, progress=progress)
     curves = probe_stats(scores, variant, n_boot=n_boot, seed=seed, level=level, unit=unit)
-    notes = [f"{d.gender} word {d.word!r} not scored: {d.reason}." for d in ids.dropped]
+    table = stats_table(curves, model=lm.name)
+    notes = [] if ids is None else [f"{d.gender} word {d.word!r} not scored: {d.reason}." for d in ids.dropped]
+    if binary:
+        table = table.assign(variant="binary_head")
+        notes.insert(
+            0,
+            "Scored through the fine-tuned model's binary head: the female score is P(female) at the mask and "
+            "the male score is 1 - P(female), so the male curve mirrors the female one (its slope and r are "
+            "the female ones negated): read the female curve.",
+        )
     if lm.newly_initialised:
         notes.insert(
             0,
@@ -110,6 +125,7 @@ def probe_model(
         variant=variant,
         scores=scores,
         curves=curves,
-        table=stats_table(curves, model=lm.name),
+        table=table,
         notes=tuple(notes),
+        head="binary" if binary else "masked_lm",
     )

@@ -14,6 +14,11 @@ mask token (``[MASK]``, ``<mask>``, ...), runs the probes in batches under
   female + male = 1 (``top5_renormalised`` is NaN where no gendered token is among the top 5).
 
 Each token id counts once per gender (:mod:`textcause.gender.words`).
+
+A fine-tuned masked-gender model (a ``.ckpt`` of :class:`~textcause.gender.model.GenderMaskedModel`,
+loaded by :func:`load_probe_model` as a :class:`BinaryHead`) is scored through its binary head:
+every variant's female score is P(female) at the mask and the male score is 1 - P(female), so
+its female and male curves are mirror images (report the female one).
 """
 
 from __future__ import annotations
@@ -75,6 +80,45 @@ class MaskedLM:
     newly_initialised: tuple[str, ...] = ()
 
 
+@dataclasses.dataclass
+class BinaryHead:
+    """A fine-tuned masked-gender model, scored through its binary head.
+
+    Attributes:
+        model: the :class:`~textcause.gender.model.GenderMaskedModel`, in eval mode.
+        tokenizer: its encoder's tokenizer.
+        name: the checkpoint it was loaded from.
+        newly_initialised: always empty (every weight is in the checkpoint).
+    """
+
+    model: Any
+    tokenizer: Any
+    name: str
+    newly_initialised: tuple[str, ...] = ()
+
+
+def is_checkpoint(name_or_path: str | Path) -> bool:
+    """Whether ``name_or_path`` is a Lightning checkpoint file (``.ckpt``)."""
+    path = Path(str(name_or_path)).expanduser()
+    return path.suffix == ".ckpt" and path.is_file()
+
+
+def load_probe_model(
+    name_or_path: str | Path, *, allow_download: bool = False, allow_untrained: bool = False, device: str = "cpu"
+) -> MaskedLM | BinaryHead:
+    """A fine-tuned checkpoint (``.ckpt``) as a :class:`BinaryHead`, anything else as a :class:`MaskedLM`.
+
+    Raises:
+        ValueError: as :func:`load_masked_lm`, or a checkpoint that is not a fine-tuned masked-gender model.
+    """
+    if is_checkpoint(name_or_path):
+        from textcause.gender.model import load_finetuned
+
+        model = load_finetuned(str(Path(str(name_or_path)).expanduser()), device=device)
+        return BinaryHead(model=model, tokenizer=model.tokenizer, name=str(name_or_path))
+    return load_masked_lm(name_or_path, allow_download=allow_download, allow_untrained=allow_untrained, device=device)
+
+
 def _looks_like_path(name: str) -> bool:
     return name.startswith(("/", "./", "../", "~", ".\\")) or name.endswith(("/", os.sep)) or name.count("/") > 1
 
@@ -89,7 +133,10 @@ def resolve_model(name_or_path: str | Path) -> str:
     path = Path(text).expanduser()
     if path.exists():
         if not path.is_dir():
-            raise ValueError(f"The model path {text!r} is not a folder: give a model folder or a Hugging Face name.")
+            raise ValueError(
+                f"The model path {text!r} is not a folder: give a model folder, a fine-tuned checkpoint "
+                "(.ckpt) or a Hugging Face name."
+            )
         return str(path)
     if _looks_like_path(text) or not text.strip():
         raise ValueError(f"The model path {text!r} does not exist.")
@@ -166,9 +213,23 @@ def _progress(total: int, show: bool | None, n_batches: int) -> Any:
     return tqdm(total=total, unit="probe", desc="scoring probes")
 
 
+def _score_binary(probes: Sequence[Probe], head: BinaryHead, batch_size: int) -> pd.DataFrame:
+    """Every variant's female score is P(female) from the binary head; the male score is 1 - P(female)."""
+    texts = [p.render(head.tokenizer.mask_token) for p in probes]
+    female = head.model.female_probability(texts, batch_size=batch_size)
+    frame = pd.DataFrame([dataclasses.asdict(p) for p in probes]).drop(columns="text")
+    frame.insert(0, "text", texts)
+    frame["top_tokens"] = ""
+    for v in VARIANTS:
+        frame[f"female_{v}"] = female
+        frame[f"male_{v}"] = 1.0 - female
+    frame.attrs.update(dropped=[], model=head.name, head="binary")
+    return frame
+
+
 def score_probes(
     probes: Sequence[Probe],
-    lm: MaskedLM,
+    lm: MaskedLM | BinaryHead,
     ids: GenderedIds | GenderedWords | None = None,
     *,
     batch_size: int = 32,
@@ -179,7 +240,8 @@ def score_probes(
 
     Args:
         probes: the probes (:func:`textcause.gender.probes.make_probes`).
-        lm: the model (:func:`load_masked_lm`).
+        lm: the model (:func:`load_masked_lm`), or a fine-tuned model (:func:`load_probe_model`)
+            scored through its binary head (``ids``, ``top_k`` and ``progress`` do not apply).
         ids: the gendered token ids, or a word list to map (default: table 3).
         batch_size: probes per forward pass.
         top_k: how many top predictions the ``top5`` variant looks at (the paper: 5).
@@ -199,6 +261,8 @@ def score_probes(
         raise ValueError("There are no probes to score: give at least one probe.")
     batch_size = check_int(batch_size, "batch_size", "score_probes", low=1)
     top_k = check_int(top_k, "top_k", "score_probes", low=1)
+    if isinstance(lm, BinaryHead):
+        return _score_binary(probes, lm, batch_size)
     tok, model = lm.tokenizer, lm.model
     if not isinstance(ids, GenderedIds):
         ids = gendered_token_ids(tok, ids)
@@ -251,4 +315,5 @@ def score_probes(
             frame[f"{g}_{v}"] = scores[f"{g}_{v}"]
     frame.attrs["dropped"] = [(d.gender, d.word, d.reason) for d in ids.dropped]
     frame.attrs["model"] = lm.name
+    frame.attrs["head"] = "masked_lm"
     return frame

@@ -23,7 +23,35 @@ from textcause.paths import resolve_corpus
 
 #: Words whose final period does not end a sentence (lower case, without that period).
 ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof st jr sr vs etc e.g i.e no fig mt lt col gen rev sgt capt inc ltd co u.s a.m p.m approx".split()
+    [
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "prof",
+        "st",
+        "jr",
+        "sr",
+        "vs",
+        "etc",
+        "e.g",
+        "i.e",
+        "fig",
+        "mt",
+        "lt",
+        "col",
+        "gen",
+        "rev",
+        "sgt",
+        "capt",
+        "inc",
+        "ltd",
+        "co",
+        "u.s",
+        "a.m",
+        "p.m",
+        "approx",
+    ]
 )
 #: Table suffixes read as flat tables (anything else is read as a history corpus).
 TABLE_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".ndjson": "ndjson"}
@@ -104,7 +132,9 @@ def _table(path: Path, fmt: str) -> Any:
     return pd.DataFrame.from_records([obj for _, obj in iter_json_lines(path)])
 
 
-def table_documents(path: str | Path, *, text_col: str = "text", author_col: Optional[str] = "author") -> list[Document]:
+def table_documents(
+    path: str | Path, *, text_col: str = "text", author_col: Optional[str] = "author"
+) -> list[Document]:
     """One document per row of a CSV / Parquet / NDJSON table; the other columns are its metadata.
 
     Args:

@@ -3,8 +3,9 @@
 Figure 2's layout: one panel per W list (and per x where W is numeric: a year's index and its
 value give the same picture, so only the index is drawn), the mean female and male probability
 (percent) at each value of W as dots, the least-squares line, and its 95% band (percentile
-bootstrap over probes, the same replicates as the table's intervals). Every file is written
-atomically (:func:`textcause.io.atomic_path`).
+bootstrap over probes, the same replicates as the table's intervals). A fine-tuned model probed
+through its binary head draws the female curve only (the male one is its mirror image). Every file
+is written atomically (:func:`textcause.io.atomic_path`).
 """
 
 from __future__ import annotations
@@ -31,14 +32,19 @@ VARIANT_LABELS = {
     "softmax": "full softmax mass of the gendered words",
     "top5_renormalised": "top-5 gendered mass, renormalised to female + male = 1",
     "softmax_renormalised": "softmax gendered mass, renormalised to female + male = 1",
+    "binary_head": "P(female) from the fine-tuned binary head (P(male) = 1 - P(female))",
 }
 #: At most this many tick labels on an x-axis (every k-th value of W beyond it).
 MAX_TICKS = 24
 
 
 def file_stem(model: str) -> str:
-    """A file-name-safe short name of a model (``bert-large-uncased``, ``tiny-bert`` for a path)."""
-    name = Path(str(model).rstrip("/")).name or str(model)
+    """A file-name-safe short name of a model (``bert-large-uncased``, ``tiny-bert`` for a path,
+    ``finetune_age-version_0`` for a checkpoint in ``finetune_age/version_0/checkpoints/``)."""
+    path = Path(str(model).rstrip("/"))
+    name = path.name or str(model)
+    if path.suffix == ".ckpt" and path.parent.name == "checkpoints" and path.parent.parent.name:
+        name = f"{path.parent.parent.parent.name}-{path.parent.parent.name}".lstrip("-")
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "model"
 
 
@@ -63,13 +69,18 @@ def _panel(ax: plt.Axes, curves: Sequence[Curve]) -> None:
     ax.legend(fontsize=7, frameon=False)
 
 
-def probe_figure(curves: Sequence[Curve], model: str) -> plt.Figure:
+def probe_figure(curves: Sequence[Curve], model: str, *, binary_head: bool = False) -> plt.Figure:
     """Figure 2 for one model: a panel per W list, female and male dots, line and 95% band.
+
+    Args:
+        curves: the curves (:func:`textcause.gender.stats.probe_stats`).
+        model: the model's name, for the title.
+        binary_head: a fine-tuned binary head: draw the female curve only (the male one mirrors it).
 
     Raises:
         ValueError: no curves.
     """
-    drawn = [c for c in curves if c.x_kind == "index"]
+    drawn = [c for c in curves if c.x_kind == "index" and not (binary_head and c.gender != "female")]
     if not drawn:
         raise ValueError("There are no curves to draw: score at least one W list.")
     lists = list(dict.fromkeys(c.w_list for c in drawn))
@@ -77,9 +88,9 @@ def probe_figure(curves: Sequence[Curve], model: str) -> plt.Figure:
     for ax, name in zip(axes[0], lists):
         _panel(ax, [c for c in drawn if c.w_list == name])
     c0 = drawn[0]
+    label = VARIANT_LABELS["binary_head"] if binary_head else VARIANT_LABELS.get(c0.variant, c0.variant)
     fig.suptitle(
-        f"{model}: {VARIANT_LABELS.get(c0.variant, c0.variant)}; shaded: {round(100 * c0.level)}% band "
-        "of the linear fit (bootstrap over probes)",
+        f"{model}: {label}; shaded: {round(100 * c0.level)}% band of the linear fit (bootstrap over probes)",
         fontsize=9,
     )
     return fig
@@ -95,7 +106,8 @@ def write_probe_outputs(
         The paths written, the Markdown table first.
     """
     out = Path(out_dir)
-    stem = f"gender_{file_stem(result.model)}_{result.variant}"
+    binary = result.head == "binary"
+    stem = f"gender_{file_stem(result.model)}_{'binary_head' if binary else result.variant}"
     md = atomic_write_text(
         out / f"{stem}_table2.md",
         f"# Masked gender probe: {result.model}\n\n" + table_markdown(result.table, notes=result.notes),
@@ -110,11 +122,12 @@ def write_probe_outputs(
         out / f"{stem}_summary.json",
         {
             "model": result.model,
-            "variant": result.variant,
+            "variant": "binary_head" if binary else result.variant,
+            "head": result.head,
             "notes": list(result.notes),
             "dropped": [{"gender": g, "word": w, "reason": r} for g, w, r in result.scores.attrs.get("dropped", [])],
             "n_probes": int(len(result.scores)),
         },
     )
-    figs = save_figure(probe_figure(result.curves, result.model), out, f"{stem}_fig2", formats)
+    figs = save_figure(probe_figure(result.curves, result.model, binary_head=binary), out, f"{stem}_fig2", formats)
     return [md, csv, scores, summary, *figs]

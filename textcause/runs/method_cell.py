@@ -21,7 +21,6 @@ import inspect
 import io
 import math
 import shutil
-import socket
 import time
 from numbers import Real
 from pathlib import Path
@@ -33,7 +32,7 @@ from textcause.methods.adapters import ConfigPropensity, as_method, fresh_copy
 from textcause.methods.inputs import TaskInputs, data_settings, task_settings
 from textcause.methods.protocols import effect_estimator, method_kind, method_name, representation_options
 from textcause.runs import store
-from textcause.runs.cell import Cell, CellOutcome, run_config_cell
+from textcause.runs.cell import Cell, CellOutcome, cell_meta, run_config_cell
 
 #: Probabilities are clipped to [EPS, 1 - EPS], as the built-in models clamp theirs.
 EPS = 1e-6
@@ -319,22 +318,14 @@ def run_method_cell(
     seconds = time.perf_counter() - t0
     train_s = timings.get("train")
     meta = {
-        "cell_id": cell.cell_id,
-        "grid": cell.grid,
-        "model": cell.model,
-        "config_hash": cell.config_hash,
-        "code_version": version,
-        "n_boot": cell.n_boot,
-        "attempt": attempt,
-        "host": socket.gethostname(),
-        "started_at": started,
-        "finished_at": store.utcnow(),
-        "train_seconds": train_s,
-        "eval_seconds": None if train_s is None else seconds - train_s,
-        "corpus": cell.corpus,
-        "task": cell.task,
-        "level": cell.level,
-        "seed": cell.seed,
+        **cell_meta(
+            cell,
+            version=version,
+            attempt=attempt,
+            started=started,
+            train_s=train_s,
+            eval_s=None if train_s is None else seconds - train_s,
+        ),
         "split": "all" if kind == "effect" else cell.split,
         "run": None if run_dir is None else str(run_dir),
         "model_class": model_class,

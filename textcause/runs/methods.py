@@ -27,26 +27,12 @@ from textcause.methods.adapters import ConfigPropensity, as_method, describe_met
 from textcause.metrics.schema import RESULT_COLUMNS
 from textcause.runs.cell import Cell
 from textcause.runs.grid import Grid, _corpus_name, method_config_hash, model_config_hash, parse_plan
+from textcause.runs.store import EXTRA_COLUMNS
 from textcause.specs import is_name
 from textcause.validation import check_int
 
-EXTRA = (
-    "cell_id",
-    "grid",
-    "model_class",
-    "config_hash",
-    "code_version",
-    "n_boot",
-    "status",
-    "attempt",
-    "host",
-    "started_at",
-    "finished_at",
-    "train_seconds",
-    "eval_seconds",
-)
 #: The columns of :func:`evaluate`'s table: the benchmark's result columns, then the store's.
-COLUMNS = tuple(RESULT_COLUMNS) + tuple(c for c in EXTRA if c not in RESULT_COLUMNS)
+COLUMNS = tuple(RESULT_COLUMNS) + tuple(c for c in EXTRA_COLUMNS if c not in RESULT_COLUMNS)
 DEFAULT_GRID = "evaluate"
 _SOURCE = "evaluate"
 

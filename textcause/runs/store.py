@@ -178,6 +178,40 @@ def schema_lock(engine: sa.Engine) -> Iterator[None]:
             conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK_KEY})
 
 
+def optuna_storage(
+    url: str, *, heartbeat_interval: int, grace_period: int, max_retry: int | None, lock: sa.Engine | None = None
+) -> Any:
+    """Optuna's ``RDBStorage`` on ``url``, as the benchmark and the sweeps share it.
+
+    Running trials send heartbeats; a trial whose heartbeat stopped for ``grace_period`` seconds is
+    failed and re-queued with the same parameters (``RetryHeartbeatStaleTrialCallback``, at most
+    ``max_retry`` times; None: no limit). Optuna creates its tables as it opens the storage, so on
+    PostgreSQL this happens under :func:`schema_lock` of ``lock`` (machines starting together take
+    turns); on SQLite every session takes the write lock up front (``BEGIN IMMEDIATE``).
+    """
+    import warnings
+
+    import optuna
+    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    sqlite = sa.engine.make_url(url).get_backend_name() == "sqlite"
+    engine_kwargs = {"connect_args": {"timeout": SQLITE_TIMEOUT}} if sqlite else {"pool_pre_ping": True}
+    with schema_lock(lock) if lock is not None else contextlib.nullcontext():
+        storage = RDBStorage(
+            url,
+            engine_kwargs=engine_kwargs,
+            heartbeat_interval=heartbeat_interval,
+            grace_period=grace_period,
+            heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=max_retry),
+        )
+    if sqlite:  # Optuna's sessions read then write: make them take the write lock up front
+        make_sqlite_transactional(storage.engine)
+        storage.engine.dispose()
+    return storage
+
+
 def connect(url: str) -> sa.Engine:
     """An engine for ``url``; creates the SQLite file's folder and both tables if missing."""
     try:

@@ -25,7 +25,6 @@ and counts as finished: rerunning the command does not run it again.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import io
 import math
@@ -33,7 +32,6 @@ import os
 import shutil
 import socket
 import time
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,10 +131,7 @@ def open_study(
         ValueError: ``url`` is not a database URL, cannot be reached, or (``create`` False) holds no such sweep.
     """
     import sqlalchemy as sa
-    from optuna.storages import RDBStorage
 
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     try:
         parsed = sa.engine.make_url(url)
     except sa.exc.ArgumentError:
@@ -149,26 +144,16 @@ def open_study(
         if not create and not Path(parsed.database).is_file():
             raise ValueError(f"No sweep database at {shown}: run the sweep first (without --summary).")
         os.makedirs(os.path.dirname(os.path.abspath(parsed.database)), exist_ok=True)
-    engine_kwargs = {"connect_args": {"timeout": store.SQLITE_TIMEOUT}} if sqlite else {"pool_pre_ping": True}
     try:
         lock = None if sqlite else sa.create_engine(url, pool_pre_ping=True)
-        # Optuna creates its tables as it opens the storage: machines starting together take turns
-        with store.schema_lock(lock) if lock is not None else contextlib.nullcontext():
-            storage = RDBStorage(
-                url,
-                engine_kwargs=engine_kwargs,
-                heartbeat_interval=heartbeat,
-                grace_period=GRACE_FACTOR * heartbeat,
-                heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
-            )
+        storage = store.optuna_storage(
+            url, heartbeat_interval=heartbeat, grace_period=GRACE_FACTOR * heartbeat, max_retry=MAX_RETRY, lock=lock
+        )
         if lock is not None:
             lock.dispose()
     except (sa.exc.OperationalError, sa.exc.NoSuchModuleError, ModuleNotFoundError) as err:
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise ValueError(f"Cannot open the sweep database {shown}: {first}") from None
-    if sqlite:  # Optuna's sessions read then write: make them take the write lock up front
-        store.make_sqlite_transactional(storage.engine)
-        storage.engine.dispose()
     sampler, pruner = make_sampler(sweep, seed), make_pruner(sweep)
     name = study_name(sweep, seed)
     if not create:

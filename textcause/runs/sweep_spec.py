@@ -9,8 +9,15 @@
     early_terminate: {type: hyperband, min_iter: 1, eta: 3}   # optional
     run_cap: 9                                # trials when --trials is not given
     program: train.py
-    command: [${env}, ${interpreter}, ${program}, fit, --config, configs/sherbert_pooled.yaml,
-              --data.n_users=300, ${args}]
+    command:                                  # a block list (in a flow list, quote each ${...})
+      - ${env}
+      - ${interpreter}
+      - ${program}
+      - fit
+      - --config
+      - configs/sherbert_pooled.yaml
+      - --data.n_users=300
+      - ${args}
 
 wandb's own schema refuses keys it does not know, so the program's config is read from
 ``command``, the line ``wandb agent`` runs: its ``--config`` files and ``--key=value`` options are
@@ -36,7 +43,7 @@ from textcause.estimators.registry import PROPENSITY_ESTIMATORS
 from textcause.io import content_key
 from textcause.metrics.evaluation import PROPENSITY_METRICS, TRUTH_METRICS
 from textcause.paths import config_dir, default_configs
-from textcause.specs import NAME_DOC, SpecFile, holds, ints, key, one_of, read_yaml, reals
+from textcause.specs import NAME_DOC, SpecFile, holds, ints, key, one_of, read_yaml
 
 KIND = "Sweep config"
 HASH_VERSION = "textcause-sweep/v1"
@@ -60,6 +67,7 @@ COMMAND_DOC = (
     "--config, configs/sherbert_pooled.yaml, ${args}]"
 )
 Choice = Union[str, int, float, bool, None]
+_FINITE = holds(math.isfinite)
 
 
 # ------------------------------------------------------------------------------------ objectives
@@ -116,10 +124,10 @@ class Parameter:
     keeps that name for its Namespace's own method, so :func:`_param` checks ``values`` itself."""
 
     value: Any = key(default=None)
-    min: Union[int, float, None] = key(reals(), default=None, doc=NUMBER_DOC)
-    max: Union[int, float, None] = key(reals(), default=None, doc=NUMBER_DOC)
+    min: Union[int, float, None] = key(_FINITE, default=None, doc=NUMBER_DOC)
+    max: Union[int, float, None] = key(_FINITE, default=None, doc=NUMBER_DOC)
     distribution: Optional[str] = key(one_of(DISTRIBUTIONS), default=None)
-    q: Union[int, float, None] = key(reals(low=0.0, low_open=True), default=None, doc=NUMBER_DOC)
+    q: Union[int, float, None] = key(holds(lambda v: math.isfinite(v) and v > 0), default=None, doc="a number > 0")
     probabilities: Optional[list[float]] = key(default=None, doc="a list of numbers")
     parameters: Optional[dict] = key(default=None, doc="a mapping")
 
@@ -130,7 +138,7 @@ class Metric:
 
     name: str = key(one_of(lambda: list(OBJECTIVES)), default="val_loss")
     goal: str = key(one_of(GOALS), default="minimize")
-    target: Optional[float] = key(reals(), default=None, doc=NUMBER_DOC)
+    target: Optional[float] = key(_FINITE, default=None, doc=NUMBER_DOC)
     impute: Optional[str] = key(one_of(("latest", "best", "worst")), default=None)  # W&B bayes only
     impute_while_running: Optional[str] = key(one_of(("latest", "best", "worst", "false")), default=None)
 

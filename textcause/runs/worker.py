@@ -17,7 +17,6 @@ import signal
 import socket
 import sys
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -103,27 +102,13 @@ def open_study(
 ) -> Any:
     """The grid's Optuna study in the database at ``url`` (created when ``create``)."""
     import optuna
-    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     engine = store.connect(url) if create else None  # creates the SQLite file's folder and the ledger tables
-    sqlite = url.startswith("sqlite")
-    engine_kwargs = {"connect_args": {"timeout": store.SQLITE_TIMEOUT}} if sqlite else {"pool_pre_ping": True}
-    # Optuna creates its tables as it opens the storage: machines starting together take turns
-    with store.schema_lock(engine) if engine is not None else contextlib.nullcontext():
-        storage = RDBStorage(
-            url,
-            engine_kwargs=engine_kwargs,
-            heartbeat_interval=heartbeat_interval,
-            grace_period=grace_period,
-            heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=None),
-        )
+    storage = store.optuna_storage(
+        url, heartbeat_interval=heartbeat_interval, grace_period=grace_period, max_retry=None, lock=engine
+    )
     if engine is not None:
         engine.dispose()
-    if sqlite:  # Optuna's sessions read then write: make them take the write lock up front
-        store.make_sqlite_transactional(storage.engine)
-        storage.engine.dispose()
     sampler = _grid_sampler(grid)
     if create:
         study = optuna.create_study(

@@ -1,0 +1,124 @@
+"""``textcause counterfactual``: SemEval-2020 Task 5 baselines and the scorer.
+
+    textcause counterfactual baseline --model svm
+    textcause counterfactual baseline --model minilm_lr --out runs/counterfactual/minilm_lr
+    textcause counterfactual baseline --model svm --train my_train.csv --test my_test.csv
+    textcause counterfactual score --gold subtask2_test.csv --pred subtask2.csv --subtask 2
+
+``baseline`` fits a subtask-1 model on the training file (C and the decision threshold chosen on a
+validation part carved from it), prints precision / recall / F1 of the counterfactual class and
+accuracy on the test file, and writes ``subtask1.csv`` (the official prediction format) and
+``results.json`` under ``--out`` (default ``runs/counterfactual/<model>``). The default files are
+the official ones under the data root. ``score`` scores any system's official prediction file
+(rows in any order; a malformed row is an error naming it, or scores 0 with ``--malformed zero``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from textcause.counterfactual.run import MODELS
+    from textcause.counterfactual.scoring import MALFORMED, SUBTASKS
+
+    parser = argparse.ArgumentParser(
+        prog="textcause counterfactual", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="action", required=True, metavar="{baseline,score}")
+    base = sub.add_parser("baseline", help="fit a subtask-1 baseline and score it on the test file")
+    base.add_argument("--model", required=True, choices=MODELS, help="TF-IDF + linear SVM, or frozen MiniLM + LR")
+    base.add_argument("--train", default=None, help="the training CSV (default: the official subtask1_train.csv)")
+    base.add_argument("--test", default=None, help="the test CSV (default: the official subtask1_test.csv)")
+    base.add_argument("--out", default=None, help="the output folder (default: runs/counterfactual/<model>)")
+    base.add_argument("--val-fraction", type=float, default=0.15, help="share of the training file held out")
+    base.add_argument("--seed", type=int, default=0, help="the validation split's seed")
+    base.add_argument("--encoder", default=None, help="minilm_lr's frozen encoder (default: all-MiniLM-L6-v2)")
+    base.add_argument("--no-progress", action="store_true", help="no encoder progress bar")
+    score = sub.add_parser("score", help="score an official prediction file against a gold file")
+    score.add_argument("--gold", required=True, help="the gold CSV (subtask1_test.csv or subtask2_test.csv)")
+    score.add_argument("--pred", required=True, help="the prediction CSV in the official format")
+    score.add_argument("--subtask", type=int, required=True, choices=SUBTASKS)
+    score.add_argument(
+        "--malformed", default="raise", choices=MALFORMED, help="a malformed row: an error, or a 0 and a warning"
+    )
+    return parser
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f}"
+
+
+def run_baseline_command(args: argparse.Namespace) -> list[Path]:
+    """``textcause counterfactual baseline`` from parsed arguments; returns the files written."""
+    from textcause.counterfactual.run import BaselineSettings, run_baseline, write_outputs
+
+    settings = BaselineSettings(
+        model=args.model,
+        train=args.train,
+        test=args.test,
+        val_fraction=args.val_fraction,
+        seed=args.seed,
+        encoder=args.encoder,
+        progress=False if args.no_progress else None,
+    )
+    result = run_baseline(settings)
+    t, v, s = result.test, result.validation, result.timings
+    print(f"{args.model} on {Path(result.info['test']).name} ({t['n']} sentences, {t['n_positive']} counterfactual):")
+    print(
+        f"  precision {_pct(t['precision'])}  recall {_pct(t['recall'])}  F1 {_pct(t['f1'])}  accuracy {_pct(t['accuracy'])}"
+    )
+    print(f"  validation F1 {_pct(v['f1'])} at C={result.C:g}, threshold {result.threshold:.4f} (chosen on validation)")
+    timing = ", ".join(f"{k.removesuffix('_seconds')} {s[k]:.1f} s" for k in s)
+    print(f"  time: {timing}")
+    out = Path(args.out) if args.out else Path("runs") / "counterfactual" / args.model
+    return write_outputs(result, out)
+
+
+def run_score_command(args: argparse.Namespace) -> None:
+    """``textcause counterfactual score`` from parsed arguments: prints the scores."""
+    from textcause.counterfactual.scoring import score_files
+
+    scores = score_files(args.gold, args.pred, args.subtask, malformed=args.malformed)
+    if args.subtask == 1:
+        names = ("precision", "recall", "f1", "accuracy")
+    else:
+        names = ("exact_match", "precision", "recall", "f1", "char_f1")
+    print("  ".join(f"{name} {_pct(scores[name])}" for name in names) + f"  (n={scores['n']})")
+    if scores.get("n_malformed"):
+        print(f"  {scores['n_malformed']} malformed row(s) scored 0")
+
+
+def counterfactual_main(argv: Sequence[str]) -> int:
+    """The ``textcause counterfactual`` command; returns the exit code (2: a user's mistake)."""
+    args = build_parser().parse_args(list(argv))
+    from textcause.cli.errors import command
+
+    return command(lambda: _counterfactual(args), interrupted="nothing half-written is left; rerun the command.")
+
+
+def _counterfactual(args: argparse.Namespace) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            if args.action == "baseline":
+                files = run_baseline_command(args)
+                print("wrote " + ", ".join(map(str, files)), file=sys.stderr)
+            else:
+                run_score_command(args)
+        finally:
+            _show(caught)
+
+
+def _show(caught: list[warnings.WarningMessage]) -> None:
+    """The package's own warnings as ``warning: ...`` lines; any other as Python shows it."""
+    package = str(Path(__file__).resolve().parents[1])
+    for w in caught:
+        if str(Path(w.filename).resolve()).startswith(package):
+            print(f"warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
