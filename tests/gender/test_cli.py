@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
 from textcause.cli.gender import gender_main
 from textcause.cli.main import main
@@ -91,3 +92,21 @@ def test_help_does_not_import_torch():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "--w-file" in res.stdout and "countries, subreddits, years" in res.stdout
+
+
+def test_a_warning_from_outside_the_package_is_shown_once(tmp_path, monkeypatch, capsys):
+    import warnings
+
+    import textcause.cli.gender as cli
+
+    table = tmp_path / "t.md"
+    table.write_text("| table |\n", encoding="utf-8")
+
+    def probe(args):
+        warnings.warn("a library's own warning", DeprecationWarning, stacklevel=1)  # filed under this test file
+        return [table]
+
+    monkeypatch.setattr(cli, "run_probe", probe)
+    with pytest.warns(DeprecationWarning, match="a library's own warning") as shown:
+        assert gender_main(["probe", "--model", "any", "--w", "years"]) == 0
+    assert len(shown) == 1  # shown once, not recorded again while being shown (which never ended)

@@ -187,3 +187,13 @@ def test_length_buckets_are_seeded_permutations_of_similar_lengths():
     assert sorted(plain) == list(range(1000)) and plain != first
     sampler = LengthBuckets(lengths, 10, 20, seed=1)
     assert list(sampler) == first and list(sampler) != first  # the next epoch draws a new order
+
+
+def test_a_byte_level_bpe_tokenizer_masks_the_same_words(tiny_roberta):
+    rob = load_tokenizer(tiny_roberta)
+    (masked,) = mask_sentences(["She, said HIS wife was a man."], rob, LABELS)
+    m = rob.mask_token
+    assert masked.text == f"{m}, said {m} {m} was a {m}." and masked.labels == (FEMALE, MALE, FEMALE, MALE)
+    ((ids, labels),) = encode_masked([masked], [""], rob, max_tokens=64)
+    assert ids[0] == rob.bos_token_id and ids[-1] == rob.eos_token_id
+    assert [int(v) for v in labels[ids == rob.mask_token_id]] == [FEMALE, MALE, FEMALE, MALE]

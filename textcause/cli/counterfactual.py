@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -102,23 +101,11 @@ def counterfactual_main(argv: Sequence[str]) -> int:
 
 
 def _counterfactual(args: argparse.Namespace) -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            if args.action == "baseline":
-                files = run_baseline_command(args)
-                print("wrote " + ", ".join(map(str, files)), file=sys.stderr)
-            else:
-                run_score_command(args)
-        finally:
-            _show(caught)
+    from textcause.cli.errors import package_warnings
 
-
-def _show(caught: list[warnings.WarningMessage]) -> None:
-    """The package's own warnings as ``warning: ...`` lines; any other as Python shows it."""
-    package = str(Path(__file__).resolve().parents[1])
-    for w in caught:
-        if str(Path(w.filename).resolve()).startswith(package):
-            print(f"warning: {w.message}", file=sys.stderr)
+    with package_warnings():
+        if args.action == "baseline":
+            files = run_baseline_command(args)
+            print("wrote " + ", ".join(map(str, files)), file=sys.stderr)
         else:
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+            run_score_command(args)

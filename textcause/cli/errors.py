@@ -8,23 +8,28 @@ wrong) prints ``error: <sentence>`` and exits 2; Ctrl-C says how to go on and ex
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 #: What Ctrl-C tells the user of a resumable command.
 RESUME = "rerun the same command to resume."
 
 
-def command(fn: Callable[[], Any], *, interrupted: str = RESUME) -> int:
+def command(fn: Callable[[], Any], *, interrupted: str = RESUME, offline: bool = True) -> int:
     """Run a command's body and return its exit code.
 
     Args:
         fn: the body; an int it returns is the exit code, anything else means 0.
         interrupted: what to tell the user after Ctrl-C.
+        offline: keep the Hugging Face hub offline (a command's ``--allow-download`` turns it off).
     """
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if offline:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("WANDB_MODE", "offline")
     try:
         code = fn()
@@ -42,3 +47,24 @@ def command(fn: Callable[[], Any], *, interrupted: str = RESUME) -> int:
 def friendly_errors(fn: Callable[[], Any]) -> int:
     """:func:`command` for a body whose return value is not an exit code (``train.py``, ``evaluate.py``)."""
     return command(lambda: fn() and None)
+
+
+@contextlib.contextmanager
+def package_warnings() -> Iterator[None]:
+    """Show the package's own warnings as ``warning: ...`` lines, any other as Python shows it.
+
+    They are shown when the body ends, outside the recording: a warning shown while recording would
+    be recorded again.
+    """
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+    finally:
+        package = str(Path(__file__).resolve().parents[1])
+        for w in caught:
+            if str(Path(w.filename).resolve()).startswith(package):
+                print(f"warning: {w.message}", file=sys.stderr)
+            else:
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)

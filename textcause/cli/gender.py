@@ -21,9 +21,7 @@ masked-gender configs in ``configs/gender/``.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -150,23 +148,20 @@ def gender_main(argv: Sequence[str]) -> int:
     if argv[:1] == ["finetune"]:
         return finetune_main(argv[1:])
     args = build_parser().parse_args(argv)
-    if not args.allow_download:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                files = run_probe(args)
-            finally:
-                _show(caught)
-    except (ValueError, FileNotFoundError) as err:
-        if os.environ.get("TEXTCAUSE_DEBUG"):
-            raise
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted: nothing half-written is left; rerun the command.", file=sys.stderr)
-        return 130
+    from textcause.cli.errors import command
+
+    return command(
+        lambda: _probe(args),
+        interrupted="nothing half-written is left; rerun the command.",
+        offline=not args.allow_download,
+    )
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from textcause.cli.errors import package_warnings
+
+    with package_warnings():
+        files = run_probe(args)
     print(files[0].read_text(encoding="utf-8"))
     print("wrote " + ", ".join(map(str, files)), file=sys.stderr)
     return 0
@@ -178,13 +173,3 @@ def finetune_main(argv: Sequence[str]) -> int:
     from textcause.runs.lightning_cli import make_cli
 
     return friendly_errors(lambda: make_cli(["fit", *argv]))
-
-
-def _show(caught: list[warnings.WarningMessage]) -> None:
-    """The package's own warnings as ``warning: ...`` lines; any other as Python shows it."""
-    package = str(Path(__file__).resolve().parents[1])
-    for w in caught:
-        if str(Path(w.filename).resolve()).startswith(package):
-            print(f"warning: {w.message}", file=sys.stderr)
-        else:
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)

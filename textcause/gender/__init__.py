@@ -35,6 +35,8 @@ _EXPORTS = {
     "MaskedLM": "scoring",
     "VARIANTS": "scoring",
     "load_masked_lm": "scoring",
+    "BinaryHead": "scoring",
+    "load_probe_model": "scoring",
     "score_probes": "scoring",
     "Curve": "stats",
     "curve_stats": "stats",

@@ -226,7 +226,9 @@ def load_finetuned(path: str, *, device: str = "cpu") -> GenderMaskedModel:
         ValueError: the file is not a checkpoint of a :class:`GenderMaskedModel`.
     """
     try:
-        model = GenderMaskedModel.load_from_checkpoint(path, map_location=device, weights_only=False)
+        with warnings.catch_warnings():  # Lightning's own use of a deprecated jsonargparse name
+            warnings.filterwarnings("ignore", message=r"(?s).*(instantiate_classes|JsonargparseDeprecationWarning)")
+            model = GenderMaskedModel.load_from_checkpoint(path, map_location=device, weights_only=False)
     except (KeyError, TypeError, RuntimeError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ValueError(f"The checkpoint {path!r} is not a fine-tuned masked-gender model: {first}") from None

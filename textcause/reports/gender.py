@@ -32,7 +32,7 @@ VARIANT_LABELS = {
     "softmax": "full softmax mass of the gendered words",
     "top5_renormalised": "top-5 gendered mass, renormalised to female + male = 1",
     "softmax_renormalised": "softmax gendered mass, renormalised to female + male = 1",
-    "binary_head": "P(female) from the fine-tuned binary head (P(male) = 1 - P(female))",
+    "binary_head": "P(female) from the fine-tuned binary head (male = 1 - female)",
 }
 #: At most this many tick labels on an x-axis (every k-th value of W beyond it).
 MAX_TICKS = 24
@@ -84,13 +84,16 @@ def probe_figure(curves: Sequence[Curve], model: str, *, binary_head: bool = Fal
     if not drawn:
         raise ValueError("There are no curves to draw: score at least one W list.")
     lists = list(dict.fromkeys(c.w_list for c in drawn))
-    fig, axes = plt.subplots(1, len(lists), figsize=(5.5 * len(lists), 4.2), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(lists), figsize=(max(5.5 * len(lists), 6.5), 4.4), layout="constrained", squeeze=False
+    )
     for ax, name in zip(axes[0], lists):
         _panel(ax, [c for c in drawn if c.w_list == name])
     c0 = drawn[0]
     label = VARIANT_LABELS["binary_head"] if binary_head else VARIANT_LABELS.get(c0.variant, c0.variant)
+    name = file_stem(model) if str(model).endswith(".ckpt") else model
     fig.suptitle(
-        f"{model}: {label}; shaded: {round(100 * c0.level)}% band of the linear fit (bootstrap over probes)",
+        f"{name}: {label}\nshaded: {round(100 * c0.level)}% band of the linear fit (bootstrap over probes)",
         fontsize=9,
     )
     return fig
