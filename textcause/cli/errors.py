@@ -46,7 +46,11 @@ def command(fn: Callable[[], Any], *, interrupted: str = RESUME, offline: bool =
 
 def friendly_errors(fn: Callable[[], Any]) -> int:
     """:func:`command` for a body whose return value is not an exit code (``train.py``, ``evaluate.py``)."""
-    return command(lambda: fn() and None)
+
+    def body() -> None:
+        fn()
+
+    return command(body)
 
 
 @contextlib.contextmanager
