@@ -129,15 +129,14 @@ def select(
     """
     if not Cs:
         raise ValueError("The C grid of select must not be empty.")
-    best: tuple[float, Any, float, float] | None = None
+    fitted = []
     grid = {}
     for C in sorted(Cs):
         model = make(C).fit(X_fit, y_fit)
         threshold, f1 = choose_threshold(y_val, model.decision_function(X_val))
         grid[repr(float(C))] = f1
-        if best is None or f1 > best[0]:
-            best = (f1, model, float(C), threshold)
-    assert best is not None
+        fitted.append((f1, model, float(C), threshold))
+    best = max(fitted, key=lambda r: r[0])  # the first (smallest C) of equal F1s
     return best[1], best[2], best[3], grid
 
 

@@ -13,6 +13,20 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import torch
+from torch.utils.data import Dataset
+
+
+class IndexDataset(Dataset):
+    """A dataset of unit (or example) indices; a collate function turns a list of them into a batch."""
+
+    def __init__(self, indices: np.ndarray) -> None:
+        self.indices = np.asarray(indices, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.indices[i])
 
 
 class FeatureCollate:

@@ -201,7 +201,8 @@ def _features(task: Any, settings: DataSettings, cache: bool) -> tuple[Any, dict
         return np.zeros((len(task), 0), dtype=np.float32), {"kind": "none", "vocabulary_size": 0, "fit_seconds": 0.0}
     if rep in EMBEDDING_KINDS:
         return embed_texts(task.texts, settings)
-    assert rep in NGRAM_KINDS  # DataSettings checked it
+    if rep not in NGRAM_KINDS:  # DataSettings refuses any other name; a registry added without a builder lands here
+        raise ValueError(f"The representation {rep!r} has no builder: choose one of {list(REPRESENTATIONS)}.")
     from textcause.features import build_representation
 
     built = build_representation(

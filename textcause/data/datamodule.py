@@ -14,29 +14,16 @@ from typing import Any, Optional
 import lightning as L
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 from textcause.corpus.splits import SPLITS
-from textcause.data.batches import FeatureCollate, HistoryCollate
+from textcause.data.batches import FeatureCollate, HistoryCollate, IndexDataset
 from textcause.data.build import BuiltData, DataSettings, build_data
 from textcause.data.memory import keep_freed_memory
 from textcause.features.kinds import EMBEDDING_KINDS
 from textcause.validation import check_int, check_options
 
 _D = DataSettings()
-
-
-class _Indices(Dataset):
-    """A dataset of unit indices; the collate function turns them into a batch."""
-
-    def __init__(self, indices: np.ndarray) -> None:
-        self.indices = np.asarray(indices, dtype=np.int64)
-
-    def __len__(self) -> int:
-        return len(self.indices)
-
-    def __getitem__(self, i: int) -> int:
-        return int(self.indices[i])
 
 
 class CausalTextDataModule(L.LightningDataModule):
@@ -185,7 +172,7 @@ class CausalTextDataModule(L.LightningDataModule):
         else:
             collate = FeatureCollate(self.features, task.treatment, task.outcome, task.propensity)
         return DataLoader(
-            _Indices(task.split[split]),
+            IndexDataset(task.split[split]),
             batch_size=self.hparams.batch_size,
             shuffle=shuffle,
             num_workers=self.hparams.num_workers,

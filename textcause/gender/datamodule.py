@@ -31,27 +31,15 @@ from typing import Any, Optional
 import lightning as L
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, Sampler
+from torch.utils.data import DataLoader, Sampler
 
 from textcause.corpus.types import SPLITS
+from textcause.data.batches import IndexDataset
 from textcause.gender.build import GenderData, GenderDataSettings, build_gender_data
 from textcause.gender.masking import IGNORE
 from textcause.validation import check_int, check_options
 
 _D = GenderDataSettings()
-
-
-class _Examples(Dataset):
-    """The example indices of one split; the collate function builds the batch."""
-
-    def __init__(self, indices: np.ndarray) -> None:
-        self.indices = np.asarray(indices, dtype=np.int64)
-
-    def __len__(self) -> int:
-        return len(self.indices)
-
-    def __getitem__(self, i: int) -> int:
-        return int(self.indices[i])
 
 
 class LengthBuckets(Sampler[int]):
@@ -185,7 +173,7 @@ class GenderDataModule(L.LightningDataModule):
             sampler = LengthBuckets(lengths, self.hparams.batch_size, self.hparams.length_buckets, self.hparams.seed)
         else:
             indices = indices[np.argsort(lengths, kind="stable")]
-        dataset = _Examples(indices)
+        dataset = IndexDataset(indices)
         trainer = getattr(self, "trainer", None)
         if not shuffle and trainer is not None and trainer.world_size > 1:
             from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler

@@ -30,7 +30,7 @@ from torchmetrics import MeanMetric
 from torchmetrics.classification import BinaryAccuracy, BinaryF1Score
 
 from textcause.gender.masking import IGNORE
-from textcause.models.propensity import build_net, net_config
+from textcause.models.propensity import as_net, save_net_config
 from textcause.validation import check_int, check_real
 
 Batch = dict[str, torch.Tensor]
@@ -57,22 +57,9 @@ class GenderMaskedModel(L.LightningModule):
         self.lr = check_real(lr, "lr", owner, low=0.0, low_open=True)
         self.weight_decay = check_real(weight_decay, "weight_decay", owner, low=0.0)
         self.warmup = check_real(warmup, "warmup", owner, low=0.0, high=1.0, high_open=True)
-        module = build_net(net) if isinstance(net, dict) else net
-        if not isinstance(module, nn.Module):
-            raise ValueError(
-                f"The 'net' parameter of {owner} must be a torch nn.Module. Got {type(net).__name__} instead."
-            )
-        self.net = module
+        self.net = as_net(net, owner)
         self.save_hyperparameters(ignore=["net"])
-        config = net_config(module)
-        if config is None:
-            warnings.warn(
-                f"{type(module).__name__} does not expose its __init__ arguments as attributes: pass "
-                "net=... to GenderMaskedModel.load_from_checkpoint.",
-                stacklevel=2,
-            )
-        else:
-            self.save_hyperparameters({"net": config})
+        save_net_config(self, owner)
         self.metrics = nn.ModuleDict(
             {
                 stage: nn.ModuleDict(

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from textcause.metrics.torch import PredictionCollector
-from textcause.validation import check_int, check_real
+from textcause.validation import check_int, check_options, check_real
 
 EPS = 1e-6
 Batch = dict[str, Any]
@@ -90,6 +90,37 @@ def build_net(config: dict[str, Any]) -> nn.Module:
             "defines it before loading the checkpoint."
         )
     return cls(**dict(config.get("init_args") or {}))
+
+
+def as_net(net: Any, owner: str) -> nn.Module:
+    """The network a LightningModule receives: a module, or a ``{"class_path", "init_args"}`` dict (checkpoints).
+
+    Raises:
+        ValueError: ``net`` is neither.
+    """
+    module = build_net(net) if isinstance(net, dict) else net
+    if not isinstance(module, nn.Module):
+        raise ValueError(f"The 'net' parameter of {owner} must be a torch nn.Module. Got {type(net).__name__} instead.")
+    return module
+
+
+def save_net_config(model: L.LightningModule, owner: str) -> None:
+    """Add to ``model``'s hyperparameters how to rebuild ``model.net`` (call after ``save_hyperparameters(ignore=["net"])``).
+
+    The module itself is in the state dict; the config is read off the module (:func:`net_config`:
+    the real ``input_dim``, even where the CLI's parsed config left it to a link), so
+    ``load_from_checkpoint(path)`` needs no arguments. A network that does not expose its ``__init__``
+    arguments gets a warning instead.
+    """
+    config = net_config(model.net)
+    if config is None:
+        warnings.warn(
+            f"{type(model.net).__name__} does not expose its __init__ arguments as attributes: pass "
+            f"net=... to {owner}.load_from_checkpoint.",
+            stacklevel=3,
+        )
+    else:
+        model.save_hyperparameters({"net": config})  # merged into the saved ones
 
 
 def _is_plain(value: Any) -> bool:
@@ -242,31 +273,11 @@ class PropensityModel(PropensityModule):
         super().__init__()
         self.lr = check_real(lr, "lr", "PropensityModel", low=0.0, low_open=True)
         self.weight_decay = check_real(weight_decay, "weight_decay", "PropensityModel", low=0.0)
-        if optimizer not in OPTIMIZERS:
-            raise ValueError(
-                f"The 'optimizer' parameter of PropensityModel must be one of {list(OPTIMIZERS)}. Got {optimizer!r} instead."
-            )
-        self.optimizer_name = optimizer
+        self.optimizer_name = check_options(optimizer, "optimizer", "PropensityModel", OPTIMIZERS)
         self.lbfgs_max_iter = check_int(lbfgs_max_iter, "lbfgs_max_iter", "PropensityModel", low=1)
-        config = net if isinstance(net, dict) else None
-        module = build_net(net) if config is not None else net
-        if not isinstance(module, nn.Module):
-            raise ValueError(
-                f"The 'net' parameter of PropensityModel must be a torch nn.Module. Got {type(net).__name__} instead."
-            )
-        self.net = module
-        # The module is saved in the state dict; the hyperparameters keep how to rebuild it, read off
-        # the module (the real input_dim, even where the CLI's parsed config left it to a link).
+        self.net = as_net(net, "PropensityModel")
         self.save_hyperparameters(ignore=["net"])
-        config = net_config(module)
-        if config is None:
-            warnings.warn(
-                f"{type(module).__name__} does not expose its __init__ arguments as attributes: pass "
-                "net=... to PropensityModel.load_from_checkpoint.",
-                stacklevel=2,
-            )
-        else:
-            self.save_hyperparameters({"net": config})  # merged into the saved ones
+        save_net_config(self, "PropensityModel")
 
     def setup(self, stage: str) -> None:
         # A net that depends on how the data were built (e.g. SHERBERT with unfrozen encoder layers
