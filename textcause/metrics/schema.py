@@ -1,7 +1,9 @@
 """The result schema: the columns of one evaluation row (one estimator on one run), and their types.
 
 :func:`textcause.metrics.evaluation.evaluate_propensities` fills the estimate and metric columns;
-the run that produced them adds its identity (``run`` ... ``split``, ``true_ate``, ``sample_ate``).
+the run that produced them adds its identity (``run`` ... ``split``, ``true_ate``, ``sample_ate``);
+a benchmark cell that tuned its model on validation data records the chosen values in ``tuned``
+(JSON, e.g. ``{"model.init_args.weight_decay": 0.003}``; empty for a model with nothing tuned).
 ``evaluate.py`` writes these columns to ``results.csv``, the benchmark's results store makes one
 database column of each, and ``textcause.evaluate`` returns them as its table's first columns.
 """
@@ -37,6 +39,7 @@ RESULT_SCHEMA: dict[str, type] = {
     "ci_tighter_than_bound": bool,
     "covers_truth": bool,
     "ci_method": str,
+    "tuned": str,
     "error": str,
 }
 

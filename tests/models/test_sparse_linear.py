@@ -1,0 +1,68 @@
+"""The sparse linear product: the same numbers as torch's own sparse.mm, gradients included."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from torch import nn
+
+from textcause.features.torch_sparse import to_torch_sparse
+from textcause.models.components.linear import LogisticRegression, linear_forward, sparse_matmul
+from textcause.models.components.mlp import MLP
+
+
+def _batch(layout: str, *, counts: bool = False, seed: int = 0) -> tuple[sp.csr_matrix, torch.Tensor]:
+    rng = np.random.default_rng(seed)
+    m = sp.random(37, 211, density=0.08, format="csr", random_state=seed, dtype=np.float32)
+    m.data = rng.integers(1, 5, m.nnz).astype(np.float32) if counts else np.ones(m.nnz, np.float32)
+    return m, to_torch_sparse(m, layout)
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+@pytest.mark.parametrize("out", [1, 10])
+@pytest.mark.parametrize("counts", [False, True])
+def test_sparse_matmul_matches_torch_sparse_mm(layout, out, counts):
+    """Bit-identical on binary features (the default n-gram representation); equal to float
+    rounding on counts, where torch's COO kernel adds the products in another order."""
+    m, x = _batch(layout, counts=counts)
+    w_ref = torch.randn(out, m.shape[1], generator=torch.Generator().manual_seed(1), requires_grad=True)
+    w_new = w_ref.detach().clone().requires_grad_(True)
+    ref = torch.sparse.mm(to_torch_sparse(m, "coo"), w_ref.t())
+    new = sparse_matmul(x, w_new)
+    grad = torch.randn_like(ref)
+    ref.backward(grad)
+    new.backward(grad)
+    if counts:
+        torch.testing.assert_close(new.detach(), ref.detach(), rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(w_new.grad, w_ref.grad, rtol=1e-6, atol=1e-6)
+    else:
+        assert torch.equal(new.detach(), ref.detach())
+        assert torch.equal(w_new.grad, w_ref.grad)
+    # and both are the dense product (so neither is wrong in the same way)
+    dense = torch.from_numpy(m.toarray())
+    np.testing.assert_allclose(new.detach().numpy(), (dense @ w_ref.detach().t()).numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(w_new.grad.numpy(), (grad.t() @ dense).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_the_transpose_is_built_once_per_batch_and_reused():
+    m, x = _batch("coo")
+    w = torch.randn(1, m.shape[1], requires_grad=True)
+    sparse_matmul(x, w).sum().backward()
+    pair = x._textcause_csr_pair
+    sparse_matmul(x, w).sum().backward()
+    assert x._textcause_csr_pair is pair
+    assert pair[1].shape == (m.shape[1], m.shape[0])
+
+
+def test_models_take_sparse_and_dense_batches_alike():
+    m, x = _batch("coo", counts=True)
+    dense = torch.from_numpy(m.toarray())
+    torch.manual_seed(0)
+    for net in (LogisticRegression(input_dim=m.shape[1]), MLP(input_dim=m.shape[1], hidden_size=4)):
+        np.testing.assert_allclose(net(x).detach().numpy(), net(dense).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_batch_of_the_wrong_width_is_refused():
+    _, x = _batch("csr")
+    with pytest.raises(ValueError, match=r"Expected features of shape \(batch, 5\)"):
+        linear_forward(nn.Linear(5, 1), x)
