@@ -4,7 +4,8 @@ A :class:`Cell` is one (corpus, task, level, model, seed) of a benchmark grid (o
 :func:`textcause.evaluate`). :meth:`Cell.run_settings` turns it into the
 :class:`~textcause.runs.fit.RunSettings` of :func:`~textcause.runs.fit.fit_and_evaluate`;
 :func:`run_config_cell` runs it and returns a :class:`CellOutcome` (the rows the results store
-keeps). Method cells are run by :mod:`textcause.runs.method_cell`.
+keeps). Method cells are run by :mod:`textcause.runs.method_cell`; a cell with a search space is tuned on
+its validation split first (:mod:`textcause.runs.tuning`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from textcause.estimators.registry import DEFAULT_ESTIMATORS
 from textcause.paths import PROJECT_ROOT
 from textcause.runs import store
 from textcause.runs.fit import EvaluationSettings, RunSettings, captured, fit_and_evaluate
+from textcause.runs.tuning import fit_tuned
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class Cell:
         config_hash: content key of everything above except the cell's own coordinates.
         method: for a method cell, its ``"package.module:Name"`` spec (None: a model config cell).
         effect_n_boot: bootstrap resamples re-running an effect method that gives no interval (0: none).
+        search: options tuned on the cell's validation split before it is evaluated
+            (:mod:`textcause.runs.tuning`; empty: none), as ``((dotted key, (value, ...)), ...)``.
     """
 
     grid: str
@@ -60,6 +64,7 @@ class Cell:
     config_hash: str = ""
     method: str | None = None
     effect_n_boot: int = 0
+    search: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
     @property
     def cell_id(self) -> str:
@@ -178,7 +183,10 @@ def run_config_cell(cell: Cell, out_dir: str | Path, *, version: str = "", attem
         if not Path(cell.model_path).is_file():
             raise FileNotFoundError(f"No model config '{cell.model}': expected a YAML file at {cell.model_path}.")
         with captured(log):
-            result = fit_and_evaluate(cell.run_settings(run_dir))
+            if cell.search:
+                result, _, _ = fit_tuned(cell.run_settings(run_dir), cell.search)
+            else:
+                result = fit_and_evaluate(cell.run_settings(run_dir))
         train_s, eval_s = result.train_seconds, result.eval_seconds
         rows = [dict(r) for r in result.rows]
     except SystemExit as err:

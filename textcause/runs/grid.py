@@ -9,6 +9,8 @@
     seeds: [0, 1, 2]                  # or an int n: seeds 0 .. n-1
     overrides: {data.n_users: 300}    # any train.py option, for every cell
     model_overrides: {order_count: {trainer.max_epochs: 2}}   # per model, after `overrides`
+    tune: {lr_bigram_binary: {model.init_args.weight_decay: [0.002, 0.02]}}   # per model: options
+                                      # chosen on each cell's validation split (textcause.runs.tuning)
     evaluation: {n_boot: 1000, split: test, estimators: [ipw, stratified, matching], effect_n_boot: 0}
     threads: 1                        # torch threads per worker (default: cores // workers)
 
@@ -43,6 +45,7 @@ from textcause.observational.spec import (
 )
 from textcause.paths import default_configs, model_config_path
 from textcause.runs.cell import Cell
+from textcause.runs.tuning import Search, as_search
 from textcause.specs import NAME_DOC, SpecFile, holds, ints, is_name, key, read_yaml
 from textcause.validation import check_options, check_that
 
@@ -52,6 +55,10 @@ METHOD_CELL_HASH_VERSION = "textcause-method-cell/v1"
 TASKS_DOC = "'all', a list of task names or a mapping {task: [levels]}"
 CORPORA_DOC = f"a non-empty list of corpus names or paths, or a mapping {{name: path}}, with distinct names {NAME_DOC}"
 METHODS_DOC = "a non-empty list of 'package.module:Name' specs or a mapping {name: spec}"
+TUNE_DOC = (
+    "a mapping from model names of 'models' to search spaces {train.py option: [value, ...]} "
+    "(non-empty lists of distinct scalar values)"
+)
 Tasks = Union[str, list[str], dict[str, Union[Literal["all"], int, list[int], None]]]
 
 
@@ -175,6 +182,24 @@ def _corpora_ok(value: Any) -> bool:
     return bool(names) and len(set(names)) == len(names) and all(map(is_name, names))
 
 
+def _tune_ok(value: Any) -> bool:
+    def space_ok(space: Any) -> bool:
+        return (
+            isinstance(space, Mapping)
+            and bool(space)
+            and options_ok(space)
+            and all(
+                isinstance(v, list)
+                and v
+                and all(isinstance(x, (str, int, float, bool)) for x in v)
+                and len({repr(x) for x in v}) == len(v)
+                for v in space.values()
+            )
+        )
+
+    return isinstance(value, Mapping) and all(isinstance(k, str) and space_ok(v) for k, v in value.items())
+
+
 def _methods_ok(value: Any) -> bool:
     if isinstance(value, Mapping):
         return bool(value) and all(is_name(k) for k in value)
@@ -192,6 +217,7 @@ class GridConfig(Plan):
     methods: Union[str, list[str], dict[str, str], None] = key(holds(_methods_ok), default=None, doc=METHODS_DOC)
     overrides: dict = key(holds(options_ok), default={}, doc=OPTIONS_DOC)
     model_overrides: dict[str, Optional[dict]] = key(holds(per_model_ok), default={}, doc=PER_MODEL_DOC)
+    tune: dict = key(holds(_tune_ok), default={}, doc=TUNE_DOC)
     threads: Optional[int] = key(ints(low=1), default=None)
 
 
@@ -287,10 +313,12 @@ def model_config_hash(
     estimators: Any,
     *,
     defaults_text: list[str] | None = None,
+    search: Search = (),
 ) -> str:
-    """The config hash of a model config cell: the YAML text, the default configs and every setting."""
+    """The config hash of a model config cell: the YAML text, the default configs and every setting
+    (and its search space, when it has one: an untuned cell's hash is what it always was)."""
     defaults_text = [_read_text(p) for p in default_configs()] if defaults_text is None else defaults_text
-    return content_key(
+    parts: list[Any] = [
         CONFIG_HASH_VERSION,
         _read_text(path),
         defaults_text,
@@ -299,7 +327,10 @@ def model_config_hash(
         n_boot,
         split,
         list(estimators),
-    )
+    ]
+    if search:
+        parts.append(["tune", [[k, list(v)] for k, v in search]])
+    return content_key(*parts)
 
 
 def method_config_hash(
@@ -362,6 +393,16 @@ def grid_from_dict(
         None,
         PER_MODEL_DOC,
     )
+    configs = {e.name for e in entries if e.method is None}
+    file.check(
+        check_that,
+        set(config.tune) <= configs,
+        config.tune,
+        "tune",
+        None,
+        TUNE_DOC.replace("'models'", "'models' (model configs, not methods)"),
+    )
+    searches = {m: as_search(dict(options(space))) for m, space in config.tune.items()}
     overrides = dict(options(config.overrides))
     per_model = {m: dict(options(v)) for m, v in config.model_overrides.items()}
     n_boot, split, estimators = config.evaluation.n_boot, config.evaluation.split, config.evaluation.estimators
@@ -376,8 +417,17 @@ def grid_from_dict(
                 extra: dict[str, Any] = {}
                 cell_estimators = estimators
                 if entry.method is None:
+                    search = searches.get(entry.name, ())
+                    extra = {"search": search} if search else {}
                     config_hash = model_config_hash(
-                        entry.path, corpus_source, merged, n_boot, split, estimators, defaults_text=defaults_text
+                        entry.path,
+                        corpus_source,
+                        merged,
+                        n_boot,
+                        split,
+                        estimators,
+                        defaults_text=defaults_text,
+                        search=search,
                     )
                 else:
                     cell_estimators = (entry.estimator,) if entry.kind == "effect" else estimators
