@@ -8,6 +8,7 @@ and :mod:`textcause.specs` prefixes the file.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from numbers import Integral, Real
 from typing import Any
@@ -275,3 +276,56 @@ def _range_text(low: int | None, high: int | None) -> str:
     if high is not None:
         return f"<= {high}"
     return ""
+
+
+# ---------------------------------------------------------------------------------------- parser errors
+_TYPE_NAMES = {"NoneType": "null", "str": "a string", "int": "an int", "float": "a float", "bool": "a bool"}
+
+
+def _type_name(text: str) -> str:
+    name = text.strip().removeprefix("<class '").removesuffix("'>").rsplit(".", 1)[-1]
+    return _TYPE_NAMES.get(name, f"a {name}")
+
+
+def option_error_sentence(message: str) -> str:
+    """One line from a jsonargparse error message: the option, what was expected and what was given.
+
+    ``Parser key "trainer.max_epochs": ... Subtypes: [<class 'int'>, <class 'NoneType'>] ... Given
+    value: abc`` becomes "The option 'trainer.max_epochs' must be an int or null. Got 'abc' instead."
+    """
+    text = str(message)
+    unknown = re.search(r"unrecognized arguments: (.+)", text)
+    if unknown:
+        given = unknown.group(1).strip().split()
+        options = [a for a in given if a.startswith("-")] or given
+        return f"Unknown option {' '.join(options)}: run with --help for the options."
+    keys = re.findall(r'Parser key "([^"]+)"', text)
+    key = keys[0] if keys else None
+    if key and len(keys) > 1 and key in ("model", "data"):
+        key = f"{key}.{keys[-1]}"
+    not_accepted = re.search(r"Option '([^']+)' is not accepted", text)
+    owner = re.search(r"Problem with given class_path '([^']+)'", text)
+    if not_accepted:
+        full = f"{keys[0]}.{not_accepted.group(1)}" if keys else not_accepted.group(1)
+        who = f" ({owner.group(1)} takes no such argument)" if owner else ""
+        return f"Unknown option '{full}'{who}: run with --help for the options."
+    missing = re.search(r"File does not exist: '([^']+)'", text)
+    if missing:
+        return f"No file at '{missing.group(1)}' (the option '{key or 'config'}')."
+    expected = re.search(r"Expected an? <class '([^']+)'>\. Got value: (.*)", text)
+    if expected:
+        return f"The option '{key}' must be {_type_name(expected.group(1))}. Got {expected.group(2).strip()!r} instead."
+    subtypes = re.search(r"Subtypes: \[(.*)\]", text)
+    given = re.search(r"Given value: (.*)", text)
+    if key and subtypes:
+        kinds = [_type_name(t) for t in subtypes.group(1).split(",") if t.strip()]
+        got = f" Got {given.group(1).strip()!r} instead." if given else ""
+        return f"The option '{key}' must be {' or '.join(kinds)}.{got}"
+    first = _first_text_line(text).rstrip(":")
+    detail = next((ln.strip(" -") for ln in text.splitlines()[1:] if ln.strip(" -")), "")
+    return f"{first}: {detail}" if detail and first.startswith("Parser key") else first or "The options were rejected."
+
+
+def _first_text_line(text: str) -> str:
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
+    return lines[0] if lines else ""

@@ -349,7 +349,7 @@ def test_corrupt_cache_entry_is_a_miss_and_is_rewritten(tmp_path, damage):
     if damage == "missing_json":  # a partial entry is a silent miss
         again = build_representation("bigram_binary", texts, np.arange(20), min_users=2, cache_dir=tmp_path)
     else:
-        with pytest.warns(RuntimeWarning, match="unreadable feature cache entry"):
+        with pytest.warns(RuntimeWarning, match="damaged feature cache entry"):
             again = build_representation("bigram_binary", texts, np.arange(20), min_users=2, cache_dir=tmp_path)
     assert not again.from_cache
     np.testing.assert_array_equal(again.matrix.toarray(), first.matrix.toarray())

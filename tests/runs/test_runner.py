@@ -360,7 +360,7 @@ def test_a_cell_optuna_hands_out_twice_runs_once(tmp_path, tiny_corpus):
     assert len(store.read_results(db(tmp_path), "tiny")) == 2 * N_EST
 
 
-def test_dead_workers_cells_are_taken_over_then_given_up(tmp_path, tiny_corpus):
+def test_dead_workers_cells_are_taken_over_however_often_they_died(tmp_path, tiny_corpus):
     grid = load_grid(write_grid(tmp_path, tiny_corpus, models=("unadjusted",)))
     url = store.default_url(tmp_path / "out")
     engine = db(tmp_path)
@@ -375,9 +375,9 @@ def test_dead_workers_cells_are_taken_over_then_given_up(tmp_path, tiny_corpus):
     open_study(grid, url, create=True)
     stats = worker_loop(grid, url, tmp_path / "out", since=store.utcnow())
     rows = store.ledger(engine, "tiny")
-    assert stats.ran == [first]
+    assert sorted(stats.ran) == sorted([first, second])  # kills are not the cell's fault: never given up
     assert (rows[first].status, rows[first].attempts, rows[first].pid) == ("ok", 2, os.getpid())
-    assert rows[second].status == "failed" and "died 3 times" in rows[second].error
+    assert (rows[second].status, rows[second].attempts, rows[second].error) == ("ok", 4, None)
 
 
 def test_command_errors(tmp_path, tiny_corpus, capsys):

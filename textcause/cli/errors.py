@@ -4,17 +4,27 @@ Every command's body runs through :func:`command`: a ``ValueError`` or ``FileNot
 path, an unknown task, a malformed config: the package raises them with one sentence saying what is
 wrong) prints ``error: <sentence>`` and exits 2; Ctrl-C says how to go on and exits 130. Set
 ``TEXTCAUSE_DEBUG=1`` to see the traceback instead.
+
+Mistakes caught by the libraries underneath get one line too (:func:`user_error_line`): an option
+the LightningCLI parser rejects (the key, what was expected, what was given; the full usage only
+with ``--help``), Lightning's own ``MisconfigurationException`` (``--trainer.max_epochs -5``), and a
+checkpoint that ``torch.load(weights_only=True)`` refuses (named, never unpickled).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
+import pickle
 import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import TracebackType
 from typing import Any
+
+from textcause.validation import option_error_sentence
 
 #: What Ctrl-C tells the user of a resumable command.
 RESUME = "rerun the same command to resume."
@@ -41,7 +51,56 @@ def command(fn: Callable[[], Any], *, interrupted: str = RESUME, offline: bool =
     except KeyboardInterrupt:
         print(f"\ninterrupted: {interrupted}", file=sys.stderr)
         return 130
+    except Exception as err:
+        line = None if os.environ.get("TEXTCAUSE_DEBUG") else user_error_line(err)
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 2
     return code if isinstance(code, int) and not isinstance(code, bool) else 0
+
+
+def user_error_line(err: BaseException) -> str | None:
+    """One line for a user's mistake that a library raised (None: not one of them, a real bug).
+
+    * an ``argparse.ArgumentError`` of the LightningCLI parser (jsonargparse): see
+      :func:`textcause.validation.option_error_sentence`;
+    * Lightning's ``MisconfigurationException``: its own first sentence, said to come from the trainer;
+    * ``pickle.UnpicklingError`` from ``torch.load(weights_only=True)``: the checkpoint is named and refused.
+    """
+    if isinstance(err, argparse.ArgumentError):
+        return option_error_sentence(str(err))
+    if type(err).__name__ == "MisconfigurationException" and type(err).__module__.startswith("lightning"):
+        first = _first_line(str(err)) or "no reason given"
+        return f"Lightning refused the run's configuration: {first}"
+    if isinstance(err, pickle.UnpicklingError):
+        path = _checkpoint_path(err.__traceback__)
+        what = f"The checkpoint '{path}'" if path else "The checkpoint"
+        return (
+            f"{what} was refused: it holds objects that torch.load(weights_only=True) does not allow "
+            "(it is not a plain checkpoint of this tool, or it was crafted); load only checkpoints you trust."
+        )
+    return None
+
+
+def _first_line(text: str) -> str:
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
+    return lines[0] if lines else ""
+
+
+def _checkpoint_path(tb: TracebackType | None) -> str | None:
+    """The file that ``torch.load`` was reading when it refused it (its ``f`` argument), if any."""
+    found = None
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "load" and frame.f_code.co_filename.endswith(
+            os.path.join("torch", "serialization.py")
+        ):
+            f = frame.f_locals.get("f")
+            name = f if isinstance(f, (str, os.PathLike)) else getattr(f, "path", None) or getattr(f, "name", None)
+            found = os.fspath(name) if isinstance(name, (str, os.PathLike)) else found
+        tb = tb.tb_next
+    return found
 
 
 def friendly_errors(fn: Callable[[], Any]) -> int:

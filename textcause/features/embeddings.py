@@ -17,7 +17,13 @@ states after layer k (``layer=k``, for SHERBERT with unfrozen top layers; pooled
 the last layer's, so they are shared, and caches without ``layer`` keep their folders). Posts are keyed by a BLAKE2b hash of their
 text, so a post shared by two corpora (or the synthetic bank) is stored once. Shards of
 ``shard_size`` posts are written atomically as they finish (see :mod:`textcause.features.embed_cache`):
-a killed encode keeps its finished shards, and a rerun encodes only what is missing.
+a killed encode keeps its finished shards, and a rerun encodes only what is missing. Every shard
+has a manifest (sizes, SHA-256) and is checked when first used; a damaged one is reported, set
+aside and encoded again, never used.
+
+Processes encoding into the same cache at once take turns on a file lock (``<key>/.encode.lock``,
+released by the kernel if the holder dies): the one holding it encodes the missing posts, the others
+then find them on disk, so a post is encoded once and every reader sees the same vectors.
 
 Precision is not part of the key: bf16 autocast vectors match fp32 to cosine 0.99996 for MiniLM,
 finer than float16 storage.
@@ -32,11 +38,12 @@ checks the free disk space (``ValueError`` naming token_cap when it does not fit
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +52,7 @@ import numpy as np
 
 from textcause.features.embed_cache import DTYPES, ShardStore, post_key, ranges, to_storage
 from textcause.features.encoder import POOLINGS, Encoder, EncoderSpec
+from textcause.features.shard_checks import VERIFY_MODES, all_finite
 from textcause.io import atomic_write_json, content_key
 from textcause.paths import cache_root
 from textcause.validation import check_int, check_options
@@ -92,6 +100,8 @@ class PostEmbeddingCache:
         progress: show a progress bar (posts/s, ETA); None shows it only on a terminal.
         layer: the token states to store: None for the last layer, k for the hidden state after
             transformer layer k (see :class:`~textcause.features.encoder.Encoder`).
+        verify: how shards are checked when first used: ``"hash"`` (sizes, shapes, finite values and
+            SHA-256, once per process) or ``"fast"`` (all but the hashes); :meth:`verify` checks all.
     """
 
     def __init__(
@@ -111,9 +121,11 @@ class PostEmbeddingCache:
         cache_dir: str | os.PathLike | None = None,
         progress: bool | None = None,
         layer: int | None = None,
+        verify: str = "hash",
     ) -> None:
         owner = "PostEmbeddingCache"
         check_options(dtype, "dtype", owner, DTYPES)
+        self.verify_mode = check_options(verify, "verify", owner, VERIFY_MODES)
         check_options(pooling, "pooling", owner, POOLINGS)
         self.encoder = Encoder(
             encoder,
@@ -148,7 +160,7 @@ class PostEmbeddingCache:
         }
         if not (self.folder / "meta.json").exists():
             atomic_write_json(self.folder / "meta.json", meta)
-        self.pooled = ShardStore(self.folder / "pooled", "pooled", dtype)
+        self.pooled = ShardStore(self.folder / "pooled", "pooled", dtype, dim=self.dim, verify=self.verify_mode)
         self._tokens: ShardStore | None = None
         self.last_stats: dict[str, Any] = {}
 
@@ -177,7 +189,7 @@ class PostEmbeddingCache:
     def tokens(self) -> ShardStore:
         """The token-state store of this ``token_cap`` and ``layer`` (opened on first use)."""
         if self._tokens is None:
-            self._tokens = ShardStore(self.tokens_folder, "tokens", self.dtype)
+            self._tokens = ShardStore(self.tokens_folder, "tokens", self.dtype, dim=self.dim, verify=self.verify_mode)
         return self._tokens
 
     def embed(self, posts: Sequence[str], *, out_dtype: type = np.float32) -> np.ndarray:
@@ -238,22 +250,62 @@ class PostEmbeddingCache:
         return HistoryEmbeddings(post_ids, vectors, values, offsets)
 
     def ensure(self, posts: Sequence[str], *, keys: list[bytes] | None = None) -> dict[str, Any]:
-        """Encode and store every post of ``posts`` not yet cached; return statistics of the run."""
+        """Encode and store every post of ``posts`` not yet cached; return statistics of the run.
+
+        The shards holding ``posts`` are checked first (a damaged one is set aside and its posts
+        count as missing). Missing posts are encoded under the cache's file lock, after looking
+        again: another process may have encoded them meanwhile.
+        """
         keys = self._prepare(posts) if keys is None else keys
+        distinct = list(dict.fromkeys(keys))
+        todo, tok_todo = self._missing(distinct)
+        stats: dict[str, Any] = {"n_requested": len(keys), "n_distinct": len(distinct), "n_encoded": 0}
+        if todo:
+            with self._encode_lock():
+                todo, tok_todo = self._missing(distinct)
+                stats["n_encoded"] = len(todo)
+                if todo:
+                    text_of = dict(zip(keys, posts))
+                    self._check_disk(todo, tok_todo)
+                    stats.update(self._encode_missing(todo, text_of, tok_todo))
+        self.last_stats = stats
+        return stats
+
+    def _missing(self, distinct: list[bytes]) -> tuple[list[bytes], set[bytes]]:
+        """The posts to encode (pooled or token states missing) and those whose token states are missing."""
         self.pooled.refresh()
-        todo = self.pooled.missing(dict.fromkeys(keys))
+        self.pooled.check(distinct)
+        todo = self.pooled.missing(distinct)
         tok_todo: set[bytes] = set()
         if self.store_tokens:
             self.tokens.refresh()
-            tok_todo = set(self.tokens.missing(dict.fromkeys(keys)))
-            todo = list(dict.fromkeys(todo + [k for k in dict.fromkeys(keys) if k in tok_todo]))
-        stats: dict[str, Any] = {"n_requested": len(keys), "n_distinct": len(set(keys)), "n_encoded": len(todo)}
-        if todo:
-            text_of = dict(zip(keys, posts))
-            self._check_disk(todo, tok_todo)
-            stats.update(self._encode_missing(todo, text_of, tok_todo))
-        self.last_stats = stats
-        return stats
+            self.tokens.check(distinct)
+            tok_todo = set(self.tokens.missing(distinct))
+            todo = list(dict.fromkeys(todo + [k for k in distinct if k in tok_todo]))
+        return todo, tok_todo
+
+    @contextlib.contextmanager
+    def _encode_lock(self) -> Iterator[None]:
+        """This cache's file lock: one process at a time encodes into it (a dead holder's lock is freed)."""
+        from filelock import FileLock, Timeout  # a dependency of torch: always installed
+
+        lock = FileLock(self.folder / ".encode.lock")
+        try:
+            lock.acquire(timeout=1.0)
+        except Timeout:
+            print(f"waiting for another process encoding into {self.folder} ...", file=sys.stderr, flush=True)
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def verify(self) -> dict[str, list[str]]:
+        """Check every shard of this cache now, hashes included; return the damaged ones set aside."""
+        out = {"pooled": self.pooled.verify()}
+        if self.store_tokens or self.tokens_folder.exists():
+            out["tokens"] = self.tokens.verify()
+        return out
 
     def _encode_missing(self, todo: list[bytes], text_of: dict[bytes, str], tok_todo: set[bytes]) -> dict[str, Any]:
         pooled_todo = set(self.pooled.missing(todo))
@@ -282,14 +334,24 @@ class PostEmbeddingCache:
     def _write_chunk(self, chunk: list[bytes], enc: Any, pooled_todo: set[bytes], tok_todo: set[bytes]) -> None:
         rows = [i for i, k in enumerate(chunk) if k in pooled_todo]
         if rows:
-            self.pooled.write([chunk[i] for i in rows], vec=to_storage(enc.vectors[rows], self.dtype))
+            self.pooled.write([chunk[i] for i in rows], vec=self._stored(enc.vectors[rows]))
         rows = [i for i, k in enumerate(chunk) if k in tok_todo]
         if rows:
             off = enc.token_offsets
             lengths = off[1:][rows] - off[:-1][rows]
             new_off = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
             take = ranges(off[:-1][rows], lengths)
-            self.tokens.write([chunk[i] for i in rows], tok=to_storage(enc.token_values[take], self.dtype), off=new_off)
+            self.tokens.write([chunk[i] for i in rows], tok=self._stored(enc.token_values[take]), off=new_off)
+
+    def _stored(self, values: np.ndarray) -> np.ndarray:
+        """``values`` in the storage dtype; refused when not finite there (a cache never holds NaN)."""
+        out = to_storage(values, self.dtype)
+        if not all_finite(out, self.dtype):
+            raise ValueError(
+                f"The encoder {self.spec.name!r} produced vectors that are NaN or infinite in {self.dtype}; "
+                f"nothing was written to the embedding cache {str(self.folder)!r}."
+            )
+        return out
 
     def _prepare(self, posts: Sequence[str]) -> list[bytes]:
         if isinstance(posts, (str, bytes)):

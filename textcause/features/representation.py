@@ -3,12 +3,17 @@
 :func:`build_representation` fits a :class:`textcause.features.ngrams.NgramFeaturizer` on the
 training users, transforms every user and returns a :class:`Representation`; results are cached
 under ``cache_root() / "features"`` by a key of the kind, its parameters, a content hash of all
-texts (:func:`texts_digest`) and the training indices. Unreadable or partial entries are misses.
+texts (:func:`texts_digest`) and the training indices. Each entry's metadata records its matrix
+file's size and SHA-256, checked (with finite values) on every read: a damaged entry (flipped
+bytes, NaN, a truncated file) is reported in one warning naming the file and rebuilt, never used;
+an entry of the old code (no checksum) is adopted once it passes the other checks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import time
@@ -159,6 +164,11 @@ def build_representation(
 
 
 def _load_cached(folder: Path, key: str, n_users: int) -> Representation | None:
+    """The cached entry of ``key``, checked: its size and SHA-256 against its metadata, finite values.
+
+    An entry of the old code (metadata without a checksum) that passes the other checks is adopted:
+    its checksum is recorded. A damaged entry is reported in one warning naming the file: a miss.
+    """
     data_path, meta_path = folder / f"{key}.npz", folder / f"{key}.json"
     if not (data_path.exists() and meta_path.exists()):
         return None
@@ -166,13 +176,27 @@ def _load_cached(folder: Path, key: str, n_users: int) -> Representation | None:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if meta["key"] != key or meta["version"] != CACHE_VERSION:
             raise ValueError("the metadata does not match the key")
+        blob = data_path.read_bytes()
+        recorded = meta.get("file")
+        if recorded is not None:
+            if len(blob) != recorded["bytes"]:
+                raise ValueError(f"it has {len(blob)} bytes, not the {recorded['bytes']} of its metadata")
+            if hashlib.sha256(blob).hexdigest() != recorded["sha256"]:
+                raise ValueError("it does not match the checksum in its metadata (the file was altered)")
         if meta["sparse"]:
-            matrix = sp.load_npz(data_path).tocsr()
+            matrix = sp.load_npz(io.BytesIO(blob)).tocsr()
+            values = matrix.data
         else:
-            with np.load(data_path) as npz:
+            with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
                 matrix = npz["matrix"]
+            values = matrix
         if matrix.shape != (n_users, meta["n_features"]) or matrix.dtype != np.float32:
             raise ValueError(f"the matrix has shape {matrix.shape} and dtype {matrix.dtype}")
+        if not np.isfinite(values).all():
+            raise ValueError("the matrix holds NaN or infinite values")
+        if recorded is None:  # the old code's entry passed every check: adopt it
+            with contextlib.suppress(OSError):
+                atomic_write_json(meta_path, {**meta, "file": _file_entry(blob)})
         return Representation(
             matrix=matrix,
             kind=meta["kind"],
@@ -183,23 +207,34 @@ def _load_cached(folder: Path, key: str, n_users: int) -> Representation | None:
             from_cache=True,
         )
     except Exception as exc:  # any unreadable entry is a miss, never a crash
+        reason = str(exc).rstrip(".") or type(exc).__name__
         warnings.warn(
-            f"Ignoring the unreadable feature cache entry {data_path.name} ({exc}); rebuilding it.",
+            f"Ignoring the damaged feature cache entry {data_path} ({reason}); rebuilding it.",
             RuntimeWarning,
             stacklevel=3,
         )
         return None
 
 
+def _file_entry(blob: bytes) -> dict[str, Any]:
+    return {"bytes": len(blob), "sha256": hashlib.sha256(blob).hexdigest()}
+
+
 def _save_cached(folder: Path, rep: Representation) -> None:
-    """Write the matrix, then its metadata (the entry counts only once both exist), atomically."""
+    """Write the matrix, then its metadata with the matrix file's size and SHA-256, atomically.
+
+    The entry counts only once both exist.
+    """
     try:
-        with atomic_path(folder / f"{rep.key}.npz") as tmp, open(tmp, "wb") as fh:  # a handle: no ".npz" appended
-            if sp.issparse(rep.matrix):
-                m = rep.matrix
-                _write_npz(fh, dict(indices=m.indices, indptr=m.indptr, format=b"csr", shape=m.shape, data=m.data))
-            else:
-                _write_npz(fh, {"matrix": rep.matrix})
+        buf = io.BytesIO()
+        if sp.issparse(rep.matrix):
+            m = rep.matrix
+            _write_npz(buf, dict(indices=m.indices, indptr=m.indptr, format=b"csr", shape=m.shape, data=m.data))
+        else:
+            _write_npz(buf, {"matrix": rep.matrix})
+        blob = buf.getvalue()
+        with atomic_path(folder / f"{rep.key}.npz") as tmp:
+            tmp.write_bytes(blob)
         meta = {
             "version": CACHE_VERSION,
             "key": rep.key,
@@ -209,6 +244,7 @@ def _save_cached(folder: Path, rep: Representation) -> None:
             "vocabulary_size": rep.vocabulary_size,
             "fit_seconds": rep.fit_seconds,
             "terms": list(rep.terms),
+            "file": _file_entry(blob),
         }
         atomic_write_json(folder / f"{rep.key}.json", meta)
     except OSError as exc:

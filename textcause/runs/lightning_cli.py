@@ -10,6 +10,13 @@ resolved config. Internal callers (:mod:`textcause.runs.fit`) pass a config dict
 The data module is :class:`~textcause.data.CausalTextDataModule` unless a config names another
 one by ``class_path`` (``data: {class_path: textcause.gender.GenderDataModule, init_args: {...}}``);
 a plain ``data: {corpus: ..., ...}`` mapping stays the init arguments of the causal data module.
+
+A saved run's config (``evaluate.py``) is checked by :func:`check_class_paths` before anything it
+names is imported: every ``class_path`` must lie under :data:`ALLOWED_PACKAGES` (or a package the
+user allows explicitly) and resolve to a subclass of what its place expects (a ``LightningModule``
+for ``model``, a ``LightningDataModule`` for ``data``, an ``nn.Module`` for ``model...net``).
+A rejected option prints one line (:class:`OneLineParser`: the key, what was expected, what was
+given); the full usage only with ``--help``.
 """
 
 from __future__ import annotations
@@ -17,19 +24,48 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
+import os
+import re
+import sys
 import warnings
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NoReturn
 
 import lightning as L
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from textcause.data import CausalTextDataModule
 from textcause.paths import default_configs
+from textcause.validation import option_error_sentence
 
 NET_INPUT_DIM = "model.init_args.net.init_args.input_dim"
 #: The data module of a config whose ``data`` has no ``class_path``.
 DEFAULT_DATA = f"{CausalTextDataModule.__module__}.{CausalTextDataModule.__qualname__}"
 _SUBCLASS_KEYS = ("class_path", "init_args", "dict_kwargs", "__path__")
+#: The packages whose classes a saved run config may name without the user allowing more.
+ALLOWED_PACKAGES = ("textcause", "lightning", "torch", "torchmetrics")
+#: Keys whose plain string value the parser may take for a class to import (besides ``class_path``).
+_CLASS_VALUED = ("model", "data", "net", "logger", "callbacks", "strategy", "plugins", "profiler", "accelerator")
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+
+
+class OneLineParser(LightningArgumentParser):
+    """The CLI's parser: a rejected option is one ``error:`` line (exit 2), not a 70-line usage dump.
+
+    With ``exit_on_error=False`` (internal callers) it raises ``argparse.ArgumentError`` as before;
+    ``--help`` prints the full usage; ``JSONARGPARSE_DEBUG`` keeps jsonargparse's own behaviour.
+    """
+
+    def error(self, message: str, ex: Exception | None = None) -> NoReturn:
+        if not self.exit_on_error or os.environ.get("JSONARGPARSE_DEBUG"):
+            super().error(message, ex)
+        self._logger.error(message)
+        prog = self.prog.replace(" [options]", "")
+        line = option_error_sentence(message)
+        hint = "run with --help for the options."
+        line = line.replace(hint, f"see {prog} --help.") if hint in line else f"{line} (all options: {prog} --help)"
+        sys.stderr.write(f"error: {line}\n")
+        self.exit(2)
 
 
 class TextCauseCLI(LightningCLI):
@@ -151,6 +187,8 @@ def make_cli(args: Any = None, *, run: bool = True, **kwargs: Any) -> TextCauseC
 
     Raises:
         FileNotFoundError: a default config file is missing (a broken install).
+        SystemExit: code 2 after one ``error: ...`` line for an option the parser rejects
+            (:class:`OneLineParser`), or ``argparse.ArgumentError`` with ``exit_on_error=False``.
     """
     quiet_lightning()
     defaults = [str(p) for p in default_configs()]
@@ -160,6 +198,7 @@ def make_cli(args: Any = None, *, run: bool = True, **kwargs: Any) -> TextCauseC
     else:
         parser_kwargs = {"default_config_files": defaults, **parser_kwargs}
     kwargs.setdefault("save_config_kwargs", {"overwrite": True})
+    kwargs.setdefault("parser_class", OneLineParser)
     return TextCauseCLI(
         L.LightningModule,
         L.LightningDataModule,
@@ -172,3 +211,86 @@ def make_cli(args: Any = None, *, run: bool = True, **kwargs: Any) -> TextCauseC
         auto_configure_optimizers=False,
         **kwargs,
     )
+
+
+# ---------------------------------------------------------------------------------------- saved configs
+def _expected_bases() -> dict[str, type]:
+    import torch
+    from lightning.pytorch.callbacks import Callback
+    from lightning.pytorch.loggers import Logger
+
+    return {
+        "model": L.LightningModule,
+        "data": L.LightningDataModule,
+        "model.init_args.net": torch.nn.Module,
+        "trainer.callbacks": Callback,
+        "trainer.logger": Logger,
+    }
+
+
+def _named_classes(value: Any, where: str) -> Iterator[tuple[str, str]]:
+    """Every (place, import path) a config could make the parser import."""
+    if isinstance(value, Mapping):
+        path = value.get("class_path")
+        if isinstance(path, str):
+            yield where, path
+        for key, item in value.items():
+            if key == "class_path":
+                continue
+            sub = f"{where}.{key}" if where else str(key)
+            if isinstance(item, str) and key in _CLASS_VALUED and _DOTTED.match(item):
+                yield sub, item
+            else:
+                yield from _named_classes(item, sub)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            if isinstance(item, str) and where.rsplit(".", 1)[-1] in _CLASS_VALUED and _DOTTED.match(item):
+                yield where, item
+            else:
+                yield from _named_classes(item, where)
+
+
+def _allowed(path: str, packages: Sequence[str]) -> bool:
+    if "." not in path:  # a bare class name: resolved among classes already imported, never imported
+        return True
+    return any(path == pkg or path.startswith(pkg.rstrip(".") + ".") for pkg in packages)
+
+
+def check_class_paths(config: Mapping[str, Any], source: str, *, allow: Sequence[str] = ()) -> None:
+    """Refuse a run config naming classes outside the allowed packages, or of the wrong kind.
+
+    Every import path is checked against ``ALLOWED_PACKAGES + allow`` BEFORE anything is imported;
+    then each is imported and must be a class, and a subclass of what its place expects.
+
+    Args:
+        config: the run's config (as read from its ``config.yaml``).
+        source: the file, for the message.
+        allow: more package prefixes the user trusts (``--allow-module``).
+
+    Raises:
+        ValueError: one sentence naming the file, the key and the class.
+    """
+    packages = tuple(ALLOWED_PACKAGES) + tuple(str(a) for a in allow)
+    named = list(_named_classes(config, ""))
+    for where, path in named:
+        if not _allowed(path, packages):
+            raise ValueError(
+                f"The run config '{source}' names the class '{path}' at '{where}', outside the packages "
+                f"{', '.join(packages)}: it was not imported (pass --allow-module "
+                f"{path.split('.')[0]} if you trust this run folder)."
+            )
+    bases = _expected_bases()
+    for where, path in named:
+        if "." not in path:
+            continue
+        module, _, name = path.rpartition(".")
+        try:
+            cls = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            raise ValueError(
+                f"The run config '{source}' names the class '{path}' at '{where}', which does not exist."
+            ) from None
+        base = bases.get(where)
+        if not inspect.isclass(cls) or (base is not None and not issubclass(cls, base)):
+            kind = f"a {base.__name__} subclass" if base is not None else "a class"
+            raise ValueError(f"The run config '{source}' names '{path}' at '{where}', which is not {kind}.")

@@ -257,7 +257,7 @@ def _check_unchanged(grid: Grid, ledger: dict[str, Any]) -> None:
 def _run_stored(method: Any, grid: Grid, engine: Any, out: Any, progress: bool, retry_failed: bool) -> None:
     from textcause.runs import store
     from textcause.runs.cell import code_version
-    from textcause.runs.worker import MAX_ATTEMPTS, holder_alive
+    from textcause.runs.worker import holder_alive
 
     ledger = store.ledger(engine, grid.name)
     _check_unchanged(grid, ledger)
@@ -270,18 +270,9 @@ def _run_stored(method: Any, grid: Grid, engine: Any, out: Any, progress: bool, 
     with _bar(grid, progress) as bar:
         for cell in grid.cells:
             row = store.ledger(engine, grid.name).get(cell.cell_id)
-            decision = store.claim_decision(
-                row, alive=alive, retry_failed=retry_failed, since=since, max_attempts=MAX_ATTEMPTS
-            )
+            decision = store.claim_decision(row, alive=alive, retry_failed=retry_failed, since=since)
             if row is not None and row.status == "failed" and row.config_hash != cell.config_hash:
                 decision = "run"  # the method changed since it failed: run it again
-            if decision == "give_up":
-                store.give_up(
-                    engine,
-                    cell.cell_id,
-                    row,
-                    f"The process running this cell died {row.attempts} times; rerun with retry_failed=True.",
-                )
             token = None
             if decision == "run":
                 token = store.try_claim(

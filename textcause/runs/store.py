@@ -16,9 +16,15 @@ Two tables, written with SQLAlchemy Core:
 A cell's result rows and its ``cells`` status are written in one transaction, guarded by the
 claim's token: they appear all together or not at all, and a worker whose claim was taken over
 (it was presumed dead) writes nothing. On SQLite every transaction starts with ``BEGIN IMMEDIATE``
-(SQLAlchemy's documented pysqlite recipe) so concurrent writers queue instead of failing. On
-PostgreSQL, tables are created under an advisory lock (:func:`schema_lock`): its ``CREATE TABLE``
-checks, then creates, so machines starting together on an empty database would otherwise collide.
+(SQLAlchemy's documented pysqlite recipe) so concurrent writers queue instead of failing. Tables
+are created under :func:`schema_lock` (a PostgreSQL advisory lock; on SQLite a file lock beside
+the database file): ``CREATE TABLE`` checks, then creates, and Optuna creates its tables outside
+any transaction of ours, so commands starting together on an empty database would otherwise collide.
+
+A cell's failure budget is its own errors: a cell that raises is recorded ``failed`` at once (a
+seeded run fails the same way again; ``--retry-failed`` runs it anew). An attempt whose worker was
+killed by a signal or lost (no heartbeat) is not the cell's fault and never counts: the next worker
+takes the cell over, however often that happens (:func:`claim_decision`).
 """
 
 from __future__ import annotations
@@ -158,24 +164,54 @@ def make_sqlite_transactional(engine: sa.Engine) -> sa.Engine:
 
 
 @contextlib.contextmanager
-def schema_lock(engine: sa.Engine) -> Iterator[None]:
-    """Hold a database-wide lock while tables are created (PostgreSQL; elsewhere it does nothing).
+def schema_lock(engine: sa.Engine | str) -> Iterator[None]:
+    """Hold a database-wide lock while tables are created (PostgreSQL and SQLite files).
 
     PostgreSQL's ``CREATE TABLE`` and ``CREATE TYPE`` check, then create: two processes creating the
     same table at once make one fail with a unique violation on ``pg_type``. A session-level advisory
     lock on a connection of its own makes them take turns (the others then find the tables made);
-    the lock goes with the connection if the process dies. On SQLite, creating the results tables
-    already takes the write lock (``BEGIN IMMEDIATE``).
+    the lock goes with the connection if the process dies. On a SQLite file the lock is an OS file
+    lock on ``<database>.lock`` (released by the kernel if the process dies): Optuna creates its
+    tables and its version row outside our ``BEGIN IMMEDIATE`` transactions, so two commands
+    starting at once on a fresh file failed with "table studies already exists". An in-memory
+    SQLite database has one process: nothing to lock.
+
+    Args:
+        engine: the database, or its URL.
     """
-    if engine.dialect.name != "postgresql":
+    url = sa.engine.make_url(engine) if isinstance(engine, str) else engine.url
+    if url.get_backend_name() == "sqlite":
+        with _sqlite_file_lock(url.database):
+            yield
+        return
+    if url.get_backend_name() != "postgresql":
         yield
         return
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(sa.text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
-        try:
-            yield
-        finally:
-            conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK_KEY})
+    own = isinstance(engine, str)
+    pg = sa.create_engine(url) if own else engine
+    try:
+        with pg.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(sa.text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+            try:
+                yield
+            finally:
+                conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK_KEY})
+    finally:
+        if own:
+            pg.dispose()
+
+
+@contextlib.contextmanager
+def _sqlite_file_lock(database: str | None) -> Iterator[None]:
+    if not database or database == ":memory:" or database.startswith("file:"):
+        yield
+        return
+    from filelock import FileLock  # a dependency of torch: always installed
+
+    path = os.path.abspath(database)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with FileLock(f"{path}.lock", timeout=SQLITE_TIMEOUT):
+        yield
 
 
 def optuna_storage(
@@ -185,9 +221,10 @@ def optuna_storage(
 
     Running trials send heartbeats; a trial whose heartbeat stopped for ``grace_period`` seconds is
     failed and re-queued with the same parameters (``RetryHeartbeatStaleTrialCallback``, at most
-    ``max_retry`` times; None: no limit). Optuna creates its tables as it opens the storage, so on
-    PostgreSQL this happens under :func:`schema_lock` of ``lock`` (machines starting together take
-    turns); on SQLite every session takes the write lock up front (``BEGIN IMMEDIATE``).
+    ``max_retry`` times; None: no limit). Optuna creates its tables as it opens the storage, so
+    this happens under :func:`schema_lock` (of ``lock``, else of ``url``): commands starting
+    together take turns. On SQLite every later session takes the write lock up
+    front (``BEGIN IMMEDIATE``).
     """
     import warnings
 
@@ -198,7 +235,7 @@ def optuna_storage(
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     sqlite = sa.engine.make_url(url).get_backend_name() == "sqlite"
     engine_kwargs = {"connect_args": {"timeout": SQLITE_TIMEOUT}} if sqlite else {"pool_pre_ping": True}
-    with schema_lock(lock) if lock is not None else contextlib.nullcontext():
+    with schema_lock(lock if lock is not None else url):
         storage = RDBStorage(
             url,
             engine_kwargs=engine_kwargs,
@@ -288,32 +325,21 @@ def try_claim(
         return None
 
 
-def give_up(engine: sa.Engine, cell_id: str, previous: Any, error: str) -> bool:
-    """Mark a cell ``failed`` (its workers kept dying) unless its row changed since ``previous``."""
-    with engine.begin() as conn:
-        done = conn.execute(
-            sa.update(cells)
-            .where(cells.c.cell_id == cell_id, cells.c.token == previous.token)
-            .values(status="failed", finished_at=utcnow(), error=error, token=uuid.uuid4().hex)
-        )
-    return done.rowcount == 1
-
-
-def claim_decision(
-    row: Any, *, alive: Callable[[Any], bool], retry_failed: bool, since: datetime, max_attempts: int
-) -> str:
+def claim_decision(row: Any, *, alive: Callable[[Any], bool], retry_failed: bool, since: datetime) -> str:
     """What a worker does with a cell, given its ledger row (None: no row yet).
+
+    A ``running`` row whose worker is dead (killed by a signal, or lost: its heartbeat stopped) is
+    taken over, however many attempts died before: a kill is not the cell's fault, and only the
+    cell's own error (recorded as ``failed`` by the worker that saw it) ends it as failed.
 
     Args:
         row: the cell's ``cells`` row.
         alive: whether the worker holding a ``running`` row is alive.
         retry_failed: run again cells that failed before ``since``.
         since: when this run started.
-        max_attempts: give up on a cell whose workers died this many times.
 
     Returns:
-        ``run`` (claim it and run it), ``skip`` (finished), ``wait`` (a live worker holds it) or
-        ``give_up`` (record it as failed).
+        ``run`` (claim it and run it), ``skip`` (finished) or ``wait`` (a live worker holds it).
     """
     if row is None:
         return "run"
@@ -322,9 +348,7 @@ def claim_decision(
     if row.status == "failed":
         retry = retry_failed and (row.finished_at is None or row.finished_at < since)
         return "run" if retry else "skip"
-    if alive(row):
-        return "wait"
-    return "give_up" if row.attempts >= max_attempts else "run"
+    return "wait" if alive(row) else "run"
 
 
 def _clean(value: Any) -> Any:

@@ -30,7 +30,6 @@ from textcause.runs.grid import Grid
 HEARTBEAT_INTERVAL = 10  # seconds between Optuna heartbeats of a running cell
 GRACE_FACTOR = 6  # heartbeats missed before a cell's worker is presumed dead
 GRACE_PERIOD = GRACE_FACTOR * HEARTBEAT_INTERVAL
-MAX_ATTEMPTS = 3  # a cell whose worker died this many times is recorded as failed
 
 
 class CellFailed(Exception):
@@ -141,12 +140,15 @@ def worker_loop(
     *,
     since: datetime,
     retry_failed: bool = False,
-    max_attempts: int = MAX_ATTEMPTS,
     poll: float = 2.0,
     heartbeat_interval: int = HEARTBEAT_INTERVAL,
     grace_period: int = GRACE_PERIOD,
 ) -> WorkerStats:
-    """Ask Optuna for cells and run them until every cell of ``grid`` is finished."""
+    """Ask Optuna for cells and run them until every cell of ``grid`` is finished.
+
+    A cell whose worker died (a signal, a lost worker) is taken over and run again, however often
+    that happened: only the cell's own error records it as failed (:func:`store.claim_decision`).
+    """
     import optuna
 
     engine = store.connect(url)
@@ -160,16 +162,7 @@ def worker_loop(
     alive = lambda row: holder_alive(row, storage)  # noqa: E731
 
     def decide(row: Any) -> str:
-        return store.claim_decision(row, alive=alive, retry_failed=retry_failed, since=since, max_attempts=max_attempts)
-
-    def give_up(cell_id: str, row: Any) -> None:
-        store.give_up(
-            engine,
-            cell_id,
-            row,
-            f"The worker running this cell died {row.attempts} times "
-            "(killed, or out of memory?); rerun with --retry-failed.",
-        )
+        return store.claim_decision(row, alive=alive, retry_failed=retry_failed, since=since)
 
     def objective(trial: Any) -> float:
         params = {name: trial.suggest_categorical(name, values) for name, values in grid.search_space.items()}
@@ -177,8 +170,6 @@ def worker_loop(
         trial.set_user_attr("cell_id", cell.cell_id)
         row = store.ledger(engine, grid.name).get(cell.cell_id)
         decision = decide(row)
-        if decision == "give_up":
-            give_up(cell.cell_id, row)
         token = None
         if decision == "run":
             token = store.try_claim(
@@ -206,8 +197,6 @@ def worker_loop(
     while True:
         rows = store.ledger(engine, grid.name)
         plan = {cid: decide(rows.get(cid)) for cid in by_id}
-        for cid in [c for c, d in plan.items() if d == "give_up"]:
-            give_up(cid, rows[cid])
         runnable = [c for c, d in plan.items() if d == "run"]
         if not runnable:
             if "wait" not in plan.values():

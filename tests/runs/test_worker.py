@@ -1,0 +1,66 @@
+"""A benchmark worker's failure budget: a cell killed with its worker is run again, never failed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import yaml
+
+from textcause.runs import store
+from textcause.runs.grid import load_grid
+from textcause.runs.worker import open_study, worker_loop
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _grid(tmp_path: Path, corpus: str) -> Path:
+    spec = {
+        "name": "budget",
+        "corpora": {"tiny": corpus},
+        "tasks": {"linguistic_complexity": [1]},
+        "models": ["unadjusted"],
+        "seeds": [0],
+        "evaluation": {"n_boot": 5},
+        "threads": 1,
+    }
+    path = tmp_path / "budget.yaml"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    return path
+
+
+def _claim_then_sigkill(url: str, cell_id: str, config_hash: str) -> int:
+    """A worker process that claims the cell (taking it over from a dead holder) and is SIGKILLed."""
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from textcause.runs import store
+        engine = store.connect({url!r})
+        row = store.ledger(engine, "budget").get({cell_id!r})
+        assert store.try_claim(engine, {cell_id!r}, "budget", {config_hash!r}, store.Claimant.current(), previous=row)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120).returncode
+
+
+def test_a_cell_killed_three_times_with_its_worker_still_runs_and_is_not_failed(tmp_path, tiny_corpus):
+    """Before: the fourth worker found attempts == MAX_ATTEMPTS (3) and recorded the cell as failed."""
+    grid = load_grid(_grid(tmp_path, tiny_corpus))
+    url = store.default_url(tmp_path / "out")
+    (cell,) = grid.cells
+    open_study(grid, url, create=True)
+    for _ in range(3):
+        assert _claim_then_sigkill(url, cell.cell_id, cell.config_hash) == -signal.SIGKILL
+    engine = store.connect(url)
+    row = store.ledger(engine, "budget")[cell.cell_id]
+    assert (row.status, row.attempts) == ("running", 3)  # three attempts, each lost to a kill
+    stats = worker_loop(grid, url, tmp_path / "out", since=store.utcnow())
+    row = store.ledger(engine, "budget")[cell.cell_id]
+    assert stats.ran == [cell.cell_id]
+    assert (row.status, row.attempts, row.error, row.pid) == ("ok", 4, None, os.getpid())
+    results = store.read_results(engine, "budget")
+    assert set(results["status"]) == {"ok"} and set(results["attempt"]) == {4}
