@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     print(
-        f"\n{args.corpus}, {args.task} {args.level}, {args.model}, {x.shape[1]} features, "
+        f"\n{args.corpus}, {args.task} {args.level}, {args.model}, {x.shape[1]} features (last seed), "
         f"{n_train} training users; test treatment accuracy, penalty chosen on the validation log-loss\n"
     )
     print(

@@ -1,6 +1,6 @@
 """The ``textcause`` command.
 
-    textcause tasks                  list every task and level with its description
+    textcause tasks [--describe]     every task level in a table (or in full sentences)
     textcause train fit --config configs/lr_bigram_binary.yaml   (same as python train.py ...)
     textcause evaluate RUN_DIR       (same as python evaluate.py ...)
     textcause demo                   the quick-start job on the real Twitter corpus
@@ -22,6 +22,56 @@ import sys
 USAGE = __doc__
 
 
+def tasks_main(argv: list[str]) -> int:
+    """``textcause tasks [TASK ...] [--describe]``: the task levels as a table (or in full sentences)."""
+    import argparse
+
+    from textcause.simulation import describe_task, list_tasks
+    from textcause.simulation.tasks import get_spec, population_unadjusted, task_label
+
+    parser = argparse.ArgumentParser(prog="textcause tasks", description="List the semi-synthetic task levels.")
+    parser.add_argument("task", nargs="*", help="only these tasks (default: every registered task)")
+    parser.add_argument("--describe", action="store_true", help="one paragraph per level instead of the table")
+    args = parser.parse_args(argv)
+    levels = [(t, lv) for t, lv in list_tasks() if not args.task or t in args.task]
+    unknown = sorted(set(args.task) - {t for t, _ in list_tasks()})
+    if unknown:
+        parser.error(f"unknown task(s) {unknown}; choose among {sorted({t for t, _ in list_tasks()})}")
+    if args.describe:
+        for task, level in levels:
+            print(describe_task(task, level), end="\n\n")
+        return 0
+
+    def edit(f: object) -> str:
+        return "-" if f is None else f.describe("append")  # type: ignore[attr-defined]
+
+    rows = [
+        ("task level", "class-1 histories (f1)", "class-2 histories (f2)", "P(T=1) c1 / c2", "true ATE", "unadjusted")
+    ]
+    for task, level in levels:
+        spec = get_spec(task, level)
+        note = f" (train {spec.train_fraction:.0%})" if spec.train_fraction < 1.0 else ""
+        rows.append(
+            (
+                f"{task_label(task)} {level}{note}",
+                edit(spec.f1),
+                edit(spec.f2),
+                f"{spec.treat_probs[0]:g} / {spec.treat_probs[1]:g}",
+                f"{spec.true_ate:+.2f}",
+                f"{population_unadjusted(spec.treat_probs, spec.outcome_probs, spec.class1_share):+.2f}",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for k, row in enumerate(rows):
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        if k == 0:
+            print("  ".join("-" * w for w in widths))
+    print(
+        f"\n{len(levels)} task levels; `textcause tasks --describe` for the outcome tables and the questions they ask."
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
@@ -29,11 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     cmd, rest = argv[0], argv[1:]
     if cmd == "tasks":
-        from textcause.simulation import describe_task, list_tasks
-
-        for task, level in list_tasks():
-            print(f"{task:<24} level {level}: {describe_task(task, level)}")
-        return 0
+        return tasks_main(rest)
     if cmd == "benchmark":  # handles its own errors and exit codes; light --help / --dry-run
         from textcause.cli.benchmark import benchmark_main
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Estimate:
     """An average treatment effect estimate, ATE = E[Y(1)] - E[Y(0)].
 
@@ -28,3 +28,18 @@ class Estimate:
     ci_high: float | None = None
     n_clipped: int = 0
     details: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __repr__(self) -> str:
+        """One line: the estimate, its interval, the units used and dropped; never the replicates."""
+        parts = [f"{self.method}: ATE {self.ate:+.4f}"]
+        if self.ci_low is not None and self.ci_high is not None:
+            parts[0] += f" [{self.ci_low:+.4f}, {self.ci_high:+.4f}]"
+        parts.append(f"n_used={self.n_used}")
+        if self.n_dropped:
+            parts.append(f"n_dropped={self.n_dropped}")
+        if self.n_clipped:
+            parts.append(f"n_clipped={self.n_clipped}")
+        boot = self.details.get("bootstrap")
+        if isinstance(boot, dict):
+            parts.append(f"bootstrap {boot.get('n_boot')} replicates, se {boot.get('se', float('nan')):.4f}")
+        return f"Estimate({', '.join(parts)})"

@@ -11,6 +11,7 @@ the Twitter 1,2-gram matrix; bit-identical results on binary features, see
 
 from __future__ import annotations
 
+import warnings
 from typing import Optional
 
 import numpy as np
@@ -36,7 +37,9 @@ def _csr_pair(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     cached = getattr(x, _CACHE, None)
     if cached is not None:
         return cached
-    csr = x if x.layout == torch.sparse_csr else x.coalesce().to_sparse_csr()
+    with warnings.catch_warnings():  # torch warns once that its CSR support is "beta"
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        csr = x if x.layout == torch.sparse_csr else x.coalesce().to_sparse_csr()
     if csr.device.type == "cpu":
         m = sp.csr_matrix(
             (csr.values().numpy(), csr.col_indices().numpy(), csr.crow_indices().numpy()), shape=tuple(csr.shape)
@@ -49,7 +52,9 @@ def _csr_pair(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             check_invariants=False,
         )
     else:
-        transposed = csr.to_sparse_coo().t().coalesce().to_sparse_csr()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            transposed = csr.to_sparse_coo().t().coalesce().to_sparse_csr()
     pair = (csr, transposed)
     setattr(x, _CACHE, pair)
     return pair

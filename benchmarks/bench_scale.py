@@ -1,0 +1,150 @@
+#!/usr/bin/env python
+"""Scaling and scheduling overhead: the smoke grid on 1 vs 2 worker processes, and a sweep's trials.
+
+    python benchmarks/bench_scale.py                     # the whole smoke grid (84 cells), then a 8-trial sweep
+    python benchmarks/bench_scale.py --models oracle unadjusted lr_bigram_binary --trials 6
+
+Everything runs in this one process, one measurement after the other, on the same machine state
+(the embedding and feature caches warmed by a first, untimed pass), so the ratios compare like with like:
+
+- **grid**: ``textcause benchmark`` on the smoke grid (or its ``--models`` subset) with ``--workers 1``,
+  then ``--workers 2``, each into a fresh results database. Printed: wall time of each, the 2-vs-1
+  ratio, and the **scheduling overhead per cell**: the time the workers spent outside any cell
+  (process start, imports, Optuna asks and tells, claims, result writes), ``(workers x span - sum of
+  cell durations) / cells``, where a cell's duration is its ``cells`` row's ``finished_at -
+  started_at`` and the span runs from the command's start to the last cell's end. The cells that
+  train nothing (``oracle``, ``unadjusted``) give the fixed cost of one run of the fit-and-evaluate
+  path (config parsing, data module, trainer, evaluation).
+- **sweep**: ``textcause sweep`` on ``configs/sweeps/lr_penalty.yaml`` with ``--trials N``; the
+  **overhead per trial** is ``(wall - sum of the trials' own seconds) / N``.
+
+Target (issue 12): under 1 s per cell and per trial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import sqlite3
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _grid_config(models: list[str] | None, folder: Path) -> Path:
+    spec = yaml.safe_load((ROOT / "configs" / "benchmark" / "smoke.yaml").read_text(encoding="utf-8"))
+    if models:
+        spec["models"] = models
+        spec["model_overrides"] = {m: v for m, v in spec.get("model_overrides", {}).items() if m in models}
+    spec["name"] = "scale"
+    path = folder / "scale.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _run_grid(config: Path, out: Path, workers: int) -> dict[str, float]:
+    from textcause.cli.benchmark import benchmark_main
+
+    started_wall = datetime.now(timezone.utc).replace(tzinfo=None)  # naive UTC, as the store's columns
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = benchmark_main(["--config", str(config), "--out", str(out), "--workers", str(workers)])
+    wall = time.perf_counter() - t0
+    if code != 0:
+        raise SystemExit(f"the benchmark with {workers} worker(s) exited with code {code}; see {out}")
+    with sqlite3.connect(out / "results.db") as con:
+        cells = con.execute("SELECT cell_id, status, started_at, finished_at FROM cells").fetchall()
+    durations, idle_cells = [], []
+    last_end = None
+    for cell_id, status, started, finished in cells:
+        if status != "ok":
+            raise SystemExit(f"cell {cell_id} is {status}; see {out}")
+        s, f = datetime.fromisoformat(started), datetime.fromisoformat(finished)
+        durations.append((f - s).total_seconds())
+        last_end = f if last_end is None or f > last_end else last_end
+        if "/oracle/" in cell_id or "/unadjusted/" in cell_id:
+            idle_cells.append(durations[-1])
+    span = (last_end - started_wall).total_seconds()
+    n = len(durations)
+    return {
+        "wall": wall,
+        "cells": n,
+        "busy": sum(durations),
+        "overhead_per_cell": (workers * span - sum(durations)) / n,
+        "no_training_cell": sum(idle_cells) / len(idle_cells) if idle_cells else float("nan"),
+    }
+
+
+def _run_sweep(trials: int, out: Path) -> dict[str, float]:
+    from textcause.cli.sweep import sweep_main
+    from textcause.runs.sweep import default_storage, open_study
+    from textcause.runs.sweep_spec import load_sweep
+
+    config = ROOT / "configs" / "sweeps" / "lr_penalty.yaml"
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = sweep_main(["--config", str(config), "--trials", str(trials), "--out", str(out)])
+    wall = time.perf_counter() - t0
+    if code != 0:
+        raise SystemExit(f"the sweep exited with code {code}; see {out}")
+    study = open_study(load_sweep(config), default_storage(out), create=False)
+    own = [t.user_attrs.get("seconds", 0.0) for t in study.trials if t.state.name == "COMPLETE"]
+    return {"wall": wall, "trials": len(own), "busy": sum(own), "overhead_per_trial": (wall - sum(own)) / len(own)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", nargs="+", default=None, help="a subset of the smoke grid's models")
+    parser.add_argument("--trials", type=int, default=8, help="sweep trials (0: no sweep)")
+    parser.add_argument("--no-warm", action="store_true", help="skip the untimed first pass that warms the caches")
+    args = parser.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    config = _grid_config(args.models, work)
+    if not args.no_warm:
+        print("warming the caches (untimed) ...", flush=True)
+        _run_grid(config, work / "warm", 2)
+    one = _run_grid(config, work / "w1", 1)
+    print(f"1 worker : {one['wall']:.1f} s for {one['cells']} cells", flush=True)
+    two = _run_grid(config, work / "w2", 2)
+    print(f"2 workers: {two['wall']:.1f} s", flush=True)
+    rows = [("grid, 1 worker", one), ("grid, 2 workers", two)]
+    sweep = None
+    if args.trials:
+        sweep = _run_sweep(args.trials, work / "sweep")
+        print(f"sweep: {sweep['wall']:.1f} s for {sweep['trials']} trials", flush=True)
+
+    print(
+        f"\nsmoke grid ({one['cells']} cells{', models ' + ' '.join(args.models) if args.models else ''}); "
+        f"measured in one process, caches warm\n"
+    )
+    print("| run | wall s | sum of cell s | scheduling overhead per cell s | no-training cell s |")
+    print("|---|---|---|---|---|")
+    for name, r in rows:
+        print(
+            f"| {name} | {r['wall']:.1f} | {r['busy']:.1f} | {r['overhead_per_cell']:.2f} | {r['no_training_cell']:.2f} |"
+        )
+    print(
+        f"\n2 workers vs 1: {one['wall'] / two['wall']:.2f}x faster (wall-time ratio {two['wall'] / one['wall']:.2f})"
+    )
+    if sweep:
+        print(
+            f"\nsweep lr_penalty, {sweep['trials']} trials: wall {sweep['wall']:.1f} s, trials' own time "
+            f"{sweep['busy']:.1f} s, overhead per trial {sweep['overhead_per_trial']:.2f} s"
+        )
+    worst = max(two["overhead_per_cell"], one["overhead_per_cell"], sweep["overhead_per_trial"] if sweep else 0.0)
+    print(f"\ntarget under 1 s per cell and per trial: {'met' if worst < 1.0 else 'NOT met'} (worst {worst:.2f} s)")
+    print(f"outputs: {work}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
