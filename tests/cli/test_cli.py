@@ -109,7 +109,7 @@ def test_fit_then_evaluate_round_trip(tiny_corpus, tmp_path, capsys):
     # the callback logged causal metrics after the validation epochs
     assert "val/bias_stratified" in cli.trainer.callback_metrics
 
-    result = evaluate_main([str(run_dir), "--n_boot", "200", "--out", str(tmp_path / "out")])
+    result = evaluate_main([str(run_dir), "--n-boot", "200", "--out", str(tmp_path / "out")])
     rows = {r["estimator"]: r for r in result["rows"]}
     assert set(rows) == {"unadjusted", "ipw", "stratified", "matching"}
     # the written numbers equal a direct call of the estimators on the checkpoint's predictions
@@ -131,7 +131,7 @@ def test_fit_then_evaluate_round_trip(tiny_corpus, tmp_path, capsys):
 
 def test_oracle_run_reproduces_true_propensity_estimates(tiny_corpus, tmp_path):
     cli = make_cli(fit_args(tiny_corpus, tmp_path, "oracle.yaml"))
-    result = evaluate_main([str(Path(cli.trainer.log_dir)), "--n_boot", "50"])
+    result = evaluate_main([str(Path(cli.trainer.log_dir)), "--n-boot", "50"])
     task = cli.datamodule.task
     test = task.split.test
     expected = est.stratified(task.treatment[test], task.outcome[test], task.propensity[test]).ate
@@ -171,7 +171,7 @@ def test_evaluate_without_a_run_folder_says_so(tmp_path):
 
 def test_unadjusted_run_evaluates_to_the_difference_in_means(tiny_corpus, tmp_path):
     cli = make_cli(fit_args(tiny_corpus, tmp_path, "unadjusted.yaml"))
-    result = evaluate_main([str(Path(cli.trainer.log_dir)), "--n_boot", "20"])
+    result = evaluate_main([str(Path(cli.trainer.log_dir)), "--n-boot", "20"])
     rows = {r["estimator"]: r for r in result["rows"]}
     task = cli.datamodule.task
     test = task.split.test
@@ -194,7 +194,7 @@ def test_evaluating_a_trained_model_needs_its_checkpoint(tiny_corpus, tmp_path):
     with pytest.raises(
         FileNotFoundError, match=f"No checkpoint in '{re.escape(str(run_dir))}': PropensityModel must be trained"
     ):
-        evaluate_main([str(run_dir), "--n_boot", "0"])
+        evaluate_main([str(run_dir), "--n-boot", "0"])
     assert not (run_dir / "results.json").exists()
 
 
@@ -205,7 +205,7 @@ def test_a_baseline_evaluates_without_a_checkpoint(tiny_corpus, tmp_path):
     run_dir = Path(cli.trainer.log_dir)
     shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
     assert find_checkpoint(run_dir) is None and not cli.model.requires_training
-    result = evaluate_main([str(run_dir), "--n_boot", "0"])
+    result = evaluate_main([str(run_dir), "--n-boot", "0"])
     test = cli.datamodule.task.split.test
     task = cli.datamodule.task
     ipw = next(r for r in result["rows"] if r["estimator"] == "ipw")

@@ -168,7 +168,7 @@ def test_evaluate_with_a_crafted_checkpoint_is_one_line(tiny_corpus, tmp_path, c
 
     run = _run_folder(tmp_path, tiny_corpus)
     ckpt = _crafted_checkpoint(tmp_path / "crafted.ckpt")
-    assert friendly_errors(lambda: evaluate_main([str(run), "--ckpt", str(ckpt), "--n_boot", "0"])) == 2
+    assert friendly_errors(lambda: evaluate_main([str(run), "--ckpt", str(ckpt), "--n-boot", "0"])) == 2
     err = capsys.readouterr().err
     (line,) = error_lines(err)
     assert line.startswith(f"error: The checkpoint '{ckpt}' was refused"), line
@@ -191,7 +191,7 @@ def test_a_run_config_naming_another_package_is_refused_before_import(tiny_corpu
     from textcause.cli.evaluate import main as evaluate_main
 
     run = _run_folder(tmp_path, tiny_corpus, class_path="evil_sentinel.Model")
-    assert friendly_errors(lambda: evaluate_main([str(run), "--n_boot", "0"])) == 2
+    assert friendly_errors(lambda: evaluate_main([str(run), "--n-boot", "0"])) == 2
     (err,) = error_lines(capsys.readouterr().err)
     assert err == (
         f"error: The run config '{run / 'config.yaml'}' names the class 'evil_sentinel.Model' at 'model', "
@@ -200,7 +200,7 @@ def test_a_run_config_naming_another_package_is_refused_before_import(tiny_corpu
     )
     assert not sentinel.exists()
     # trusted explicitly: imported, and still refused as it is no LightningModule
-    assert friendly_errors(lambda: evaluate_main([str(run), "--n_boot", "0", "--allow-module", "evil_sentinel"])) == 2
+    assert friendly_errors(lambda: evaluate_main([str(run), "--n-boot", "0", "--allow-module", "evil_sentinel"])) == 2
     assert sentinel.exists()
     assert "which is not a LightningModule subclass" in capsys.readouterr().err
 

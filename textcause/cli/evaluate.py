@@ -1,7 +1,7 @@
 """``evaluate.py`` / ``textcause evaluate``: reload a run's config and best checkpoint, predict, estimate, write, print.
 
     python evaluate.py runs/textcause/version_0
-    python evaluate.py runs/textcause/version_0 --n_boot 2000 --out results/
+    python evaluate.py runs/textcause/version_0 --n-boot 2000 --out results/
 
 Writes ``results.json`` (all rows and the run's provenance) into the run folder and appends one CSV
 row per estimator to ``results.csv`` in ``--out`` (default: the run folder), then prints a table.
@@ -33,9 +33,19 @@ def build_parser() -> argparse.ArgumentParser:
         choices=list(PROPENSITY_ESTIMATORS),
         help="propensity estimators (unadjusted is always reported first)",
     )
-    parser.add_argument("--n_boot", type=int, default=1000, help="bootstrap replicates of each interval (0: none)")
+    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates of each interval (0: none)")
+    parser.add_argument(
+        "--n_boot", type=int, dest="n_boot", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )  # old spelling
     parser.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the run's seed)")
     parser.add_argument("--out", default=None, help="folder for results.csv (default: the run folder)")
+    parser.add_argument(
+        "--allow-module",
+        action="append",
+        default=[],
+        metavar="PACKAGE",
+        help="trust classes of this package in the run's config.yaml (default: textcause, lightning, torch only)",
+    )
     return parser
 
 
@@ -48,7 +58,7 @@ def main(argv: Sequence[str]) -> dict[str, Any]:
     evaluation = EvaluationSettings(
         n_boot=args.n_boot, split=args.split, estimators=tuple(args.estimators), seed=args.seed
     )
-    result = evaluate_run(args.run_dir, evaluation, ckpt=args.ckpt, csv_dir=args.out)
+    result = evaluate_run(args.run_dir, evaluation, ckpt=args.ckpt, csv_dir=args.out, allow_modules=args.allow_module)
     m = result.meta
     truth = "no true ATE (observational)" if m["true_ate"] is None else f"true ATE {m['true_ate']:+.3f}"
     title = (
