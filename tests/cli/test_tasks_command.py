@@ -35,3 +35,20 @@ def test_an_unknown_task_is_one_line(capsys):
         main(["tasks", "nosuch"])
     assert exc.value.code == 2
     assert "unknown task(s) ['nosuch']" in capsys.readouterr().err
+
+
+def test_usage_lines_name_the_command_the_user_typed(capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys, "argv", ["__main__.py"])
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    assert capsys.readouterr().out.startswith("usage: textcause evaluate ")
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    assert capsys.readouterr().out.startswith("usage: textcause train ")
+    from textcause.cli.evaluate import build_parser
+
+    assert build_parser().format_usage().startswith("usage: evaluate.py ")
+    assert build_parser().parse_args(["run", "--n_boot", "5"]).n_boot == 5  # the old spelling still works
+    assert "--n_boot" not in build_parser().format_help()

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
     from textcause.corpus.types import SPLITS
     from textcause.estimators.registry import DEFAULT_ESTIMATORS, PROPENSITY_ESTIMATORS
 
     parser = argparse.ArgumentParser(
-        prog="evaluate.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("run_dir", help="a training run folder (holds config.yaml and checkpoints/)")
     parser.add_argument("--ckpt", default=None, help="checkpoint to evaluate (default: the run's best)")
@@ -49,9 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str]) -> dict[str, Any]:
-    """Evaluate a run folder; returns ``{"meta", "rows"}`` as written to ``results.json``."""
-    args = build_parser().parse_args(list(argv))
+def main(argv: Sequence[str], *, prog: str = "evaluate.py") -> dict[str, Any]:
+    """Evaluate a run folder; returns ``{"meta", "rows"}`` as written to ``results.json``.
+
+    ``prog`` names the command in usage lines (``textcause evaluate`` when called from there)."""
+    args = build_parser(prog).parse_args(list(argv))
     from textcause.metrics.evaluation import format_table
     from textcause.runs.fit import EvaluationSettings, evaluate_run
 

@@ -105,11 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     if cmd == "train":
         from textcause.runs.lightning_cli import make_cli
 
+        sys.argv[0] = "textcause train"  # argparse names the program after argv[0] (else "__main__.py")
         return friendly_errors(lambda: make_cli(rest))
     if cmd == "evaluate":
         from textcause.cli.evaluate import main as evaluate_main
 
-        return friendly_errors(lambda: evaluate_main(rest))
+        return friendly_errors(lambda: evaluate_main(rest, prog="textcause evaluate"))
     if cmd == "compare":
         from textcause.cli.compare import compare_main
 
