@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Optional
 
 import matplotlib
 
@@ -79,11 +80,21 @@ FIG7_COLUMNS = (
 )
 
 
+#: ``auto`` draws across-seed intervals only when every plotted method has at least this many seeds:
+#: a t interval with 1-3 degrees of freedom is wider than the axis (a 2-seed grid drew accuracy bars
+#: from -1.5 to 2.5), so smaller grids show the per-cell bootstrap intervals instead.
+MIN_SEEDS_FOR_SEED_INTERVALS = 5
+#: Metrics that live in [0, 1]: their axes and error bars are clipped to it.
+UNIT_METRICS = ("treatment_accuracy", "ece", "brier")
+
+
 def resolve_interval(summary: pd.DataFrame, interval: str) -> str:
-    """``auto`` -> ``seeds`` when some method has two or more seeds, else ``bootstrap``."""
+    """``auto`` -> ``seeds`` when every method has :data:`MIN_SEEDS_FOR_SEED_INTERVALS` or more seeds,
+    else ``bootstrap``."""
     check_options(interval, "interval", "resolve_interval", INTERVALS)
     if interval == "auto":
-        return "seeds" if summary["n_seeds"].max() >= 2 else "bootstrap"
+        seeds = summary.loc[summary["n_seeds"] > 0, "n_seeds"]
+        return "seeds" if len(seeds) and seeds.min() >= MIN_SEEDS_FOR_SEED_INTERVALS else "bootstrap"
     return interval
 
 
@@ -102,14 +113,23 @@ def panel_points(summary: pd.DataFrame, task: str, estimator: str | None, metric
             lo, hi = corrected_interval(y, sd, r.n_seeds, r.test_train_ratio)
         elif interval == "bootstrap" and metric == "bias":
             lo, hi = r.mean_ci_low - r.true_ate, r.mean_ci_high - r.true_ate
+        if metric in UNIT_METRICS:  # an interval never leaves the metric's range
+            lo, hi = (float(np.clip(v, 0.0, 1.0)) if np.isfinite(v) else v for v in (lo, hi))
         out.append({"model": r.model, "level": int(r.level), "y": y, "lo": lo, "hi": hi})
     return pd.DataFrame(out, columns=["model", "level", "y", "lo", "hi"])
 
 
 def _draw_panel(
-    ax: plt.Axes, points: pd.DataFrame, models: list[str], labels: dict[str, str], levels: list[int], metric: str
+    ax: plt.Axes,
+    points: pd.DataFrame,
+    models: list[str],
+    labels: dict[str, str],
+    levels: list[int],
+    metric: str,
+    *,
+    compact: bool = False,
 ) -> None:
-    width = 0.6
+    width = 0.75 if compact else 0.6
     offsets = np.linspace(-width / 2, width / 2, len(models)) if len(models) > 1 else np.zeros(1)
     for i, model in enumerate(models):
         p = points[points["model"] == model].sort_values("level")
@@ -120,7 +140,20 @@ def _draw_panel(
         err = np.vstack([y - p["lo"].to_numpy(), p["hi"].to_numpy() - y])
         err = np.where(np.isfinite(err), np.maximum(err, 0.0), 0.0)
         marker, color = model_style(i)
-        ax.errorbar(x, y, yerr=err, fmt=marker, color=color, ms=5, capsize=2, elinewidth=1, label=labels[model])
+        ax.errorbar(
+            x,
+            y,
+            yerr=err,
+            fmt=marker,
+            color=color,
+            ms=3 if compact else 5,
+            capsize=1 if compact else 2,
+            elinewidth=0.7 if compact else 1,
+            label=labels[model],
+            clip_on=False,
+        )
+    if metric in UNIT_METRICS:
+        ax.set_ylim(0.0, 1.0)
     if metric == "bias":
         ax.axhline(0.0, color="0.3", lw=0.8, ls="--", zorder=0)
     ax.set_xticks(range(len(levels)), [str(lv) for lv in levels])
@@ -138,35 +171,43 @@ def grid_figure(
     *,
     interval: str = "auto",
     title: str = "",
+    compact: bool = False,
 ) -> plt.Figure:
-    """One row per task, one column per (title, estimator, metric); a shared legend at the bottom."""
+    """One row per task, one column per (title, estimator, metric); a shared legend at the bottom.
+
+    Columns of one row that show the same metric share their y axis (e.g. the bias of every
+    estimator); ``compact`` draws smaller markers in narrower panels and a wider legend (many models).
+    """
     interval = resolve_interval(summary, interval)
     models = model_order(summary["model"].unique())
     labels = model_labels(models)
     nrows, ncols = len(tasks), len(columns)
-    width = 4.2 + 0.15 * max(0, len(models) - 8)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, 2.9 * nrows + 1.4), squeeze=False)
+    width = (3.2 + 0.06 * max(0, len(models) - 8)) if compact else (4.2 + 0.15 * max(0, len(models) - 8))
+    height = 2.3 if compact else 2.9
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows + 1.4), squeeze=False)
     letter = iter("abcdefghijklmnopqrstuvwxyz" * 4)
     for r, task in enumerate(tasks):
         levels = sorted(summary.loc[summary["task"] == task, "level"].unique())
         for c, (col_title, estimator, metric) in enumerate(columns):
             ax = axes[r][c]
             points = panel_points(summary, task, estimator, metric, interval)
-            _draw_panel(ax, points, models, labels, [int(lv) for lv in levels], metric)
+            _draw_panel(ax, points, models, labels, [int(lv) for lv in levels], metric, compact=compact)
             ax.set_title(f"({next(letter)}) {task_label(task)}: {col_title}", fontsize=9, loc="left")
             if points.empty:
                 ax.text(0.5, 0.5, "no results", transform=ax.transAxes, ha="center", va="center", color="0.5")
+        _share_rows(axes[r], [metric for _, _, metric in columns])
     handles, names = [], []
     for ax in axes.flat:
         for h, n in zip(*ax.get_legend_handles_labels()):
             if n not in names:
                 handles.append(h)
                 names.append(n)
+    per_row = 8 if compact else 5
     fig.legend(
         handles,
         names,
         loc="lower center",
-        ncol=min(len(names), 5),
+        ncol=min(len(names), per_row),
         fontsize=8,
         frameon=False,
         bbox_to_anchor=(0.5, 0.0),
@@ -174,9 +215,20 @@ def grid_figure(
     head = f"{title}\n{INTERVAL_LABELS[interval]}; models jittered on x" if title else INTERVAL_LABELS[interval]
     fig.suptitle(head, fontsize=10)
     height = fig.get_figheight()
-    legend_inches = 0.22 * ((len(names) + 4) // 5) + 0.15
+    legend_inches = 0.22 * ((len(names) + per_row - 1) // per_row) + 0.15
     fig.tight_layout(rect=(0, legend_inches / height, 1, 1 - 0.45 / height))
     return fig
+
+
+def _share_rows(row: Sequence[plt.Axes], metrics: Sequence[str]) -> None:
+    """Give the panels of one row that show the same metric one y range (the union of theirs)."""
+    for metric in set(metrics):
+        group = [ax for ax, m in zip(row, metrics) if m == metric]
+        if len(group) < 2 or metric in UNIT_METRICS:
+            continue
+        lows, highs = zip(*(ax.get_ylim() for ax in group))
+        for ax in group:
+            ax.set_ylim(min(lows), max(highs))
 
 
 def agreement_figure(table: pd.DataFrame) -> plt.Figure:
@@ -226,16 +278,26 @@ def draw_figures(
     corpus: str,
     interval: str = "auto",
     formats: Sequence[str] = ("png", "svg"),
+    compact: Optional[bool] = None,
 ) -> dict[str, list[Path]]:
-    """Fig. 4, 6, 7 and 11 for one corpus; returns ``{figure stem: [paths]}`` (absent tasks: no figure)."""
+    """Fig. 4, 6, 7 and 11 for one corpus; returns ``{figure stem: [paths]}`` (absent tasks: no figure).
+
+    ``compact`` (None: when there are more than 8 models) draws the smaller layout of :func:`grid_figure`."""
     data = summary[summary["corpus"] == corpus]
+    if compact is None:
+        compact = data["model"].nunique() > 8
     tasks = [t for t in task_order(data["task"]) if t != "order_of_text"]
     written: dict[str, list[Path]] = {}
     tag = corpus.replace("/", "_")
     if tasks:
         written[f"fig4_tasks_{tag}"] = save_figure(
             grid_figure(
-                data, tasks, FIG4_COLUMNS, interval=interval, title=f"Treatment accuracy and bias by task ({corpus})"
+                data,
+                tasks,
+                FIG4_COLUMNS,
+                interval=interval,
+                compact=compact,
+                title=f"Treatment accuracy and bias by task ({corpus})",
             ),
             out_dir,
             f"fig4_tasks_{tag}",
@@ -245,20 +307,31 @@ def draw_figures(
         if ests:
             cols = [(f"{ESTIMATOR_LABELS[e]} bias", e, "bias") for e in ests]
             written[f"fig6_estimators_{tag}"] = save_figure(
-                grid_figure(data, tasks, cols, interval=interval, title=f"Bias by estimator ({corpus})"),
+                grid_figure(
+                    data, tasks, cols, interval=interval, compact=compact, title=f"Bias by estimator ({corpus})"
+                ),
                 out_dir,
                 f"fig6_estimators_{tag}",
                 formats,
             )
         written[f"fig7_propensity_{tag}"] = save_figure(
-            grid_figure(data, tasks, FIG7_COLUMNS, interval=interval, title=f"Propensity quality ({corpus})"),
+            grid_figure(
+                data, tasks, FIG7_COLUMNS, interval=interval, compact=compact, title=f"Propensity quality ({corpus})"
+            ),
             out_dir,
             f"fig7_propensity_{tag}",
             formats,
         )
     if "order_of_text" in set(data["task"]):
         written[f"fig11_order_of_text_{tag}"] = save_figure(
-            grid_figure(data, ["order_of_text"], FIG4_COLUMNS, interval=interval, title=f"Order of Text ({corpus})"),
+            grid_figure(
+                data,
+                ["order_of_text"],
+                FIG4_COLUMNS,
+                interval=interval,
+                compact=compact,
+                title=f"Order of Text ({corpus})",
+            ),
             out_dir,
             f"fig11_order_of_text_{tag}",
             formats,
