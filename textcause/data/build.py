@@ -9,7 +9,9 @@ outcomes, split and features.
 
 Results are memoised per process (a few entries: token tables are large), so a second data module
 with the same settings, the CLI's evaluation after a fit, or a method cell beside a model cell do
-not rebuild; :func:`clear_built` forgets them (long-lived workers call it between cells).
+not rebuild; :func:`clear_built` forgets them (long-lived workers call it between cells). In a
+multi-process job the ranks of a machine take turns on the first build of a setting, so the caches
+are filled once and read by all (:mod:`textcause.data.distributed`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any, Optional
 import numpy as np
 import scipy.sparse as sp
 
+from textcause.data.distributed import one_build_at_a_time
 from textcause.features.kinds import EMBEDDING_KINDS, NGRAM_KINDS, REPRESENTATIONS
 from textcause.io import content_key
 from textcause.validation import check_int, check_options
@@ -226,8 +229,9 @@ def build_data(settings: DataSettings, *, cache: bool = True) -> BuiltData:
     if key in _BUILT:
         _BUILT.move_to_end(key)
         return _BUILT[key]
-    task = build_task(settings)
-    features, info = _features(task, settings, cache)
+    with one_build_at_a_time(key):  # ranks of a torchrun / SLURM job: one fills the caches, the others read them
+        task = build_task(settings)
+        features, info = _features(task, settings, cache)
     built = BuiltData(task, features, info)
     _BUILT[key] = built
     while len(_BUILT) > _MEMO_SIZE:

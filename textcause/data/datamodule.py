@@ -4,6 +4,12 @@
 task, representation) and serving options (batch size, workers, the predict split); the task and
 features come from :func:`textcause.data.build.build_data`, the one build every caller shares.
 Batches are ``{"x", "t", "y", "p_true", "index"}`` for the train / val / test / predict splits.
+
+Under DDP the evaluation splits (val, test, predict) are served by
+:func:`~textcause.data.distributed.evaluation_sampler`: each unit on exactly one rank, none
+repeated (Lightning's default ``DistributedSampler`` pads a split with repeated units), so the
+logged losses, weighted by batch size over ranks, and the gathered predictions are those of one
+process. Training batches are Lightning's ``DistributedSampler`` shards, as usual.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from torch.utils.data import DataLoader
 from textcause.corpus.splits import SPLITS
 from textcause.data.batches import FeatureCollate, HistoryCollate, IndexDataset
 from textcause.data.build import BuiltData, DataSettings, build_data
+from textcause.data.distributed import evaluation_sampler
 from textcause.data.memory import keep_freed_memory
 from textcause.features.kinds import EMBEDDING_KINDS
 from textcause.validation import check_int, check_options
@@ -171,10 +178,13 @@ class CausalTextDataModule(L.LightningDataModule):
             )
         else:
             collate = FeatureCollate(self.features, task.treatment, task.outcome, task.propensity)
+        dataset = IndexDataset(task.split[split])
+        sampler = None if shuffle else evaluation_sampler(dataset, getattr(self, "trainer", None), split)
         return DataLoader(
-            IndexDataset(task.split[split]),
+            dataset,
             batch_size=self.hparams.batch_size,
             shuffle=shuffle,
+            sampler=sampler,
             num_workers=self.hparams.num_workers,
             collate_fn=collate,
             persistent_workers=self.hparams.num_workers > 0,

@@ -6,7 +6,9 @@ and trains it with binary cross-entropy at the masked positions only (label 1 fe
 then linear decay of the learning rate. Validation and test log, at the masked positions,
 ``<stage>_loss`` (mean cross-entropy), ``<stage>_acc`` and ``<stage>_f1`` (female as the positive
 class): torchmetrics objects whose states are summed over DDP ranks, so a 2-process run logs the
-numbers of one process (the data module serves evaluation splits without repeats).
+numbers of one process (the data module serves evaluation splits without repeats). Under DDP
+the training loss is also the mean over every mask of the step, not a mean of the ranks' means
+(their batches hold different numbers of masks), so the gradient is that of one process.
 
 :meth:`GenderMaskedModel.female_probability` scores probes: P(female) at the one mask of each text.
 Through the binary head P(male) = 1 - P(female): the female and male curves of a probe are mirror
@@ -30,7 +32,7 @@ from torchmetrics import MeanMetric
 from torchmetrics.classification import BinaryAccuracy, BinaryF1Score
 
 from textcause.gender.masking import IGNORE
-from textcause.models.propensity import as_net, save_net_config
+from textcause.models.propensity import as_net, one_thread_if_forked, save_net_config, world_size
 from textcause.validation import check_int, check_real
 
 Batch = dict[str, torch.Tensor]
@@ -71,6 +73,7 @@ class GenderMaskedModel(L.LightningModule):
         self._tokenizer: Any = None
 
     def setup(self, stage: str) -> None:
+        one_thread_if_forked(self)
         # The text must be masked by the tokenizer of the network's encoder (the data module's
         # typed settings say which; a data module without them is not checked).
         datamodule = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
@@ -99,8 +102,27 @@ class GenderMaskedModel(L.LightningModule):
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         logits, labels = self.masked_logits(batch)
-        loss = F.binary_cross_entropy_with_logits(logits, labels.float())
-        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=int(labels.numel()))
+        world = world_size(self)
+        if world <= 1:
+            loss = F.binary_cross_entropy_with_logits(logits, labels.float())
+            self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=int(labels.numel()))
+            return loss
+        # DDP averages the ranks' gradients, but the ranks' batches hold different numbers of masks:
+        # the mean over all masks of the step is sum_r(loss sum of rank r) / total masks, so each rank
+        # scales its sum by world / total (one scalar all-reduce), as one process would with the whole batch.
+        total = self.trainer.strategy.reduce(torch.tensor(float(labels.numel()), device=logits.device), reduce_op="sum")
+        summed = F.binary_cross_entropy_with_logits(logits, labels.float(), reduction="sum")
+        loss = summed * (world / total.clamp(min=1.0))
+        mean = summed.detach() / max(int(labels.numel()), 1)
+        self.log(
+            "train_loss",
+            mean,
+            on_step=True,
+            on_epoch=True,
+            prog_bar=True,
+            sync_dist=True,
+            batch_size=int(labels.numel()),
+        )
         return loss
 
     def _evaluate(self, batch: Batch, stage: str) -> None:

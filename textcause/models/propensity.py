@@ -6,6 +6,10 @@ that turn a batch into clamped propensities, log the loss, and feed a :class:`Pr
 computes whole-sample ATEs and metrics. ``PropensityModel`` trains an injected network
 (``models/components``) with binary cross-entropy on T and Adam (Weld et al., appendix E.3).
 
+Under DDP the evaluation is whole-sample: the collectors are gathered over ranks (de-duplicated by
+unit index) before any estimate, ``val_loss`` / ``test_loss`` are batch-size-weighted over ranks,
+and with ``optimizer: lbfgs`` every rank sees the loss averaged over ranks (L-BFGS steers by it).
+
 Checkpoints rebuild themselves: ``PropensityModel.load_from_checkpoint(path)`` needs no arguments.
 The model calls ``save_hyperparameters(ignore=["net"])`` and stores, as ``hparams["net"]``, the
 network's rebuild config read off the module itself (:func:`net_config`: a component keeps its
@@ -31,12 +35,35 @@ import lightning as L
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torchmetrics import MeanMetric
 
 from textcause.metrics.torch import PredictionCollector
 from textcause.validation import check_int, check_options, check_real
 
 EPS = 1e-6
 Batch = dict[str, Any]
+
+
+def world_size(module: L.LightningModule) -> int:
+    """The number of processes ``module`` trains or evaluates in (1 when it has no trainer)."""
+    trainer = module._trainer
+    return int(trainer.world_size) if trainer is not None else 1
+
+
+def one_thread_if_forked(module: L.LightningModule) -> None:
+    """Use one intra-op thread in a rank that Lightning forked (``ddp_fork``, ``configs/trainer/ddp_cpu.yaml``).
+
+    OpenMP's thread pool does not survive ``fork``: once the parent has run a parallel region
+    (encoding posts, a one-process fit before), a forked child whose next parallel region has more
+    than one thread waits forever for threads that were never copied (measured here with torch's
+    MKL sparse and dense matmuls). Lightning gives each child ``cores // processes`` threads, which
+    is more than one on any machine with more cores than ranks. Forked ranks therefore run one
+    thread each; start more of them for more cores. Other launchers are left alone.
+    """
+    trainer = module._trainer
+    launcher = getattr(getattr(trainer, "strategy", None), "launcher", None) if trainer is not None else None
+    if getattr(launcher, "_start_method", None) == "fork":
+        torch.set_num_threads(1)
 
 
 def clamp_propensity(p: torch.Tensor) -> torch.Tensor:
@@ -193,6 +220,8 @@ class PropensityModule(L.LightningModule):
         super().__init__()
         self.val_outputs = PredictionCollector()
         self.test_outputs = PredictionCollector()
+        # The validation / test loss under DDP (no state in checkpoints; unused in one process).
+        self._loss_means = nn.ModuleDict({stage: MeanMetric().set_dtype(torch.float64) for stage in ("val", "test")})
 
     # ------------------------------------------------------------------ to implement
     def propensity_and_loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -213,23 +242,34 @@ class PropensityModule(L.LightningModule):
 
     def _evaluate(self, batch: Batch, stage: str, collector: PredictionCollector) -> torch.Tensor:
         p, loss = self.propensity_and_loss(batch)
+        n = int(batch["t"].shape[0])
+        value: Any = loss
+        if world_size(self) > 1:
+            # Lightning's batch-size-weighted epoch mean divides the summed batch sizes by the world
+            # size in integer arithmetic (23 units on 2 ranks count as 22); a metric sums float weights.
+            value = self._loss_means[stage]
+            value.update(loss.detach(), weight=n)
         self.log(
-            f"{stage}_loss",
-            loss,
-            on_step=False,
-            on_epoch=True,
-            prog_bar=stage == "val",
-            sync_dist=True,
-            batch_size=int(batch["t"].shape[0]),
+            f"{stage}_loss", value, on_step=False, on_epoch=True, prog_bar=stage == "val", sync_dist=True, batch_size=n
         )
         collector.update(**self._outputs(batch, p.detach()))
         return loss
 
+    def _reset(self, stage: str, collector: PredictionCollector) -> None:
+        collector.reset()
+        # Fresh states that are normal tensors: states reset under inference mode would be inference
+        # tensors, which a later run under no_grad (DDP with gloo) cannot update in place.
+        with torch.inference_mode(False):
+            self._loss_means[stage].reset()
+
+    def setup(self, stage: str) -> None:
+        one_thread_if_forked(self)
+
     def on_validation_epoch_start(self) -> None:
-        self.val_outputs.reset()
+        self._reset("val", self.val_outputs)
 
     def on_test_epoch_start(self) -> None:
-        self.test_outputs.reset()
+        self._reset("test", self.test_outputs)
 
     def validation_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         return self._evaluate(batch, "val", self.val_outputs)
@@ -280,6 +320,7 @@ class PropensityModel(PropensityModule):
         save_net_config(self, "PropensityModel")
 
     def setup(self, stage: str) -> None:
+        super().setup(stage)
         # A net that depends on how the data were built (e.g. SHERBERT with unfrozen encoder layers
         # needs the token states of a given layer of the same encoder) declares it; the data
         # module's typed settings must match (a data module without them, such as a test's toy
@@ -304,6 +345,13 @@ class PropensityModel(PropensityModule):
         if self.optimizer_name == "lbfgs" and self.weight_decay > 0:
             loss = loss + 0.5 * self.weight_decay * sum((w**2).sum() for w in self.parameters())
         self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True, batch_size=int(batch["t"].shape[0]))
+        if self.optimizer_name == "lbfgs" and world_size(self) > 1:
+            # L-BFGS decides its line search and its stopping from the loss value: every rank must see
+            # the same one, or the ranks take different numbers of closure calls (each a gradient
+            # all-reduce) and wait for each other forever. The value becomes the mean over ranks; the
+            # gradient stays this rank's, which DDP averages.
+            mean = self.trainer.strategy.reduce(loss.detach().clone(), reduce_op="mean")  # the reduce is in place
+            loss = loss + (mean - loss.detach())
         return loss
 
     def configure_optimizers(self) -> torch.optim.Optimizer:

@@ -60,8 +60,9 @@ class EvaluationSettings:
         owner = "EvaluationSettings"
         check_int(self.n_boot, "n_boot", owner, low=0)
         check_options(self.split, "split", owner, SPLITS)
-        object.__setattr__(self, "estimators", check_subset(list(self.estimators), "estimators", owner,
-                                                            PROPENSITY_ESTIMATORS))
+        object.__setattr__(
+            self, "estimators", check_subset(list(self.estimators), "estimators", owner, PROPENSITY_ESTIMATORS)
+        )
         if self.seed is not None:
             check_int(self.seed, "seed", owner, low=0)
 
@@ -178,8 +179,10 @@ def read_config(path: Path) -> dict[str, Any]:
 
 def csv_logger(run_dir: Path) -> dict[str, Any]:
     """The logger config of a batch run: a CSV log in ``<run_dir>/fit/version_0``."""
-    return {"class_path": "lightning.pytorch.loggers.CSVLogger",
-            "init_args": {"save_dir": str(run_dir), "name": "fit", "version": 0}}
+    return {
+        "class_path": "lightning.pytorch.loggers.CSVLogger",
+        "init_args": {"save_dir": str(run_dir), "name": "fit", "version": 0},
+    }
 
 
 def run_config(settings: RunSettings) -> dict[str, Any]:
@@ -224,12 +227,48 @@ def find_checkpoint(log_dir: Path) -> Optional[Path]:
 
 
 def predict_propensities(trainer: Any, model: Any, data: Any, ckpt: Optional[Path]) -> dict[str, np.ndarray]:
-    """Run ``trainer.predict`` and return the concatenated outputs sorted by unit index."""
+    """Run ``trainer.predict`` and return the concatenated outputs sorted by unit index.
+
+    Under DDP every rank predicts a share of the units: the outputs of all ranks are gathered
+    (:class:`~textcause.callbacks.PredictionGather`, for every launcher: ``ddp``, ``torchrun``,
+    SLURM, ``ddp_fork`` / ``ddp_spawn``) and each unit is kept once, so the evaluation sees the
+    whole split, as in one process.
+    """
+    if trainer.world_size > 1 or _forks(trainer):
+        return _predict_gathered(trainer, model, data, ckpt)
     outputs = trainer.predict(model, datamodule=data, ckpt_path=str(ckpt) if ckpt else None)
     keys = outputs[0].keys()
     merged = {k: np.concatenate([o[k].detach().cpu().numpy().reshape(-1) for o in outputs]) for k in keys}
     order = np.argsort(merged["index"], kind="stable")
     return {k: v[order] for k, v in merged.items()}
+
+
+def _forks(trainer: Any) -> bool:
+    """Whether ``trainer`` runs its loops in child processes (``ddp_fork`` / ``ddp_spawn``, even on one device)."""
+    from lightning.pytorch.strategies.launchers.multiprocessing import _MultiProcessingLauncher
+
+    return isinstance(getattr(trainer.strategy, "launcher", None), _MultiProcessingLauncher)
+
+
+def _predict_gathered(trainer: Any, model: Any, data: Any, ckpt: Optional[Path]) -> dict[str, np.ndarray]:
+    import tempfile
+
+    from textcause.callbacks.predictions import PredictionGather
+
+    with tempfile.TemporaryDirectory(prefix="textcause-predict-") as tmp:
+        gather = PredictionGather(Path(tmp))
+        # Predicting logs nothing; under fork / spawn the ranks would open the loggers afresh (a new
+        # wandb run, a CSV log started over): they are set aside meanwhile.
+        loggers, trainer.loggers = trainer.loggers, []
+        trainer.callbacks.append(gather)
+        try:  # fork / spawn launchers return no predictions: the ranks' outputs come back through the folder
+            trainer.predict(model, datamodule=data, ckpt_path=str(ckpt) if ckpt else None, return_predictions=False)
+        finally:
+            trainer.callbacks.remove(gather)
+            trainer.loggers = loggers
+        merged = gather.load()
+    _, first = np.unique(merged["index"], return_index=True)  # sorted by index, each unit once
+    return {k: v[first] for k, v in merged.items()}
 
 
 def model_name(model: Any) -> str:
@@ -246,8 +285,9 @@ def _check_checkpoint(model: Any, ckpt: Optional[Path], where: str) -> None:
         )
 
 
-def evaluate_model(trainer: Any, model: Any, data: Any, ckpt: Optional[Path], evaluation: EvaluationSettings,
-                   run_label: str) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, np.ndarray]]:
+def evaluate_model(
+    trainer: Any, model: Any, data: Any, ckpt: Optional[Path], evaluation: EvaluationSettings, run_label: str
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, np.ndarray]]:
     """Predict ``data``'s evaluation split with ``ckpt`` and evaluate: (rows, meta, predictions)."""
     from textcause.metrics.evaluation import evaluate_propensities
 
@@ -258,13 +298,26 @@ def evaluate_model(trainer: Any, model: Any, data: Any, ckpt: Optional[Path], ev
     p_true = pred["p_true"] if np.isfinite(pred["p_true"]).all() else None
     seed = hp.seed if evaluation.seed is None else evaluation.seed
     rows = evaluate_propensities(
-        pred["t"], pred["y"], pred["propensity"], true_propensity=p_true, true_ate=task.true_ate,
-        estimators=evaluation.estimators, n_boot=evaluation.n_boot, seed=seed,
+        pred["t"],
+        pred["y"],
+        pred["propensity"],
+        true_propensity=p_true,
+        true_ate=task.true_ate,
+        estimators=evaluation.estimators,
+        n_boot=evaluation.n_boot,
+        seed=seed,
     )
     meta = {
-        "run": run_label, "model": model_name(model), "corpus": hp.corpus, "task": hp.task, "level": hp.level,
-        "seed": hp.seed, "representation": hp.representation, "split": evaluation.split,
-        "true_ate": task.true_ate, "sample_ate": task.sample_ate,
+        "run": run_label,
+        "model": model_name(model),
+        "corpus": hp.corpus,
+        "task": hp.task,
+        "level": hp.level,
+        "seed": hp.seed,
+        "representation": hp.representation,
+        "split": evaluation.split,
+        "true_ate": task.true_ate,
+        "sample_ate": task.sample_ate,
     }
     return [{**meta, **r} for r in rows], meta, pred
 
@@ -282,8 +335,12 @@ def append_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 
 def write_results(result: RunResult, log_dir: Path, csv_dir: Path, evaluation: EvaluationSettings) -> list[Path]:
     """``results.json`` (rows and provenance) in ``log_dir``; the rows appended to ``csv_dir/results.csv``."""
-    meta = {**result.meta, "checkpoint": str(result.checkpoint) if result.checkpoint else None,
-            "n_boot": evaluation.n_boot, "seconds": round(result.eval_seconds or 0.0, 3)}
+    meta = {
+        **result.meta,
+        "checkpoint": str(result.checkpoint) if result.checkpoint else None,
+        "n_boot": evaluation.n_boot,
+        "seconds": round(result.eval_seconds or 0.0, 3),
+    }
     json_path = atomic_write_json(Path(log_dir) / "results.json", {"meta": meta, "rows": result.rows})
     csv_path = Path(csv_dir) / "results.csv"
     append_csv(csv_path, result.rows)
@@ -315,12 +372,20 @@ def fit_and_evaluate(settings: RunSettings) -> RunResult:
         ckpt = Path(best) if best else None
         _check_checkpoint(model, ckpt, str(log_dir))
         rows, meta, pred = evaluate_model(trainer, model, data, ckpt, settings.evaluation, str(log_dir))
-        result = RunResult(rows, meta, ckpt, log_dir, pred, dict(data.representation_info), train_s,
-                           time.perf_counter() - started - train_s)
+        result = RunResult(
+            rows,
+            meta,
+            ckpt,
+            log_dir,
+            pred,
+            dict(data.representation_info),
+            train_s,
+            time.perf_counter() - started - train_s,
+        )
         score = getattr(checkpoint, "best_model_score", None)
         result.monitor = getattr(checkpoint, "monitor", None)
         result.best_score = float(score) if score is not None else None
-        if log_dir is not None:
+        if log_dir is not None and trainer.is_global_zero:  # under DDP every rank holds the rows; one writes them
             write_results(result, log_dir, settings.run_dir or log_dir, settings.evaluation)
         ok = True
         return result
@@ -339,8 +404,14 @@ def finish_wandb(trainer: Any, *, ok: bool = True) -> None:
             run.finish(exit_code=0 if ok else 1)
 
 
-def evaluate_run(run_dir: str | Path, evaluation: EvaluationSettings = EvaluationSettings(), *,
-                 ckpt: str | Path | None = None, csv_dir: str | Path | None = None) -> RunResult:
+def evaluate_run(
+    run_dir: str | Path,
+    evaluation: EvaluationSettings = EvaluationSettings(),
+    *,
+    ckpt: str | Path | None = None,
+    csv_dir: str | Path | None = None,
+    allow_modules: Sequence[str] = (),
+) -> RunResult:
     """Evaluate a finished run folder (``config.yaml`` and ``checkpoints/``): ``evaluate.py``.
 
     Args:
@@ -348,10 +419,14 @@ def evaluate_run(run_dir: str | Path, evaluation: EvaluationSettings = Evaluatio
         evaluation: how to evaluate.
         ckpt: the checkpoint (default: the run's best).
         csv_dir: where ``results.csv`` is appended (default: the run folder).
+        allow_modules: packages beyond textcause, lightning, torch and torchmetrics whose classes
+            the run's config may name (``evaluate.py --allow-module``).
 
     Raises:
         FileNotFoundError: no ``config.yaml``, a named checkpoint that does not exist, or no
             checkpoint for a model that must be trained.
+        ValueError: the config names a class outside the allowed packages (nothing it names is
+            imported) or of the wrong kind (see :func:`textcause.runs.lightning_cli.check_class_paths`).
     """
     run_dir = Path(run_dir)
     config_path = run_dir / "config.yaml"
@@ -363,14 +438,35 @@ def evaluate_run(run_dir: str | Path, evaluation: EvaluationSettings = Evaluatio
     saved = read_config(config_path)
     for key in ("ckpt_path", "weights_only"):  # fit-only keys, not options of a bare (run=False) CLI
         saved.pop(key, None)
-    config = merge(saved, nest({"data.predict_split": evaluation.split, "trainer.logger": False, "trainer.devices": 1,
-                                "trainer.callbacks": [], "trainer.enable_progress_bar": False}))
+    config = merge(
+        saved,
+        nest(
+            {
+                "data.predict_split": evaluation.split,
+                "trainer.logger": False,
+                "trainer.devices": 1,
+                "trainer.callbacks": [],
+                "trainer.enable_progress_bar": False,
+            }
+        ),
+    )
+    from textcause.runs.lightning_cli import check_class_paths
+
+    check_class_paths(config, str(config_path), allow=allow_modules)  # before anything it names is imported
     started = time.perf_counter()
     cli = instantiate(config, save_config_callback=None)
     _check_checkpoint(cli.model, checkpoint, str(run_dir))
     rows, meta, pred = evaluate_model(cli.trainer, cli.model, cli.datamodule, checkpoint, evaluation, str(run_dir))
-    result = RunResult(rows, meta, checkpoint, run_dir, pred, dict(cli.datamodule.representation_info), None,
-                       time.perf_counter() - started)
+    result = RunResult(
+        rows,
+        meta,
+        checkpoint,
+        run_dir,
+        pred,
+        dict(cli.datamodule.representation_info),
+        None,
+        time.perf_counter() - started,
+    )
     write_results(result, run_dir, Path(csv_dir) if csv_dir else run_dir, evaluation)
     return result
 
