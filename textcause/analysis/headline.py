@@ -7,7 +7,10 @@ Two small tables from :func:`textcause.analysis.inference.seed_summary`, for one
 * :func:`placebo_table`: rows = models, columns = estimators, cells = the share of seeds whose 95%
   interval excludes 0 on the Placebo task (true ATE 0: every exclusion is a false discovery).
 
-``textcause demo`` prints them; ``textcause report`` puts them first in the report.
+``textcause report`` puts them first in the report. ``textcause demo`` prints :func:`format_cells`:
+one row per (task level, model) with the true ATE, treatment accuracy, the units used, the bias and
+its interval side by side, and a flag on every cell whose estimate should not be trusted as it is
+(:func:`cell_flags`).
 """
 
 from __future__ import annotations
@@ -126,6 +129,114 @@ def format_headline(summary: pd.DataFrame, corpus: str, estimator: str = "strati
     return "\n".join(lines)
 
 
-def _fixed(rows: list[list[str]]) -> list[str]:
+def _fixed(rows: list[list[str]], left: tuple[int, ...] = (0,)) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    return [
+        "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+        for r in rows
+    ]
+
+
+#: A propensity model whose mean treatment accuracy is at most this has learnt nothing (the tasks
+#: treat about half of the users, so chance is about 0.5).
+CHANCE_ACCURACY = 0.55
+#: Models that are references, not propensity models to judge.
+REFERENCES = ("oracle", "unadjusted")
+
+
+def cell_flags(row: Any, estimator: str) -> list[str]:
+    """Why one summary row's estimate is unreliable: units dropped, a model at chance, failed seeds."""
+    flags = []
+    dropped = getattr(row, "max_n_dropped", np.nan)
+    if np.isfinite(dropped) and dropped > 0:
+        what = {"stratified": "in empty strata", "matching": "outside the caliper"}.get(estimator, "dropped")
+        flags.append(f"{int(dropped)} users {what}")
+    acc = getattr(row, "mean_treatment_accuracy", np.nan)
+    if row.model not in REFERENCES and np.isfinite(acc) and acc <= CHANCE_ACCURACY:
+        flags.append(f"model at chance (accuracy {acc:.2f})")
+    if getattr(row, "n_failed", 0):
+        flags.append(f"{int(row.n_failed)} seed(s) failed")
+    return flags
+
+
+def cell_table(summary: pd.DataFrame, corpus: str, estimator: str = "stratified") -> pd.DataFrame:
+    """One row per (task level, model) of ``estimator``: truth, accuracy, units, bias, interval, flags.
+
+    The interval is the per-seed 95% interval of the estimate, its ends averaged over seeds and
+    shifted by the true ATE (an interval of the bias); ``sd`` is the bias's sd over seeds.
+    """
+    sub = summary[(summary["corpus"] == corpus) & (summary["estimator"] == estimator)]
+    if sub.empty:
+        raise ValueError(
+            f"No {estimator!r} results for corpus {corpus!r}; the results have corpora "
+            f"{sorted(set(summary['corpus']))} and estimators {sorted(set(summary['estimator']))}."
+        )
+    order = {m: i for i, m in enumerate(model_order(sub["model"].unique()))}
+    labels = model_labels(list(order))
+    levels = {lv: i for i, lv in enumerate(_levels(sub))}
+    rows = []
+    for r in sub.itertuples():
+        rows.append(
+            {
+                "task level": _task_label(r.task, int(r.level)),
+                "model": labels[r.model],
+                "seeds": int(r.n_seeds),
+                "true ATE": r.true_ate,
+                "accuracy": r.mean_treatment_accuracy,
+                "n_used": r.mean_n_used,
+                "bias": r.mean_bias,
+                "sd": r.sd_bias,
+                "ci_low": r.mean_ci_low - r.true_ate,
+                "ci_high": r.mean_ci_high - r.true_ate,
+                "flags": "; ".join(cell_flags(r, estimator)),
+                "_order": (levels[(str(r.task), int(r.level))], order[r.model]),
+            }
+        )
+    table = pd.DataFrame(rows).sort_values("_order").drop(columns="_order").reset_index(drop=True)
+    return table
+
+
+def format_cells(summary: pd.DataFrame, corpus: str, estimator: str = "stratified") -> str:
+    """Fixed-width text of :func:`cell_table` and the placebo table, for a terminal."""
+    table = cell_table(summary, corpus, estimator)
+    n = int(table["seeds"].max()) if len(table) else 0
+
+    def num(v: Any, fmt: str) -> str:
+        return "-" if not np.isfinite(v) else format(v, fmt)
+
+    body = [
+        ["Task level", "Model", "true ATE", "accuracy", "n_used", "bias", "± sd", "95% interval of the bias", "flags"]
+    ]
+    for r in table.to_dict("records"):
+        interval = "-" if not np.isfinite(r["ci_low"]) else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+        body.append(
+            [
+                r["task level"],
+                r["model"],
+                num(r["true ATE"], "+.2f"),
+                num(r["accuracy"], ".3f"),
+                num(r["n_used"], ".0f"),
+                num(r["bias"], "+.3f"),
+                num(r["sd"], ".3f"),
+                interval,
+                r["flags"],
+            ]
+        )
+    what = ESTIMATOR_LABELS.get(estimator, estimator)
+    lines = [
+        f"{what} estimates on {corpus}, mean over {n} seed(s) (bias = estimate - true ATE; the interval is "
+        "each seed's 95% bootstrap interval, ends averaged):",
+        *_fixed(body, left=(0, 1, 8)),
+    ]
+    flagged = int((table["flags"] != "").sum())
+    lines.append(f"{flagged} of {len(table)} cells flagged." if flagged else "No cell flagged.")
+    placebo = placebo_table(summary, corpus)
+    if not placebo.empty:
+        lines += [
+            "",
+            f"Placebo test on {corpus}: share of {placebo.attrs['n_seeds']} seed(s) whose 95% interval "
+            "excludes the true ATE of 0 (false discoveries):",
+        ]
+        rows = [[str(m)] + ["-" if not np.isfinite(v) else f"{v:.2f}" for v in placebo.loc[m]] for m in placebo.index]
+        lines += _fixed([["Model"] + list(placebo.columns)] + rows)
+    return "\n".join(lines)

@@ -58,6 +58,8 @@ SUMMARY_COLUMNS = METHOD + [
     "mean_ci_low",
     "mean_ci_high",
     "test_train_ratio",
+    "mean_n_used",
+    "max_n_dropped",
 ]
 
 
@@ -169,7 +171,9 @@ def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
     ``false_discovery_rate`` (when the true ATE is 0, as in the placebo task: the share of seeds whose
     interval excludes 0; every such discovery is false), the means and sds of ``treatment_accuracy``,
     ``iptw_weight_mse`` and ``spearman``, the per-cell interval ends averaged over seeds
-    (``mean_ci_low``, ``mean_ci_high``) and ``test_train_ratio``.
+    (``mean_ci_low``, ``mean_ci_high``), ``test_train_ratio``, the mean units an estimate used
+    (``mean_n_used``) and the most it dropped in any seed (``max_n_dropped``: empty strata, matches
+    outside the caliper).
     """
     data = load_results(df)
     data["has_ci"] = np.isfinite(data["ci_low"]) & np.isfinite(data["ci_high"])
@@ -201,6 +205,8 @@ def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
         row["mean_ci_high"] = ok["ci_high"].mean()
         ratio = ok["ratio"].mean()
         row["test_train_ratio"] = ratio if np.isfinite(ratio) else 1.0 / PAPER_TRAIN_PER_TEST
+        row["mean_n_used"] = ok["n_used"].mean()
+        row["max_n_dropped"] = ok["n_dropped"].max()
         rows.append(row)
     return _paper_sorted(pd.DataFrame(rows, columns=SUMMARY_COLUMNS), ["corpus", "task", "level", "model", "estimator"])
 

@@ -444,7 +444,9 @@ def evaluate_run(
             {
                 "data.predict_split": evaluation.split,
                 "trainer.logger": False,
-                "trainer.devices": 1,
+                "trainer.devices": 1,  # evaluation is one process, whatever trained the run (DDP, nodes)
+                "trainer.num_nodes": 1,
+                "trainer.strategy": "auto",
                 "trainer.callbacks": [],
                 "trainer.enable_progress_bar": False,
             }
