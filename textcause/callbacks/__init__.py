@@ -1,6 +1,8 @@
-"""Lightning callbacks: causal metrics (ATE, bias, calibration) after each validation epoch; predict outputs gathered over DDP ranks."""
+"""Lightning callbacks: causal metrics (ATE, bias, calibration) after each validation epoch; predict outputs
+gathered over DDP ranks; the resumable last checkpoint (every few steps, on SIGTERM, with RNG states)."""
 
 from textcause.callbacks.causal_metrics import CausalMetricsCallback
 from textcause.callbacks.predictions import PredictionGather
+from textcause.callbacks.resume import ResumeCheckpoint
 
-__all__ = ["CausalMetricsCallback", "PredictionGather"]
+__all__ = ["CausalMetricsCallback", "PredictionGather", "ResumeCheckpoint"]

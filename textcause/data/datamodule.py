@@ -27,6 +27,7 @@ from textcause.data.batches import FeatureCollate, HistoryCollate, IndexDataset
 from textcause.data.build import BuiltData, DataSettings, build_data
 from textcause.data.distributed import evaluation_sampler
 from textcause.data.memory import keep_freed_memory
+from textcause.data.resumable import resumable_loader
 from textcause.features.kinds import EMBEDDING_KINDS
 from textcause.validation import check_int, check_options
 
@@ -179,16 +180,22 @@ class CausalTextDataModule(L.LightningDataModule):
         else:
             collate = FeatureCollate(self.features, task.treatment, task.outcome, task.propensity)
         dataset = IndexDataset(task.split[split])
-        sampler = None if shuffle else evaluation_sampler(dataset, getattr(self, "trainer", None), split)
+        if shuffle:  # the training split: shuffled by its own generator, resumable mid-epoch
+            return resumable_loader(
+                self,
+                dataset,
+                self.hparams.batch_size,
+                self.hparams.seed,
+                num_workers=self.hparams.num_workers,
+                collate_fn=collate,
+            )
         return DataLoader(
             dataset,
             batch_size=self.hparams.batch_size,
-            shuffle=shuffle,
-            sampler=sampler,
+            sampler=evaluation_sampler(dataset, getattr(self, "trainer", None), split),
             num_workers=self.hparams.num_workers,
             collate_fn=collate,
             persistent_workers=self.hparams.num_workers > 0,
-            generator=torch.Generator().manual_seed(self.hparams.seed) if shuffle else None,
         )
 
     def _token_dtype(self) -> torch.dtype:

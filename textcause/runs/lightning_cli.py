@@ -79,6 +79,8 @@ class TextCauseCLI(LightningCLI):
       an ``input_dim`` that the config leaves empty (baselines such as the oracle have no net).
     * LightningCLI's automatic ``--optimizer`` / ``--lr_scheduler`` are off: a model's optimizer is
       part of the model (``model.init_args.optimizer``), so nothing can silently replace it.
+    * ``fit --ckpt_path last`` resumes the latest run of the same logger that has a ``last.ckpt``,
+      in that run's own folder (:func:`resume_in_place`).
     """
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
@@ -92,6 +94,8 @@ class TextCauseCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         cfg = self.config[self.subcommand] if self.subcommand else self.config
+        if self.subcommand == "fit" and cfg.get("ckpt_path"):
+            resume_in_place(cfg)
         net = _get(cfg, "model.init_args.net")
         if net is None or not _accepts(net, "input_dim") or net.init_args.get("input_dim") not in (None, 0):
             return
@@ -99,6 +103,55 @@ class TextCauseCLI(LightningCLI):
         self._parser(self.subcommand).link_arguments(
             "data", NET_INPUT_DIM, compute_fn=_input_dim, apply_on="instantiate"
         )
+
+
+def resume_in_place(cfg: Any) -> None:
+    """Point ``fit``'s ``ckpt_path`` and CSV logger at the run to resume, so it continues in its own folder.
+
+    ``ckpt_path: last`` means the newest ``<save_dir>/<name>/version_N/checkpoints/last.ckpt`` of the
+    config's CSV logger (Lightning alone would look in a new ``version_N+1`` and start from scratch);
+    a path to a checkpoint inside such a folder resumes that folder. The folder's ``metrics.csv`` is
+    kept as ``metrics.part-K.csv`` (the CSV logger would delete it), so nothing logged is lost.
+
+    Raises:
+        FileNotFoundError: ``last`` was asked for and no run of this logger has a ``last.ckpt``.
+    """
+    from pathlib import Path
+
+    loggers = cfg.trainer.get("logger")
+    loggers = loggers if isinstance(loggers, list) else [loggers] if loggers else []
+    csv = [lg for lg in loggers if getattr(lg, "class_path", "").endswith("CSVLogger")]
+    if not csv:
+        return
+    args = csv[0].init_args
+    root = Path(str(args.get("save_dir") or ".")) / str(args.get("name") or "lightning_logs")
+    ckpt = str(cfg.ckpt_path)
+    if ckpt == "last":
+        found = sorted(root.glob("version_*/checkpoints/last.ckpt"), key=lambda p: _version_number(p.parents[1]))
+        if not found:
+            raise FileNotFoundError(
+                f"--ckpt_path last: no run under '{root}' has a checkpoints/last.ckpt to resume from; "
+                "train without --ckpt_path, or give the checkpoint's path."
+            )
+        path = found[-1]
+    else:
+        path = Path(ckpt)
+    run = path.parent.parent if path.parent.name == "checkpoints" else None
+    if run is None or run.parent.resolve() != root.resolve() or _version_number(run) < 0:
+        return  # a checkpoint from elsewhere: Lightning loads it into a new run folder
+    cfg.ckpt_path = str(path)
+    args.version = _version_number(run)
+    metrics = run / "metrics.csv"
+    if metrics.is_file():
+        k = 1
+        while (run / f"metrics.part-{k}.csv").exists():
+            k += 1
+        metrics.rename(run / f"metrics.part-{k}.csv")
+
+
+def _version_number(folder: Any) -> int:
+    name = folder.name
+    return int(name[8:]) if name.startswith("version_") and name[8:].isdigit() else -1
 
 
 def _init_args_under_class_path(config: dict[str, Any]) -> dict[str, Any]:
