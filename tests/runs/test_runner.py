@@ -404,6 +404,15 @@ def test_dry_run_lists_cells_and_creates_nothing(tmp_path, tiny_corpus, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_dry_run_refuses_a_grid_naming_a_missing_model_config(tmp_path, tiny_corpus, capsys):
+    config = write_grid(tmp_path, tiny_corpus, models=("oracle", "nosuchmodel"))
+    assert run(config, tmp_path, "--dry-run") == 2
+    captured = capsys.readouterr()
+    assert "tiny/tiny/linguistic_complexity-1/nosuchmodel/s0\tcannot run: no model config" in captured.out
+    assert "error: the grid names model configs that do not exist: 'nosuchmodel' (expected " in captured.err
+    assert not (tmp_path / "out").exists()
+
+
 def _command(config, tmp_path, *extra):
     return [
         sys.executable,

@@ -209,8 +209,18 @@ def _dry_run(grid: Grid, url: str) -> int:
     parsed = store.sa.engine.make_url(url)
     if parsed.get_backend_name() != "sqlite" or (parsed.database and os.path.exists(parsed.database)):
         rows = store.ledger(store.connect(url), grid.name)
+    missing: dict[str, str] = {}
     for cell in grid.cells:
-        print(f"{cell.cell_id}\t{rows[cell.cell_id].status if cell.cell_id in rows else 'todo'}")
+        if cell.method is None and not Path(cell.model_path).is_file():
+            missing[cell.model] = str(cell.model_path)
+            status = "cannot run: no model config"
+        else:
+            status = rows[cell.cell_id].status if cell.cell_id in rows else "todo"
+        print(f"{cell.cell_id}\t{status}")
     done = sum(rows[c.cell_id].status == "ok" for c in grid.cells if c.cell_id in rows)
     print(f"{grid.name}: {len(grid.cells)} cells ({done} done) in {url}")
+    if missing:
+        names = ", ".join(f"'{m}' (expected {p})" for m, p in sorted(missing.items()))
+        print(f"error: the grid names model configs that do not exist: {names}.", file=sys.stderr)
+        return 2
     return 0
