@@ -1,0 +1,169 @@
+#!/usr/bin/env python
+"""Soak test of the benchmark store: workers SIGKILLed at random while a grid runs, then every row checked.
+
+    python benchmarks/soak.py                         # the smoke grid, 2 workers, 10 minutes of kills
+    python benchmarks/soak.py --minutes 3 --models oracle unadjusted lr_bigram_binary
+
+1. A clean run of the grid (``textcause benchmark --workers 2``) into ``<work>/clean``: the reference.
+2. The soak, into ``<work>/soak``: ``--workers`` worker processes (``python -m textcause.runs.worker``,
+   what ``textcause benchmark`` starts) on one SQLite database; a driver SIGKILLs a random live
+   worker every 2-``--max-gap`` seconds and starts a new one in its place, for ``--minutes`` minutes
+   (bounded: it stops by itself) or until the grid is done; then it lets the workers finish.
+3. Checks: every cell ``ok`` exactly once, no failed cell, one row per (cell, estimator), and every
+   row identical to the clean run's, timings, hosts, attempts and run folders aside.
+
+Prints the number of kills, how many cells were running when killed (their attempt counts), the
+wall times, and PASS or FAIL with the first differences. Exit code 0 only on PASS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+IGNORED = {
+    "id", "code_version", "host", "started_at", "finished_at", "train_seconds", "eval_seconds", "run", "attempt",
+}  # fmt: skip
+
+
+def _grid(models: list[str] | None, folder: Path) -> Path:
+    spec = yaml.safe_load((ROOT / "configs" / "benchmark" / "smoke.yaml").read_text(encoding="utf-8"))
+    if models:
+        spec["models"] = models
+        spec["model_overrides"] = {m: v for m, v in spec.get("model_overrides", {}).items() if m in models}
+    spec["name"] = "soak"
+    path = folder / "soak.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _rows(db: Path):
+    import pandas as pd
+
+    with sqlite3.connect(db) as con:
+        df = pd.read_sql("SELECT * FROM results", con)
+    cols = sorted(c for c in df.columns if c not in IGNORED)
+    return df[cols].sort_values(["cell_id", "estimator"]).reset_index(drop=True)
+
+
+def _worker(config: Path, url: str, out: Path, heartbeat: int, log) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "textcause.runs.worker", "--config", str(config), "--db", url, "--out", str(out),
+           "--threads", "1", "--heartbeat", str(heartbeat)]  # fmt: skip
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=10.0, help="how long the driver kills workers")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--max-gap", type=float, default=20.0, help="longest pause between two kills (s)")
+    parser.add_argument("--models", nargs="+", default=None, help="a subset of the smoke grid's models")
+    parser.add_argument("--seed", type=int, default=0, help="the driver's choices (which worker, when)")
+    parser.add_argument("--heartbeat", type=int, default=2, help="worker heartbeat interval (s)")
+    args = parser.parse_args(argv)
+
+    from textcause.cli.benchmark import benchmark_main
+    from textcause.runs import store
+    from textcause.runs.grid import load_grid
+    from textcause.runs.worker import GRACE_FACTOR, open_study
+
+    work = Path(tempfile.mkdtemp(prefix="soak-"))
+    config = _grid(args.models, work)
+    grid = load_grid(config)
+    print(f"{len(grid.cells)} cells; work folder {work}", flush=True)
+
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = benchmark_main(["--config", str(config), "--out", str(work / "clean"), "--workers", "2"])
+    if code != 0:
+        print(f"FAIL: the clean run exited with code {code}; see {work / 'clean'}")
+        return 1
+    print(f"clean run: {time.perf_counter() - t0:.0f} s", flush=True)
+
+    out = work / "soak"
+    url = store.default_url(out)
+    store.connect(url)
+    open_study(grid, url, create=True, heartbeat_interval=args.heartbeat, grace_period=GRACE_FACTOR * args.heartbeat)
+    engine = store.connect(url)
+    rng = random.Random(args.seed)
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    log = open(out / "logs" / "workers.log", "a", encoding="utf-8")  # noqa: SIM115 - closed below
+    workers = [_worker(config, url, out, args.heartbeat, log) for _ in range(args.workers)]
+    kills, caught_running = 0, 0
+    t1 = time.perf_counter()
+    deadline = t1 + 60 * args.minutes
+
+    def finished() -> bool:
+        rows = store.ledger(engine, grid.name)
+        return len(rows) == len(grid.cells) and all(r.status in ("ok", "failed") for r in rows.values())
+
+    while time.perf_counter() < deadline and not finished():
+        time.sleep(rng.uniform(2.0, args.max_gap))
+        alive = [w for w in workers if w.poll() is None]
+        if not alive:
+            break
+        victim = rng.choice(alive)
+        running = sum(r.status == "running" and r.pid == victim.pid for r in store.ledger(engine, grid.name).values())
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait()
+        kills += 1
+        caught_running += running
+        workers[workers.index(victim)] = _worker(config, url, out, args.heartbeat, log)
+        print(
+            f"kill {kills} at {time.perf_counter() - t1:.0f} s (pid {victim.pid}, {running} cell running)", flush=True
+        )
+    print(f"driver stopped after {kills} kills; letting the workers finish", flush=True)
+    for w in workers:
+        w.wait()
+    log.close()
+    if not finished():  # the last workers may have exited while a killed worker's cell awaited takeover
+        worker = _worker(config, url, out, args.heartbeat, subprocess.DEVNULL)
+        worker.wait()
+    soak_s = time.perf_counter() - t1
+
+    problems = []
+    ledger = store.ledger(engine, grid.name)
+    bad = {k: r.status for k, r in ledger.items() if r.status != "ok"}
+    if len(ledger) != len(grid.cells) or bad:
+        problems.append(
+            f"{len(ledger)} of {len(grid.cells)} cells in the ledger; not ok: {dict(list(bad.items())[:5])}"
+        )
+    attempts = sorted(r.attempts for r in ledger.values())
+    clean, soaked = _rows(work / "clean" / "results.db"), _rows(out / "results.db")
+    if soaked.duplicated(["cell_id", "estimator"]).any():
+        problems.append("a (cell, estimator) row appears twice")
+    if len(clean) != len(soaked):
+        problems.append(f"{len(soaked)} rows after the soak, {len(clean)} in the clean run")
+    else:
+        diff = ~((clean == soaked) | (clean.isna() & soaked.isna()))
+        for i in list(diff.index[diff.any(axis=1)])[:5]:
+            cols = [c for c in clean.columns if diff.loc[i, c]]
+            problems.append(f"{clean.loc[i, 'cell_id']} {clean.loc[i, 'estimator']} differs in {cols}")
+    print(
+        f"\nsoak: {soak_s:.0f} s, {kills} SIGKILLs ({caught_running} of them killed a running cell); "
+        f"cells run more than once: {sum(a > 1 for a in attempts)} (most attempts {attempts[-1] if attempts else 0})"
+    )
+    if problems:
+        print("FAIL:\n  " + "\n  ".join(problems))
+        return 1
+    print(f"PASS: {len(grid.cells)} cells ok exactly once, {len(soaked)} rows identical to the clean run's")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
