@@ -5,15 +5,15 @@
     python benchmarks/soak.py --minutes 3 --models oracle unadjusted lr_bigram_binary
 
 1. A clean run of the grid (``textcause benchmark --workers 2``) into ``<work>/clean``: the reference.
-2. The soak, into ``<work>/soak``: ``--workers`` worker processes (``python -m textcause.runs.worker``,
-   what ``textcause benchmark`` starts) on one SQLite database; a driver SIGKILLs a random live
-   worker every 2-``--max-gap`` seconds and starts a new one in its place, for ``--minutes`` minutes
-   (bounded: it stops by itself) or until the grid is done; then it lets the workers finish.
+2. The soak, in rounds (``<work>/soak-<k>``, a fresh SQLite database each) until ``--minutes`` have
+   passed (bounded: it stops by itself): ``--workers`` worker processes (``python -m
+   textcause.runs.worker``, what ``textcause benchmark`` starts); a driver SIGKILLs a random live
+   worker every 2-``--max-gap`` seconds and starts a new one in its place until the grid is done.
 3. Checks: every cell ``ok`` exactly once, no failed cell, one row per (cell, estimator), and every
    row identical to the clean run's, timings, hosts, attempts and run folders aside.
 
-Prints the number of kills, how many cells were running when killed (their attempt counts), the
-wall times, and PASS or FAIL with the first differences. Exit code 0 only on PASS.
+Prints, per round, the kills, the cells taken over after a kill, and PASS or FAIL with the first
+differences; exit code 0 only when every round passes.
 """
 
 from __future__ import annotations
@@ -78,9 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from textcause.cli.benchmark import benchmark_main
-    from textcause.runs import store
     from textcause.runs.grid import load_grid
-    from textcause.runs.worker import GRACE_FACTOR, open_study
 
     work = Path(tempfile.mkdtemp(prefix="soak-"))
     config = _grid(args.models, work)
@@ -95,18 +93,41 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"clean run: {time.perf_counter() - t0:.0f} s", flush=True)
 
-    out = work / "soak"
-    url = store.default_url(out)
-    store.connect(url)
-    open_study(grid, url, create=True, heartbeat_interval=args.heartbeat, grace_period=GRACE_FACTOR * args.heartbeat)
-    engine = store.connect(url)
+    clean = _rows(work / "clean" / "results.db")
     rng = random.Random(args.seed)
+    t1 = time.perf_counter()
+    deadline = t1 + 60 * args.minutes
+    rounds, total_kills, failures = 0, 0, 0
+    while rounds == 0 or time.perf_counter() < deadline:  # fresh rounds until the kills have lasted long enough
+        rounds += 1
+        kills, problems = _soak_round(grid, config, work / f"soak-{rounds}", clean, rng, deadline, args)
+        total_kills += kills
+        failures += bool(problems)
+        print(
+            f"round {rounds}: {kills} SIGKILLs; " + ("PASS" if not problems else "FAIL:\n  " + "\n  ".join(problems)),
+            flush=True,
+        )
+    print(
+        f"\nsoak: {time.perf_counter() - t1:.0f} s, {rounds} round(s) of the {len(grid.cells)}-cell grid, "
+        f"{total_kills} SIGKILLs in all; {rounds - failures} of {rounds} rounds PASS"
+    )
+    return 0 if failures == 0 else 1
+
+
+def _soak_round(
+    grid, config: Path, out: Path, clean, rng: random.Random, deadline: float, args
+) -> tuple[int, list[str]]:
+    """One run of the grid into ``out`` with workers SIGKILLed at random until it is done; its problems."""
+    from textcause.runs import store
+    from textcause.runs.worker import GRACE_FACTOR, open_study
+
+    url = store.default_url(out)
+    engine = store.connect(url)
+    open_study(grid, url, create=True, heartbeat_interval=args.heartbeat, grace_period=GRACE_FACTOR * args.heartbeat)
     (out / "logs").mkdir(parents=True, exist_ok=True)
     log = open(out / "logs" / "workers.log", "a", encoding="utf-8")  # noqa: SIM115 - closed below
     workers = [_worker(config, url, out, args.heartbeat, log) for _ in range(args.workers)]
-    kills, caught_running = 0, 0
-    t1 = time.perf_counter()
-    deadline = t1 + 60 * args.minutes
+    kills = 0
 
     def finished() -> bool:
         rows = store.ledger(engine, grid.name)
@@ -115,26 +136,18 @@ def main(argv: list[str] | None = None) -> int:
     while time.perf_counter() < deadline and not finished():
         time.sleep(rng.uniform(2.0, args.max_gap))
         alive = [w for w in workers if w.poll() is None]
-        if not alive:
+        if not alive or finished():
             break
         victim = rng.choice(alive)
-        running = sum(r.status == "running" and r.pid == victim.pid for r in store.ledger(engine, grid.name).values())
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait()
         kills += 1
-        caught_running += running
         workers[workers.index(victim)] = _worker(config, url, out, args.heartbeat, log)
-        print(
-            f"kill {kills} at {time.perf_counter() - t1:.0f} s (pid {victim.pid}, {running} cell running)", flush=True
-        )
-    print(f"driver stopped after {kills} kills; letting the workers finish", flush=True)
     for w in workers:
         w.wait()
     log.close()
     if not finished():  # the last workers may have exited while a killed worker's cell awaited takeover
-        worker = _worker(config, url, out, args.heartbeat, subprocess.DEVNULL)
-        worker.wait()
-    soak_s = time.perf_counter() - t1
+        _worker(config, url, out, args.heartbeat, subprocess.DEVNULL).wait()
 
     problems = []
     ledger = store.ledger(engine, grid.name)
@@ -143,8 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         problems.append(
             f"{len(ledger)} of {len(grid.cells)} cells in the ledger; not ok: {dict(list(bad.items())[:5])}"
         )
-    attempts = sorted(r.attempts for r in ledger.values())
-    clean, soaked = _rows(work / "clean" / "results.db"), _rows(out / "results.db")
+    soaked = _rows(out / "results.db")
     if soaked.duplicated(["cell_id", "estimator"]).any():
         problems.append("a (cell, estimator) row appears twice")
     if len(clean) != len(soaked):
@@ -154,15 +166,13 @@ def main(argv: list[str] | None = None) -> int:
         for i in list(diff.index[diff.any(axis=1)])[:5]:
             cols = [c for c in clean.columns if diff.loc[i, c]]
             problems.append(f"{clean.loc[i, 'cell_id']} {clean.loc[i, 'estimator']} differs in {cols}")
+    retried = sum(r.attempts > 1 for r in ledger.values())
     print(
-        f"\nsoak: {soak_s:.0f} s, {kills} SIGKILLs ({caught_running} of them killed a running cell); "
-        f"cells run more than once: {sum(a > 1 for a in attempts)} (most attempts {attempts[-1] if attempts else 0})"
+        f"  {kills} kills, {retried} cells taken over after a kill (most attempts "
+        f"{max((r.attempts for r in ledger.values()), default=0)})",
+        flush=True,
     )
-    if problems:
-        print("FAIL:\n  " + "\n  ".join(problems))
-        return 1
-    print(f"PASS: {len(grid.cells)} cells ok exactly once, {len(soaked)} rows identical to the clean run's")
-    return 0
+    return kills, problems
 
 
 if __name__ == "__main__":
