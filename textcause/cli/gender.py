@@ -5,6 +5,7 @@
     textcause gender probe --model bert-large-uncased --w years --w countries --w subreddits --allow-download
     textcause gender probe --model PATH --w-file my_values.txt --category place --variant softmax
     textcause gender finetune --config configs/gender/finetune_age.yaml [--trainer.max_epochs 2 ...]
+    textcause gender experiment --config configs/gender/selection.yaml [--out runs/gender/selection]
 
 Writes, under ``--out`` (default ``runs/gender/<model>``): table 2 as ``*_table2.md`` and
 ``*_table2.csv``, the per-probe scores of every variant (``*_scores.csv``), ``*_summary.json``
@@ -16,6 +17,12 @@ P(male) = 1 - P(female), so only the female curve is drawn.
 
 ``finetune`` is ``python train.py fit`` (the same LightningCLI, every option of it) for the
 masked-gender configs in ``configs/gender/``.
+
+``experiment`` runs the controlled selection-bias experiment (strengths x seeds, one fine-tune
+each; :mod:`textcause.runs.gender_experiment`): the results go to ``<out>/results.db`` (table
+``gender_selection``; a rerun skips finished units), then the dose-response table
+(``selection_dose_response.md`` / ``.csv``) and figure (``selection_dose_response.png`` / ``.svg``)
+are written under ``<out>/report`` (what ``textcause report --db <out>/results.db`` writes too).
 """
 
 from __future__ import annotations
@@ -34,13 +41,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="textcause gender", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    sub = parser.add_subparsers(dest="action", required=True, metavar="{probe,finetune}")
+    sub = parser.add_subparsers(dest="action", required=True, metavar="{probe,finetune,experiment}")
     sub.add_parser(
         "finetune",
         help="fine-tune a masked-gender model: python train.py fit with the same options "
         "(--config configs/gender/finetune.yaml)",
         add_help=False,
     )
+    experiment = sub.add_parser(
+        "experiment",
+        help="the controlled selection-bias experiment: fine-tune at each selection strength x seed, "
+        "probe P(female | W), write the dose-response table and figure",
+    )
+    experiment.add_argument("--config", required=True, help="the experiment YAML (configs/gender/selection.yaml)")
+    experiment.add_argument(
+        "--out", default=None, help="the output folder (default: runs/gender/<experiment name>); results.db is there"
+    )
+    experiment.add_argument("--db", default=None, help="a results database URL (default: sqlite:///<out>/results.db)")
+    experiment.add_argument("--threads", type=int, default=None, help="torch threads (default: the config's)")
     probe = sub.add_parser(
         "probe",
         help="score table 1's probes with a masked LM; write table 2 and figure 2",
@@ -150,11 +168,54 @@ def gender_main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     from textcause.cli.errors import command
 
+    if args.action == "experiment":
+        return command(
+            lambda: _experiment(args),
+            interrupted="finished units are in the results database; rerun the command to do the rest.",
+            offline=True,
+        )
     return command(
         lambda: _probe(args),
         interrupted="nothing half-written is left; rerun the command.",
         offline=not args.allow_download,
     )
+
+
+def run_experiment_command(args: argparse.Namespace) -> dict:
+    """Run ``textcause gender experiment`` from parsed arguments; returns the run's and the report's summary."""
+    import dataclasses
+
+    from textcause.gender.selection_spec import load_experiment
+    from textcause.reports.gender import write_selection_report
+    from textcause.runs.gender_experiment import run_experiment
+    from textcause.runs.store import default_url
+
+    experiment = load_experiment(args.config)
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"The '--threads' option must be an int >= 1. Got {args.threads} instead.")
+        experiment = dataclasses.replace(experiment, spec=dataclasses.replace(experiment.spec, threads=args.threads))
+    out = Path(args.out) if args.out else Path("runs") / "gender" / experiment.name
+    url = args.db or default_url(out)
+    run = run_experiment(experiment, out, db=url, echo=lambda line: print(line, file=sys.stderr, flush=True))
+    report = write_selection_report(url, out / "report", experiment=experiment.name)
+    return {"run": run, "report": report}
+
+
+def _experiment(args: argparse.Namespace) -> int:
+    from textcause.cli.errors import package_warnings
+
+    with package_warnings():
+        result = run_experiment_command(args)
+    report = result["report"]
+    print(Path(report["markdown"]).read_text(encoding="utf-8"))
+    run = result["run"]
+    print(
+        f"ran {len(run['ran'])} unit(s), skipped {len(run['skipped'])} finished, in {run['seconds']:.0f} s; "
+        "wrote " + ", ".join(map(str, report["files"])),
+        file=sys.stderr,
+    )
+    return 0
 
 
 def _probe(args: argparse.Namespace) -> int:

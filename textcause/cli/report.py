@@ -1,4 +1,9 @@
-"""``textcause report``: figures and a Markdown / HTML report of a results database (:func:`textcause.reports.report.write_report`)."""
+"""``textcause report``: figures and a Markdown / HTML report of a results database (:func:`textcause.reports.report.write_report`).
+
+A database that also holds the masked-gender selection experiment (table ``gender_selection``)
+gets its dose-response table and figure too (:func:`textcause.reports.gender.write_selection_report`);
+one that holds only that experiment gets only those.
+"""
 
 from __future__ import annotations
 
@@ -24,11 +29,20 @@ def report_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--formats", nargs="+", default=["png", "svg"])
     parser.add_argument("--grid", default=None, help="only this grid (a database may hold several)")
     args = parser.parse_args(list(argv) if argv is not None else None)
+    from textcause.reports.gender import has_benchmark_results, selection_url, write_selection_report
     from textcause.reports.report import write_report
 
+    url = selection_url(args.db)  # a database holding the gender selection experiment: its dose-response too
+    selection = write_selection_report(url, args.out, formats=args.formats) if url else None
+    if selection is not None:
+        print(f"wrote the selection experiment's dose-response ({', '.join(map(str, selection['files']))})")
+        if not has_benchmark_results(url):
+            return {"selection": selection}
     result = write_report(
         args.db, args.out, interval=args.interval, estimator=args.estimator, formats=args.formats, grid=args.grid
     )
+    if selection is not None:
+        result["selection"] = selection
     n_files = sum(len(v) for v in result["figures"].values())
     print(f"wrote {result['markdown']}, {result['html']}, {result['summary']} and {n_files} figure files in {args.out}")
     return result

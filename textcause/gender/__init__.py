@@ -10,7 +10,12 @@
   splitter), :mod:`~textcause.gender.masking` (every gendered word masked with the model's
   tokenizer), :mod:`~textcause.gender.build` (the memoised build of examples),
   :class:`GenderDataModule`, :class:`GenderTagger` (encoder + binary head) and
-  :class:`GenderMaskedModel` (the LightningModule).
+  :class:`GenderMaskedModel` (the LightningModule);
+* the controlled selection-bias experiment: :mod:`~textcause.gender.selection` (the sampler
+  S ~ Bernoulli(f(W, G)) and the W-G association), :mod:`~textcause.gender.selected` (the selected
+  training sets, :class:`SelectedGenderDataModule`), :mod:`~textcause.gender.selection_spec` (its
+  YAML) and :mod:`~textcause.gender.dose` (the dose-response table); it is run by
+  :mod:`textcause.runs.gender_experiment`.
 
 Names are imported lazily, so ``import textcause.gender`` does not import torch or transformers.
 """
@@ -57,6 +62,18 @@ _EXPORTS = {
     "GenderTagger": "components",
     "GenderMaskedModel": "model",
     "load_finetuned": "model",
+    "Association": "selection",
+    "Selection": "selection",
+    "association": "selection",
+    "draw_w": "selection",
+    "expected_association": "selection",
+    "select_authors": "selection",
+    "selection_probability": "selection",
+    "SelectedGenderDataModule": "selected",
+    "select_examples": "selected",
+    "SelectionSpec": "selection_spec",
+    "load_experiment": "selection_spec",
+    "dose_response": "dose",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -134,3 +134,240 @@ def write_probe_outputs(
     )
     figs = save_figure(probe_figure(result.curves, result.model, binary_head=binary), out, f"{stem}_fig2", formats)
     return [md, csv, scores, summary, *figs]
+
+
+# ------------------------------------------------------------------------------ selection experiment
+PROBE_LABELS = {
+    "prefixed": "prefixed probes (W as the training prefix, held-out sentences)",
+    "paper": "the paper's probes (W in the sentence, table 1)",
+}
+PROBE_COLORS = {"prefixed": "#d62728", "paper": "#9467bd"}
+
+
+def _num(x: float, digits: int = 3) -> str:
+    return "-" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def _ci(mean: float, lo: float, hi: float, digits: int = 3) -> str:
+    if not np.isfinite(lo):
+        return _num(mean, digits)
+    return f"{_num(mean, digits)} [{_num(lo, digits)}, {_num(hi, digits)}]"
+
+
+def selection_figure(units, table, *, title: str = "") -> plt.Figure:
+    """The dose-response figure: measured slope vs strength (mean, interval over seeds, each seed),
+    the training labels' true slope beside it; the model's slope against the labels' slope per
+    fine-tune; and the mean P(female | W) curve at each strength (first probe set)."""
+    import json
+
+    probes = list(dict.fromkeys(units["probe"]))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4), layout="constrained")
+    ax = axes[0]
+    width = 0.012 * max(float(table["strength"].max()), 1e-9)
+    for i, probe in enumerate(probes):
+        rows = table[table["probe"] == probe].sort_values("strength")
+        color = PROBE_COLORS.get(probe, f"C{i}")
+        shift = (i - (len(probes) - 1) / 2) * width * 2
+        err = np.vstack([rows["slope"] - rows["slope_lo"], rows["slope_hi"] - rows["slope"]])
+        ax.errorbar(
+            rows["strength"] + shift,
+            rows["slope"],
+            yerr=np.nan_to_num(err),
+            fmt="o-",
+            color=color,
+            capsize=3,
+            label=f"model, {probe} probes (mean, 95% CI over seeds)",
+        )
+        u = units[units["probe"] == probe]
+        ax.scatter(u["strength"] + shift, u["slope"], color=color, s=8, alpha=0.5)
+    truth = table[table["probe"] == probes[0]].sort_values("strength")
+    ax.plot(
+        truth["strength"], truth["label_slope"], "s--", color="black", ms=4, label="training labels' true W-G slope"
+    )
+    ax.axhline(0, color="#888888", linewidth=0.8)
+    ax.set_xlabel("selection strength")
+    ax.set_ylabel("female slope (percentage points per W step)")
+    ax.set_title("dose-response", fontsize=9, loc="left")
+    ax.legend(fontsize=7, frameon=False)
+    ax.grid(alpha=0.3)
+    ax = axes[1]
+    for i, probe in enumerate(probes):
+        u = units[units["probe"] == probe]
+        ax.scatter(u["label_slope"], u["slope"], color=PROBE_COLORS.get(probe, f"C{i}"), s=16, label=probe)
+    lim = [min(0.0, float(units["label_slope"].min())), float(units["label_slope"].max())]
+    ax.plot(lim, lim, color="#888888", linewidth=0.8, linestyle=":", label="model = labels")
+    ax.set_xlabel("training labels' true slope (points per W step)")
+    ax.set_ylabel("model's slope (points per W step)")
+    ax.set_title("each fine-tune: model vs the sample's truth", fontsize=9, loc="left")
+    ax.legend(fontsize=7, frameon=False)
+    ax.grid(alpha=0.3)
+    ax = axes[2]
+    u = units[units["probe"] == probes[0]]
+    labels = json.loads(u["w_values"].iloc[0])
+    x = np.arange(len(labels))
+    cmap = plt.get_cmap("viridis")
+    strengths = sorted(u["strength"].unique())
+    for j, s in enumerate(strengths):
+        curves = np.array([[np.nan if v is None else v for v in json.loads(c)] for c in u[u["strength"] == s]["curve"]])
+        ax.plot(
+            x,
+            np.nanmean(curves, axis=0),
+            "o-",
+            ms=3,
+            color=cmap(j / max(len(strengths) - 1, 1)),
+            label=f"strength {s:g}",
+        )
+    step = max(1, int(np.ceil(len(labels) / MAX_TICKS)))
+    ax.set_xticks(x[::step], labels[::step], rotation=45, ha="right", fontsize=7)
+    ax.set_xlabel(f"W: {u['w_name'].iloc[0]}")
+    ax.set_ylabel("P(female) at the mask (%)")
+    ax.set_title(f"{probes[0]} probes: mean over seeds", fontsize=9, loc="left")
+    ax.legend(fontsize=7, frameon=False)
+    ax.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def selection_markdown(name: str, units, table, lines: Sequence[str]) -> str:
+    """The dose-response report in Markdown: the setup, one table per probe set, the verdicts, timings."""
+    first = units.iloc[0]
+    n_w = len(__import__("json").loads(first["w_values"]))
+    unit = first["unit"]
+    g = "the gender of its masked words (majority label)" if unit == "example" else "the author's gender"
+    out = [
+        f"# Selection-bias experiment: {name}",
+        "",
+        f"W = {first['w_name']} drawn uniformly per author from {n_w} values, independent of gender before "
+        f"selection; each {'masked sentence' if unit == 'example' else 'author'} is kept with probability "
+        f"f(W, G) = 1/2 + strength * x(W) * (+1 female, -1 male), x(W) = index / {n_w - 1} - 1/2, G = {g}. "
+        f'Each (strength, seed) fine-tunes the masked-gender model with the prefix "{first["w_name"]}: W." on '
+        f"~{int(units['n_train'].median())} training sentences (of {int(units['n_examples'].median())} kept from a "
+        f"pool of {int(first['n_pool'])}), then probes its binary head for P(female | W). Slopes are in "
+        "percentage points of P(female) per step of W's index (table 2's unit); intervals are 95% t intervals "
+        "over seeds. 'Expected' is the closed form for the selected units, 'units' the selected units' measured "
+        "slope, 'labels' the slope of the training masks' female share against W (what the model is trained on).",
+        "",
+    ]
+    for probe in dict.fromkeys(table["probe"]):
+        rows = table[table["probe"] == probe].sort_values("strength")
+        out += [
+            f"## {PROBE_LABELS.get(probe, probe)}",
+            "",
+            "| strength | seeds | expected slope (units) | units' slope | labels' slope [95% CI] | model slope [95% CI] "
+            "| model r [95% CI] | model / labels | CI covers 0 |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
+        ]
+        for _, r in rows.iterrows():
+            covers = "-" if r["covers_zero"] is None else ("yes" if r["covers_zero"] else "no")
+            out.append(
+                f"| {r['strength']:g} | {r['n_seeds']} | {_num(r['expected_slope'])} | {_num(r['unit_slope'])} "
+                f"| {_ci(r['label_slope'], r['label_slope_lo'], r['label_slope_hi'])} "
+                f"| {_ci(r['slope'], r['slope_lo'], r['slope_hi'])} | {_ci(r['r'], r['r_lo'], r['r_hi'], 2)} "
+                f"| {_num(r['ratio_to_label'], 2)} | {covers} |"
+            )
+        out.append("")
+    out += ["## What it shows", ""] + [f"- {line}" for line in lines] + [""]
+    per = units.drop_duplicates("unit_id").sort_values(["strength", "seed"])
+    out += [
+        "## Fine-tunes",
+        "",
+        f"{len(per)} fine-tunes; training wall time per fine-tune: mean {per['train_seconds'].mean():.0f} s "
+        f"(min {per['train_seconds'].min():.0f}, max {per['train_seconds'].max():.0f}); a unit (fine-tune + "
+        f"probes) {per['unit_seconds'].mean():.0f} s on average, {per['unit_seconds'].sum() / 60:.1f} min in all.",
+        "",
+        "| strength | seed | train sentences | val acc | train s | unit s | labels' slope | "
+        + " | ".join(f"{p} slope" for p in dict.fromkeys(units["probe"]))
+        + " |",
+        "|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * units["probe"].nunique(),
+    ]
+    for _, r in per.iterrows():
+        slopes = [
+            units[(units["unit_id"] == r["unit_id"]) & (units["probe"] == p)].iloc[0]
+            for p in dict.fromkeys(units["probe"])
+        ]
+        out.append(
+            f"| {r['strength']:g} | {r['seed']} | {r['n_train']} | {_num(r['val_acc'])} | {r['train_seconds']:.0f} "
+            f"| {r['unit_seconds']:.0f} | {_num(r['label_slope'])} | "
+            + " | ".join(_ci(s["slope"], s["slope_lo"], s["slope_hi"]) for s in slopes)
+            + " |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def write_selection_report(
+    source, out_dir: str | Path, *, experiment: str | None = None, formats: Sequence[str] = ("png", "svg")
+) -> dict:
+    """Write the dose-response table (``<name>_dose_response.md`` / ``.csv``), the per-unit rows
+    (``<name>_units.csv``) and the figure (``<name>_dose_response.png`` / ``.svg``) of the selection
+    experiment(s) in a results database (a URL or an engine).
+
+    Returns:
+        ``{"markdown": the first experiment's Markdown, "files": every path written, "experiments": names}``.
+
+    Raises:
+        ValueError: the database holds no selection-experiment rows (of ``experiment``).
+    """
+    from textcause.gender.dose import dose_response, trend, verdicts
+    from textcause.runs.gender_experiment import read_selection
+
+    rows = read_selection(source, experiment)
+    rows = rows[rows["status"] == "ok"]
+    if rows.empty:
+        which = f" of the experiment {experiment!r}" if experiment else ""
+        raise ValueError(f"The results database holds no selection-experiment units{which}: run it first.")
+    out = Path(out_dir)
+    files: list[Path] = []
+    markdown = None
+    names = list(dict.fromkeys(rows["experiment"]))
+    for name in names:
+        units = rows[rows["experiment"] == name].reset_index(drop=True)
+        level = 0.95
+        table = dose_response(units, level)
+        trends = [trend(units, p, level) for p in dict.fromkeys(units["probe"])]
+        lines = verdicts(table, trends)
+        md = atomic_write_text(out / f"{name}_dose_response.md", selection_markdown(name, units, table, lines))
+        markdown = markdown or md
+        csv = out / f"{name}_dose_response.csv"
+        with atomic_path(csv) as tmp:
+            table.to_csv(tmp, index=False)
+        per_unit = out / f"{name}_units.csv"
+        with atomic_path(per_unit) as tmp:
+            units.drop(columns=["curve", "label_curve"]).to_csv(tmp, index=False)
+        title = f"{name}: fine-tuned model's P(female | W) slope against the selection strength"
+        figs = save_figure(selection_figure(units, table, title=title), out, f"{name}_dose_response", formats)
+        files += [md, csv, per_unit, *figs]
+    return {"markdown": markdown, "files": files, "experiments": names}
+
+
+def selection_url(source) -> str | None:
+    """The database URL of a report source that may hold the selection experiment (None: a CSV / Parquet
+    file or a DataFrame), else None when it holds no selection-experiment rows."""
+    from textcause.runs.gender_experiment import has_selection
+
+    if not isinstance(source, (str, Path)):
+        return None
+    text = str(source)
+    if "://" not in text:
+        path = Path(text)
+        if not path.is_file() or path.suffix.lower() in (".csv", ".parquet"):
+            return None
+        text = f"sqlite:///{path.resolve()}"
+    try:
+        return text if has_selection(text) else None
+    except Exception:  # not a database this module can read: the benchmark report says what is wrong
+        return None
+
+
+def has_benchmark_results(url: str) -> bool:
+    """Whether the database at ``url`` holds benchmark result rows (table ``results``)."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        if not sa.inspect(engine).has_table("results"):
+            return False
+        with engine.connect() as conn:
+            return conn.execute(sa.text("SELECT COUNT(*) FROM results")).scalar_one() > 0
+    finally:
+        engine.dispose()
