@@ -66,10 +66,18 @@ def _program(tokens: list[str]) -> tuple[str, list[str]] | None:
     return None
 
 
+def _split(line: str) -> list[str]:
+    """The words of a command line (before any pipe); output lines that are not shell parse to []."""
+    try:
+        return shlex.split(line.replace("|", " | ").split(" | ")[0])
+    except ValueError:  # unbalanced quotes: printed output in a plain ``` block, not a command
+        return []
+
+
 COMMANDS = [
     (n, line, parsed)
     for n, line in _code_lines(README.read_text(encoding="utf-8"))
-    if (parsed := _program(shlex.split(line.replace("|", " | ").split(" | ")[0]))) is not None
+    if (parsed := _program(_split(line))) is not None
 ]
 
 
