@@ -37,7 +37,20 @@ log = logging.getLogger(__name__)
 #: How n-gram / topic features may be rescaled before training (None: as they are).
 SCALES = (None, "maxabs", "log1p")
 #: The fields of a semi-synthetic task that an observational study decides itself.
-SIMULATION_FIELDS = ("corpus", "task", "level", "n_users", "min_posts", "max_posts", "insertion", "outcome")
+SIMULATION_FIELDS = (
+    "corpus",
+    "task",
+    "level",
+    "n_users",
+    "min_posts",
+    "max_posts",
+    "insertion",
+    "outcome",
+    "author_col",
+    "text_col",
+    "time_col",
+    "drop_duplicates",
+)
 _MEMO_SIZE = 4
 
 
@@ -69,6 +82,10 @@ class DataSettings:
         observational: a study config (``configs/observational/*.yaml``): its real treatment, text
             and later-post outcome instead of a semi-synthetic task. The study decides the corpus and
             the users, so :data:`SIMULATION_FIELDS` must then keep their defaults.
+        author_col, text_col, time_col: the columns of a flat comment table (CSV, Parquet, NDJSON,
+            a Hugging Face dataset) holding the author, the text and the time (None: keep the
+            table's order); history JSONL files ignore them.
+        drop_duplicates: drop a post whose text and time repeat an earlier post of the same user.
     """
 
     corpus: str = "twitter"
@@ -88,6 +105,10 @@ class DataSettings:
     encoder_layer: Optional[int] = None
     scale: Optional[str] = None
     observational: Optional[str] = None
+    author_col: str = "author"
+    text_col: str = "text"
+    time_col: Optional[str] = "time"
+    drop_duplicates: bool = False
 
     def __post_init__(self) -> None:
         owner = "DataSettings"
@@ -147,7 +168,14 @@ def build_task(settings: DataSettings) -> Any:
     from textcause.simulation import make_task
 
     corpus = read_corpus(
-        settings.corpus, min_posts=settings.min_posts, max_posts=settings.max_posts, n_users=settings.n_users
+        settings.corpus,
+        min_posts=settings.min_posts,
+        max_posts=settings.max_posts,
+        n_users=settings.n_users,
+        author_col=settings.author_col,
+        text_col=settings.text_col,
+        time_col=settings.time_col,
+        drop_duplicates=settings.drop_duplicates,
     )
     kwargs: dict[str, Any] = {"outcome": settings.outcome}
     if settings.insertion is not None:

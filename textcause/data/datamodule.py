@@ -74,6 +74,10 @@ class CausalTextDataModule(L.LightningDataModule):
             ``corpus``, ``task``, ``level``, ``n_users``, ``min_posts``, ``max_posts``, ``insertion``
             and ``outcome`` must keep their defaults (an error otherwise). It has no true propensity
             (``p_true`` is NaN) and no true ATE.
+        author_col, text_col, time_col: the author, text and time columns of a flat comment table
+            (CSV, Parquet, NDJSON or a Hugging Face dataset; ``time_col: null`` keeps the table's
+            order); history JSONL files ignore them.
+        drop_duplicates: drop a post whose text and time repeat an earlier post of the same user.
     """
 
     def __init__(
@@ -99,6 +103,10 @@ class CausalTextDataModule(L.LightningDataModule):
         scale: Optional[str] = _D.scale,
         encoder_layer: Optional[int] = _D.encoder_layer,
         observational: Optional[str] = _D.observational,
+        author_col: str = _D.author_col,
+        text_col: str = _D.text_col,
+        time_col: Optional[str] = _D.time_col,
+        drop_duplicates: bool = _D.drop_duplicates,
     ) -> None:
         super().__init__()
         owner = "CausalTextDataModule"
