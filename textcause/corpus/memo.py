@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Optional
+from typing import Any, Optional
 
 from textcause.corpus.readers import load_histories
 from textcause.corpus.types import Corpus
@@ -47,23 +47,28 @@ def read_corpus(
         or not hashable
     ):
         # not a setting that can be memoised: load_histories refuses it in one sentence
-        return load_histories(
-            source,
-            min_posts=min_posts,
-            max_posts=max_posts,
-            n_users=n_users,
-            seed=0,
-            author_col=author_col,
-            text_col=text_col,
-            time_col=time_col,
-            drop_duplicates=drop_duplicates,
-        )
+        return _load(source, min_posts, max_posts, n_users, columns)
     path = resolve_corpus(source)
     try:
         stamp: Optional[int] = os.stat(path).st_mtime_ns
     except (OSError, ValueError):
         stamp = None  # not a local file (a Hugging Face name): load_histories reports problems
     return _read(path, stamp, min_posts, max_posts, n_users, columns)
+
+
+def _load(source: Any, min_posts: Any, max_posts: Any, n_users: Any, columns: tuple[Any, ...]) -> Corpus:
+    author_col, text_col, time_col, drop_duplicates = columns
+    return load_histories(
+        source,
+        min_posts=min_posts,
+        max_posts=max_posts,
+        n_users=n_users,
+        seed=0,
+        author_col=author_col,
+        text_col=text_col,
+        time_col=time_col,
+        drop_duplicates=drop_duplicates,
+    )
 
 
 @functools.lru_cache(maxsize=2)
@@ -75,15 +80,4 @@ def _read(
     n_users: Optional[int],
     columns: tuple[str, str, Optional[str], bool],
 ) -> Corpus:
-    author_col, text_col, time_col, drop_duplicates = columns
-    return load_histories(
-        path,
-        min_posts=min_posts,
-        max_posts=max_posts,
-        n_users=n_users,
-        seed=0,
-        author_col=author_col,
-        text_col=text_col,
-        time_col=time_col,
-        drop_duplicates=drop_duplicates,
-    )
+    return _load(path, min_posts, max_posts, n_users, columns)
