@@ -33,21 +33,10 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def _grid_config(models: list[str] | None, folder: Path) -> Path:
-    spec = yaml.safe_load((ROOT / "configs" / "benchmark" / "smoke.yaml").read_text(encoding="utf-8"))
-    if models:
-        spec["models"] = models
-        spec["model_overrides"] = {m: v for m, v in spec.get("model_overrides", {}).items() if m in models}
-    spec["name"] = "scale"
-    path = folder / "scale.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
-    return path
+from _smoke import smoke_subset
 
 
 def _run_grid(config: Path, out: Path, workers: int) -> dict[str, float]:
@@ -108,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
-    config = _grid_config(args.models, work)
+    config = smoke_subset(args.models, work, "scale")
     if not args.no_warm:
         print("warming the caches (untimed) ...", flush=True)
         _run_grid(config, work / "warm", 2)

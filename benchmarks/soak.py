@@ -31,25 +31,14 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from _smoke import smoke_subset
 
 IGNORED = {
     "id", "code_version", "host", "started_at", "finished_at", "train_seconds", "eval_seconds", "run", "attempt",
 }  # fmt: skip
-
-
-def _grid(models: list[str] | None, folder: Path) -> Path:
-    spec = yaml.safe_load((ROOT / "configs" / "benchmark" / "smoke.yaml").read_text(encoding="utf-8"))
-    if models:
-        spec["models"] = models
-        spec["model_overrides"] = {m: v for m, v in spec.get("model_overrides", {}).items() if m in models}
-    spec["name"] = "soak"
-    path = folder / "soak.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
-    return path
 
 
 def _rows(db: Path):
@@ -81,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     from textcause.runs.grid import load_grid
 
     work = Path(tempfile.mkdtemp(prefix="soak-"))
-    config = _grid(args.models, work)
+    config = smoke_subset(args.models, work, "soak")
     grid = load_grid(config)
     print(f"{len(grid.cells)} cells; work folder {work}", flush=True)
 

@@ -117,16 +117,22 @@ def format_headline(summary: pd.DataFrame, corpus: str, estimator: str = "strati
         "true ATE known, 0 is unbiased):"
     ]
     lines += _fixed([header] + rows)
-    placebo = placebo_table(summary, corpus)
-    if not placebo.empty:
-        lines += [
-            "",
-            f"Placebo test on {corpus}: share of {placebo.attrs['n_seeds']} seed(s) whose 95% interval "
-            "excludes the true ATE of 0 (false discoveries):",
-        ]
-        body = [[str(m)] + ["-" if not np.isfinite(v) else f"{v:.2f}" for v in placebo.loc[m]] for m in placebo.index]
-        lines += _fixed([["Model"] + list(placebo.columns)] + body)
+    lines += _placebo_lines(summary, corpus)
     return "\n".join(lines)
+
+
+def _placebo_lines(summary: pd.DataFrame, corpus: str) -> list[str]:
+    """The placebo false-discovery table as fixed-width lines (none when no task has a true ATE of 0)."""
+    placebo = placebo_table(summary, corpus)
+    if placebo.empty:
+        return []
+    body = [[str(m)] + ["-" if not np.isfinite(v) else f"{v:.2f}" for v in placebo.loc[m]] for m in placebo.index]
+    return [
+        "",
+        f"Placebo test on {corpus}: share of {placebo.attrs['n_seeds']} seed(s) whose 95% interval "
+        "excludes the true ATE of 0 (false discoveries):",
+        *_fixed([["Model"] + list(placebo.columns)] + body),
+    ]
 
 
 def _fixed(rows: list[list[str]], left: tuple[int, ...] = (0,)) -> list[str]:
@@ -230,13 +236,5 @@ def format_cells(summary: pd.DataFrame, corpus: str, estimator: str = "stratifie
     ]
     flagged = int((table["flags"] != "").sum())
     lines.append(f"{flagged} of {len(table)} cells flagged." if flagged else "No cell flagged.")
-    placebo = placebo_table(summary, corpus)
-    if not placebo.empty:
-        lines += [
-            "",
-            f"Placebo test on {corpus}: share of {placebo.attrs['n_seeds']} seed(s) whose 95% interval "
-            "excludes the true ATE of 0 (false discoveries):",
-        ]
-        rows = [[str(m)] + ["-" if not np.isfinite(v) else f"{v:.2f}" for v in placebo.loc[m]] for m in placebo.index]
-        lines += _fixed([["Model"] + list(placebo.columns)] + rows)
+    lines += _placebo_lines(summary, corpus)
     return "\n".join(lines)
