@@ -6,6 +6,14 @@ A :class:`Cell` is one (corpus, task, level, model, seed) of a benchmark grid (o
 :func:`run_config_cell` runs it and returns a :class:`CellOutcome` (the rows the results store
 keeps). Method cells are run by :mod:`textcause.runs.method_cell`; a cell with a search space is tuned on
 its validation split first (:mod:`textcause.runs.tuning`).
+
+Twin cells: task levels whose :class:`~textcause.simulation.tasks.TaskSpec` is the same (the paper's
+Linguistic Complexity 2, Strength of Selection 1, Sample Size 1 and Order of Text 1 all insert one
+sickness post with the standard probabilities) draw the same task under the same seed, because every
+draw comes from the seed and the spec alone (:mod:`textcause.simulation.generate`). With the same
+model config (the same config hash) such cells give identical rows, so :func:`draw_key` groups them
+and a worker copies a finished twin's rows (:func:`twin_rows`) instead of fitting again: the Twitter
+weld grid has 11 distinct experiments per model and seed, not 14.
 """
 
 from __future__ import annotations
@@ -16,7 +24,8 @@ import shutil
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +34,7 @@ from textcause.paths import PROJECT_ROOT
 from textcause.runs import store
 from textcause.runs.fit import EvaluationSettings, RunSettings, captured, fit_and_evaluate
 from textcause.runs.tuning import fit_tuned
+from textcause.simulation.tasks import get_spec
 
 
 @dataclass(frozen=True)
@@ -210,6 +220,41 @@ def run_config_cell(cell: Cell, out_dir: str | Path, *, version: str = "", attem
         for e in cell.result_estimators
     ]
     return CellOutcome("failed", failed, error=error, seconds=seconds)
+
+
+def draw_key(cell: Cell) -> tuple[Any, ...] | None:
+    """What makes two cells the same experiment: equal keys give identical rows (see the module docstring).
+
+    The task level enters through its :class:`~textcause.simulation.tasks.TaskSpec` (its one-line
+    summary aside), everything else a cell runs through its config hash, corpus, model and seed.
+    None for a task the registry does not know (it is then its own experiment).
+    """
+    try:
+        spec = replace(get_spec(cell.task, cell.level), summary="")
+    except ValueError:
+        return None
+    return (cell.grid, cell.corpus, cell.source, repr(spec), cell.model, cell.seed, cell.config_hash, cell.method)
+
+
+def twins(cells: Sequence[Cell]) -> dict[str, tuple[str, ...]]:
+    """For each cell id, the ids of the other cells with its :func:`draw_key` (empty: none)."""
+    groups: dict[tuple[Any, ...], list[str]] = {}
+    for c in cells:
+        key = draw_key(c)
+        if key is not None:
+            groups.setdefault(key, []).append(c.cell_id)
+    return {c.cell_id: tuple(i for i in groups.get(draw_key(c), ()) if i != c.cell_id) for c in cells}
+
+
+def twin_rows(cell: Cell, rows: Sequence[Mapping[str, Any]], *, version: str, attempt: int) -> list[dict[str, Any]]:
+    """A finished twin's result rows as this cell's: its coordinates and bookkeeping, the twin's numbers.
+
+    ``run`` keeps pointing at the twin's run folder (where the checkpoint that produced the numbers
+    lives), and the timings are zero: nothing was fitted or evaluated for this cell.
+    """
+    now = store.utcnow()
+    meta = cell_meta(cell, version=version, attempt=attempt, started=now, train_s=0.0, eval_s=0.0)
+    return [{**dict(r), **meta, "status": "ok"} for r in rows]
 
 
 def _last_line(log: str) -> str:

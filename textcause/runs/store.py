@@ -395,6 +395,13 @@ def finish_cell(
             conn.execute(sa.insert(results), clean)
 
 
+def cell_rows(engine: sa.Engine, cell_id: str) -> list[dict[str, Any]]:
+    """The stored result rows of one cell (every column but the row id), in estimator order of storage."""
+    with engine.begin() as conn:
+        found = conn.execute(sa.select(results).where(results.c.cell_id == cell_id).order_by(results.c.id)).all()
+    return [{k: v for k, v in r._mapping.items() if k != "id"} for r in found]
+
+
 # ---------------------------------------------------------------------------------------- reading
 @dataclass(frozen=True)
 class Progress:

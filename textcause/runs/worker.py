@@ -3,7 +3,9 @@
 :func:`worker_loop` asks the grid's Optuna study (:func:`open_study`) for cells until every cell is
 finished; a cell runs only after :func:`textcause.runs.store.try_claim` succeeds, so no cell
 runs twice at once. :func:`run_cell` fits and evaluates one cell in-process and never raises for
-the cell's own error. :func:`holder_alive` tells a live claim from a dead worker's. ``textcause
+the cell's own error. A cell whose twin (the same experiment under another task label,
+:func:`textcause.runs.cell.draw_key`) has finished takes the twin's rows instead of fitting again,
+and waits while a live worker runs its twin. :func:`holder_alive` tells a live claim from a dead worker's. ``textcause
 benchmark`` (:mod:`textcause.runs.runner`) starts the workers.
 """
 
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from textcause.runs import store
-from textcause.runs.cell import Cell, CellOutcome, code_version, run_config_cell
+from textcause.runs.cell import Cell, CellOutcome, code_version, run_config_cell, twin_rows, twins
 from textcause.runs.grid import Grid
 
 HEARTBEAT_INTERVAL = 10  # seconds between Optuna heartbeats of a running cell
@@ -160,16 +162,25 @@ def worker_loop(
     stats = WorkerStats()
     state = {"refused": False}
     alive = lambda row: holder_alive(row, storage)  # noqa: E731
+    twin_ids = twins(grid.cells)
 
-    def decide(row: Any) -> str:
-        return store.claim_decision(row, alive=alive, retry_failed=retry_failed, since=since)
+    def decide(row: Any, cell_id: str, rows: dict[str, Any]) -> str:
+        decision = store.claim_decision(row, alive=alive, retry_failed=retry_failed, since=since)
+        if decision == "run" and any(_running(rows.get(t), alive) for t in twin_ids[cell_id]):
+            return "wait"  # its twin's rows will be this cell's: do not fit the same experiment twice at once
+        return decision
+
+    def finished_twin(cell: Cell, rows: dict[str, Any]) -> str | None:
+        done = [t for t in twin_ids[cell.cell_id] if _ok(rows.get(t), by_id[t])]
+        return done[0] if done else None
 
     def objective(trial: Any) -> float:
         params = {name: trial.suggest_categorical(name, values) for name, values in grid.search_space.items()}
         cell = grid.cell_for(params)
         trial.set_user_attr("cell_id", cell.cell_id)
-        row = store.ledger(engine, grid.name).get(cell.cell_id)
-        decision = decide(row)
+        rows = store.ledger(engine, grid.name)
+        row = rows.get(cell.cell_id)
+        decision = decide(row, cell.cell_id, rows)
         token = None
         if decision == "run":
             token = store.try_claim(
@@ -181,7 +192,14 @@ def worker_loop(
         if row is not None and row.status == "running" and row.trial_id is not None:
             with contextlib.suppress(Exception):  # the dead holder's trial: FAIL, so it is not re-queued
                 storage.set_trial_state_values(row.trial_id, state=optuna.trial.TrialState.FAIL)
-        outcome = run_cell(cell, out_dir, version=version, attempt=(row.attempts + 1) if row is not None else 1)
+        attempt = (row.attempts + 1) if row is not None else 1
+        twin = finished_twin(cell, rows)
+        if twin is not None:
+            outcome = CellOutcome(
+                "ok", twin_rows(cell, store.cell_rows(engine, twin), version=version, attempt=attempt)
+            )
+        else:
+            outcome = run_cell(cell, out_dir, version=version, attempt=attempt)
         try:
             store.finish_cell(
                 engine, cell.cell_id, token, status=outcome.status, rows=outcome.rows, error=outcome.error
@@ -196,7 +214,7 @@ def worker_loop(
 
     while True:
         rows = store.ledger(engine, grid.name)
-        plan = {cid: decide(rows.get(cid)) for cid in by_id}
+        plan = {cid: decide(rows.get(cid), cid, rows) for cid in by_id}
         runnable = [c for c, d in plan.items() if d == "run"]
         if not runnable:
             if "wait" not in plan.values():
@@ -214,6 +232,14 @@ def worker_loop(
         with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
             study.optimize(objective, n_trials=1, catch=(CellFailed,))
     return stats
+
+
+def _running(row: Any, alive: Any) -> bool:
+    return row is not None and row.status == "running" and alive(row)
+
+
+def _ok(row: Any, cell: Cell) -> bool:
+    return row is not None and row.status == "ok" and row.config_hash == cell.config_hash
 
 
 # ---------------------------------------------------------------------------------------- the worker process
