@@ -20,6 +20,7 @@ RANKS = {
     "textcause.io": 0,
     "textcause.paths": 0,
     "textcause.validation": 0,
+    "textcause.progress": 0,
     "textcause.estimators": 1,
     "textcause.specs": 1,
     "textcause.metrics": 2,

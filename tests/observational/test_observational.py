@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -377,6 +378,44 @@ def test_a_failed_model_is_recorded_and_the_run_goes_on(study):
     assert [ln.split("]")[0] for ln in study["lines"][1:]] == ["[1/3", "[2/3", "[3/3"]
     md = (study["out"] / "results.md").read_text()
     assert "| broken | failed:" in md and "| LR 1-gram |" in md
+
+
+def test_progress_lines_show_elapsed_and_eta(study):
+    """Each fitted model's line has the time elapsed and, while models remain, the ETA (mm:ss)."""
+    lines = study["lines"][1:]
+    assert len(lines) == 3
+    for line in lines[:2]:
+        assert re.search(r"\(elapsed \d\d:\d\d, ETA \d\d:\d\d\)$", line), line
+    assert re.search(r"\(elapsed \d\d:\d\d\)$", lines[2]) and "ETA" not in lines[2]  # nothing left to fit
+
+
+def test_eta_counts_only_the_models_still_to_fit(tmp_path, monkeypatch):
+    """Two of four models finished earlier: the ETA is the mean fit time times the models left to fit."""
+    names = ["unadjusted", "lr_unigram_binary", "lr_bigram_binary", "lr_lda"]
+    config = tmp_path / "toy.yaml"
+    config.write_text(yaml.safe_dump(base_spec(corpus=str(write_corpus(tmp_path / "toy.jsonl.gz")), models=names)))
+    spec = load_spec(config)
+    for model, path in spec.models[1::2]:  # lr_unigram_binary and lr_lda finished (failed) earlier
+        key = obs_run.model_key(spec, model, path)
+        (tmp_path / "out" / "models").mkdir(parents=True, exist_ok=True)
+        rec = {"model": model, "status": "failed", "error": "old", "key": key, "seconds": 1.0}
+        (tmp_path / "out" / "models" / f"{model}.json").write_text(json.dumps(rec))
+    clock = iter(range(0, 1000, 10))  # each reading of the study's clock is 10 s after the last
+
+    class Clock:
+        perf_counter = staticmethod(lambda: next(clock))
+        strftime = staticmethod(lambda fmt: "now")
+
+    monkeypatch.setattr(obs_run, "time", Clock)
+    fake = lambda spec, model, *a: {"model": model, "status": "failed", "error": "x"}  # noqa: E731
+    monkeypatch.setattr(obs_run, "run_model", fake)
+    lines: list[str] = []
+    obs_run.run_study(config, tmp_path / "out", echo=lines.append)
+    assert lines[1].startswith("[1/4] unadjusted: done") and lines[1].endswith("(elapsed 00:30, ETA 00:10)")
+    assert "finished earlier" in lines[2] and lines[2].endswith("(elapsed 00:40)")
+    assert lines[3].startswith("[3/4] lr_bigram_binary: done") and lines[3].endswith("(elapsed 01:10)")
+    assert "finished earlier" in lines[4] and "ETA" not in lines[4]
+    assert obs_run._eta([4.0, 8.0], 3) == 18.0 and obs_run._eta([], 3) is None and obs_run._eta([5.0], 0) is None
 
 
 def test_rerun_skips_finished_models_and_reruns_changed_ones(study, monkeypatch):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 import sqlite3
 
@@ -106,7 +107,10 @@ def test_markdown_tables_and_numbers(report, results):
 def test_html_is_the_same_content(report):
     _, _, md, page = report
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
-    assert '<img src="fig4_tasks_reddit.png" alt="Treatment accuracy and bias by task (Fig. 4)">' in page
+    # Every figure is embedded (the page is one file), none is linked.
+    assert '<img src="data:image/png;base64,' in page and 'src="fig' not in page
+    assert page.count('<img src="data:image/png;base64,') == len(re.findall(r"^!\[", md, flags=re.M)) == 9
+    assert 'alt="Treatment accuracy and bias by task (Fig. 4)">' in page
     n_tables = sum(1 for line in md.splitlines() if re.match(r"^\| :?---:? \|", line))
     assert n_tables > 10 and page.count("<table>") == n_tables
     assert '<th class="l">Model</th>' in page and "<h2>Failed cells</h2>" in page
@@ -182,6 +186,31 @@ def test_markup_escapes():
     assert "a &lt;b&gt; <code>x</code>" in page and '<td class="l">x|y</td>' in page
     with pytest.raises(ValueError, match="Unknown report block"):
         to_markdown(["text"])
+    assert '<img src="f.png" alt="alt">' in page  # no base folder: linked by relative path
+
+
+def test_html_embeds_its_figures(tmp_path):
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
+    (tmp_path / "f.png").write_bytes(png)
+    (tmp_path / "g.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>')
+    (tmp_path / "h.pdf").write_bytes(b"%PDF-1.4")
+    blocks = [Image("f.png", "a png"), Image("g.svg", "an svg"), Image("h.pdf", "a pdf")]
+    page = to_html(blocks, "t", base_dir=tmp_path)
+    assert f'<img src="data:image/png;base64,{base64.b64encode(png).decode()}" alt="a png">' in page
+    svg = base64.b64encode((tmp_path / "g.svg").read_bytes()).decode()
+    assert f'<img src="data:image/svg+xml;base64,{svg}" alt="an svg">' in page
+    assert '<a href="h.pdf">a pdf</a>' in page  # a browser cannot show a PDF inline: linked
+    assert to_markdown(blocks).startswith("![a png](f.png)")  # the Markdown still links the files
+    with pytest.raises(ValueError, match=r"figure .*missing.png does not exist"):
+        to_html([Image("missing.png", "x")], "t", base_dir=tmp_path)
+
+
+def test_svg_only_report_embeds_svg(tmp_path):
+    df = simulate_results(task_levels={"placebo": 1}, models=("oracle", "lr_lda"), n_seeds=2)
+    written = write_report(df, tmp_path, formats=("svg",))
+    md, page = written["markdown"].read_text(encoding="utf-8"), written["html"].read_text(encoding="utf-8")
+    assert "(fig4_tasks_reddit.svg)" in md and ".png" not in md
+    assert '<img src="data:image/svg+xml;base64,' in page and "image/png" not in page
 
 
 def test_report_when_every_cell_failed(tmp_path):

@@ -39,6 +39,12 @@ def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
     )  # old spelling
     parser.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the run's seed)")
     parser.add_argument("--out", default=None, help="folder for results.csv (default: the run folder)")
+    add_allow_module(parser)
+    return parser
+
+
+def add_allow_module(parser: argparse.ArgumentParser) -> None:
+    """The ``--allow-module PACKAGE`` option of the commands that load a saved run's config."""
     parser.add_argument(
         "--allow-module",
         action="append",
@@ -46,7 +52,6 @@ def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
         metavar="PACKAGE",
         help="trust classes of this package in the run's config.yaml (default: textcause, lightning, torch only)",
     )
-    return parser
 
 
 def main(argv: Sequence[str], *, prog: str = "evaluate.py") -> dict[str, Any]:

@@ -3,6 +3,7 @@
     textcause tasks [--describe]     every task level in a table (or in full sentences)
     textcause train fit --config configs/lr_bigram_binary.yaml   (same as python train.py ...)
     textcause evaluate RUN_DIR       (same as python evaluate.py ...)
+    textcause predict RUN_DIR --corpus new.csv --out propensities.csv   score new users with a trained run
     textcause demo                   the quick-start job on the real Twitter corpus
     textcause benchmark --config configs/benchmark/smoke.yaml [--workers N]   a task x model x seed grid
     textcause sweep --config configs/sweeps/sherbert_smoke.yaml [--trials N] [--summary]   a sweep, offline on Optuna
@@ -11,6 +12,7 @@
     textcause observe --config configs/observational/twitter_gender.yaml   every model on real T and Y (no truth)
     textcause gender probe --model PATH_OR_NAME --w years          masked gender probes: table 2 and figure 2
     textcause counterfactual baseline --model svm|minilm_lr        SemEval-2020 Task 5 subtask-1 baselines on test
+    textcause cfr --config configs/cfr/blogs.yaml                   counterfactual representations vs true counterfactual texts
 
 Light commands (``tasks``, ``--help``) do not import Lightning.
 """
@@ -100,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         from textcause.cli.counterfactual import counterfactual_main
 
         return counterfactual_main(rest)
+    if cmd == "cfr":  # handles its own errors and exit codes; light --help
+        from textcause.cli.cfr import cfr_main
+
+        return cfr_main(rest)
     from textcause.cli.errors import friendly_errors
 
     if cmd == "train":
@@ -111,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         from textcause.cli.evaluate import main as evaluate_main
 
         return friendly_errors(lambda: evaluate_main(rest, prog="textcause evaluate"))
+    if cmd == "predict":
+        from textcause.cli.predict import predict_main
+
+        return friendly_errors(lambda: predict_main(rest))
     if cmd == "compare":
         from textcause.cli.compare import compare_main
 

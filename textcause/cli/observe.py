@@ -9,7 +9,9 @@ layout come from :func:`textcause.reports.study.write_outputs`. Results go to
 ``runs/observe/<name>/`` (or ``--out``): ``models/<model>.json`` (one record per model, written when
 it finishes), ``runs/<model>/`` (its training run), ``results.json`` / ``.csv`` / ``.md`` and
 ``fig2_<name>.png`` / ``.svg``. A rerun skips finished models (a killed run resumes); a model that
-fails is recorded with its error and the run goes on (``--retry-failed`` runs it again).
+fails is recorded with its error and the run goes on (``--retry-failed`` runs it again). Progress
+goes to stderr, one line a model: its accuracy and ATE, the time elapsed and, while models remain
+to fit, the ETA (the mean time of the models fitted so far times the number left).
 """
 
 from __future__ import annotations

@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
-import scipy.sparse as sp
 
 from textcause.data.distributed import one_build_at_a_time
+from textcause.data.featurizer import apply_scale, embed_histories, featurizer_state, maxabs_factor
 from textcause.features.kinds import EMBEDDING_KINDS, NGRAM_KINDS, REPRESENTATIONS
 from textcause.io import content_key
 from textcause.validation import check_int, check_options
@@ -145,11 +144,14 @@ class BuiltData:
         features: one row per user: a sparse or dense matrix (n-grams, topics; width 0 for
             ``none``) or a post-embedding table (``post_embeddings`` / ``post_tokens``).
         info: ``kind``, ``vocabulary_size``, ``fit_seconds`` (and the encoder and cache folder).
+        featurizer: what featurises NEW users' text exactly as these users' was, as plain values and
+            tensors (:func:`textcause.data.featurizer.featurizer_state`; saved with every checkpoint).
     """
 
     task: Any
     features: Any
     info: dict[str, Any] = field(default_factory=dict)
+    featurizer: dict[str, Any] = field(default_factory=dict)
 
     @property
     def input_dim(self) -> int:
@@ -185,53 +187,30 @@ def build_task(settings: DataSettings) -> Any:
 
 def scale_features(x: Any, train: np.ndarray, how: Optional[str]) -> Any:
     """Rescale a sparse or dense feature matrix (``maxabs`` fitted on the training rows only)."""
-    if how is None:
-        return x
-    if how == "log1p":
-        if sp.issparse(x):
-            x = x.copy()
-            x.data = np.log1p(x.data)
-            return x
-        return np.log1p(x)
-    col_max = abs(x[train]).max(axis=0)
-    col_max = np.asarray(col_max.todense() if sp.issparse(col_max) else col_max, dtype=np.float64).ravel()
-    factor = np.where(col_max > 0, 1.0 / np.where(col_max > 0, col_max, 1.0), 1.0).astype(np.float32)
-    if sp.issparse(x):
-        return (x @ sp.diags(factor)).tocsr().astype(np.float32)
-    return (x * factor).astype(np.float32)
+    return apply_scale(x, how, maxabs_factor(x, train) if how == "maxabs" else None)
 
 
 def embed_texts(texts: list[list[str]], settings: DataSettings) -> tuple[Any, dict[str, Any]]:
     """The post-embedding table of ``texts`` (frozen encoder, through the embedding cache)."""
-    from textcause.features.embeddings import PostEmbeddingCache
-
-    tokens = settings.representation == "post_tokens"
-    cache = PostEmbeddingCache(
+    return embed_histories(
+        texts,
+        settings.representation,
         settings.encoder,
         max_tokens=settings.max_tokens,
-        store_tokens=tokens,
         token_cap=settings.token_cap,
-        layer=settings.encoder_layer if tokens else None,
+        encoder_layer=settings.encoder_layer,
     )
-    started = time.perf_counter()
-    # float16 in memory: the token table of a 4,000-user corpus is several GB in float32.
-    table = cache.embed_histories(texts, out_dtype=np.float16 if tokens else np.float32)
-    info = {
-        "kind": settings.representation,
-        "vocabulary_size": 0,
-        "fit_seconds": time.perf_counter() - started,
-        "encoder": cache.spec.name,
-        "cache": str(cache.folder),
-    }
-    return table, info
 
 
-def _features(task: Any, settings: DataSettings, cache: bool) -> tuple[Any, dict[str, Any]]:
+def _features(task: Any, settings: DataSettings, cache: bool) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """The features of ``task``'s users, their info and the featurizer state (see :mod:`textcause.data.featurizer`)."""
     rep = settings.representation
     if rep == "none":  # baselines (oracle, unadjusted) read no text
-        return np.zeros((len(task), 0), dtype=np.float32), {"kind": "none", "vocabulary_size": 0, "fit_seconds": 0.0}
+        info = {"kind": "none", "vocabulary_size": 0, "fit_seconds": 0.0}
+        return np.zeros((len(task), 0), dtype=np.float32), info, featurizer_state(settings)
     if rep in EMBEDDING_KINDS:
-        return embed_texts(task.texts, settings)
+        table, info = embed_texts(task.texts, settings)
+        return table, info, featurizer_state(settings, embedding=info)
     if rep not in NGRAM_KINDS:  # DataSettings refuses any other name; a registry added without a builder lands here
         raise ValueError(f"The representation {rep!r} has no builder: choose one of {list(REPRESENTATIONS)}.")
     from textcause.features import build_representation
@@ -240,7 +219,9 @@ def _features(task: Any, settings: DataSettings, cache: bool) -> tuple[Any, dict
         rep, task.texts, task.split.train, min_users=settings.min_users, seed=settings.seed, cache=cache
     )
     info = {"kind": built.kind, "vocabulary_size": int(built.vocabulary_size), "fit_seconds": float(built.fit_seconds)}
-    return scale_features(built.matrix, task.split.train, settings.scale), info
+    factor = maxabs_factor(built.matrix, task.split.train) if settings.scale == "maxabs" else None
+    state = featurizer_state(settings, ngram=built.state, scale_factor=factor)
+    return apply_scale(built.matrix, settings.scale, factor), info, state
 
 
 _BUILT: OrderedDict[str, BuiltData] = OrderedDict()
@@ -259,8 +240,8 @@ def build_data(settings: DataSettings, *, cache: bool = True) -> BuiltData:
         return _BUILT[key]
     with one_build_at_a_time(key):  # ranks of a torchrun / SLURM job: one fills the caches, the others read them
         task = build_task(settings)
-        features, info = _features(task, settings, cache)
-    built = BuiltData(task, features, info)
+        features, info, featurizer = _features(task, settings, cache)
+    built = BuiltData(task, features, info, featurizer)
     _BUILT[key] = built
     while len(_BUILT) > _MEMO_SIZE:
         _BUILT.popitem(last=False)

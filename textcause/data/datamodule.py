@@ -26,6 +26,7 @@ from textcause.corpus.splits import SPLITS
 from textcause.data.batches import FeatureCollate, HistoryCollate, IndexDataset
 from textcause.data.build import BuiltData, DataSettings, build_data
 from textcause.data.distributed import evaluation_sampler
+from textcause.data.featurizer import FEATURIZER_KEY, check_same
 from textcause.data.memory import keep_freed_memory
 from textcause.data.resumable import resumable_loader
 from textcause.features.kinds import EMBEDDING_KINDS
@@ -132,6 +133,22 @@ class CausalTextDataModule(L.LightningDataModule):
 
     def setup(self, stage: Optional[str] = None) -> None:
         self.built  # noqa: B018 - build (or fetch from the memo) on every rank
+
+    # ------------------------------------------------------------------ the saved featurizer
+    def state_dict(self) -> dict[str, Any]:
+        """What Lightning saves with every checkpoint: the featurizer that turns NEW users' text into
+        this model's input (:mod:`textcause.data.featurizer`: plain values and tensors, no pickled code)."""
+        return {FEATURIZER_KEY: self.built.featurizer} if self.built.featurizer else {}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Refuse a checkpoint whose featurizer differs from the one rebuilt from these data settings
+        (the data or the code changed since training); a checkpoint without one (older versions) passes."""
+        check_same(state_dict.get(FEATURIZER_KEY), self.built.featurizer)
+
+    @property
+    def featurizer(self) -> dict[str, Any]:
+        """The featurizer state of the build (:func:`textcause.data.featurizer.featurizer_state`)."""
+        return self.built.featurizer
 
     @property
     def task(self) -> Any:

@@ -55,6 +55,7 @@ from textcause.features.encoder import POOLINGS, Encoder, EncoderSpec
 from textcause.features.shard_checks import VERIFY_MODES, all_finite
 from textcause.io import atomic_write_json, content_key
 from textcause.paths import cache_root
+from textcause.progress import progress_bar
 from textcause.validation import check_int, check_options
 
 CACHE_VERSION = "post-embeddings/v1"
@@ -97,7 +98,8 @@ class PostEmbeddingCache:
         precision: ``"auto"`` (the fastest bf16 mode that matches fp32 on a probe batch),
             ``"bf16-full"``, ``"bf16"`` or ``"fp32"`` (see :class:`~textcause.features.encoder.Encoder`).
         cache_dir: the folder of all embedding caches; default ``cache_root()/"embeddings"``.
-        progress: show a progress bar (posts/s, ETA); None shows it only on a terminal.
+        progress: show a progress bar (posts/s, ETA); None shows it only on a terminal
+            (:func:`textcause.progress.show_progress`).
         layer: the token states to store: None for the last layer, k for the hidden state after
             transformer layer k (see :class:`~textcause.features.encoder.Encoder`).
         verify: how shards are checked when first used: ``"hash"`` (sizes, shapes, finite values and
@@ -309,7 +311,9 @@ class PostEmbeddingCache:
 
     def _encode_missing(self, todo: list[bytes], text_of: dict[bytes, str], tok_todo: set[bytes]) -> dict[str, Any]:
         pooled_todo = set(self.pooled.missing(todo))
-        bar = _progress_bar(len(todo), self.progress, self.spec.name)
+        bar = progress_bar(
+            total=len(todo), desc=f"encoding with {self.spec.name}", unit="post", progress=self.progress, smoothing=0.1
+        )
         start = time.perf_counter()
         n_tokens = 0
         try:
@@ -318,11 +322,10 @@ class PostEmbeddingCache:
                 ids = self.encoder.tokenize([text_of[k] for k in chunk])
                 n_tokens += sum(map(len, ids))
                 cap = self.token_cap if any(k in tok_todo for k in chunk) else None
-                enc = self.encoder.encode_ids(ids, token_cap=cap, progress=bar.update if bar else None)
+                enc = self.encoder.encode_ids(ids, token_cap=cap, progress=None if bar.disable else bar.update)
                 self._write_chunk(chunk, enc, pooled_todo, tok_todo)
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
         seconds = time.perf_counter() - start
         return {
             "seconds": seconds,
@@ -394,13 +397,3 @@ class PostEmbeddingCache:
             self.tokens.refresh()
             out["tokens"] = self.tokens.nbytes()
         return out
-
-
-def _progress_bar(total: int, progress: bool | None, name: str) -> Any:
-    if progress is None:
-        progress = sys.stderr.isatty()
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, unit="post", unit_scale=False, desc=f"encoding with {name}", smoothing=0.1)

@@ -18,12 +18,13 @@ frequency over users, not occurrences; the paper's "count threshold of 10"), opt
 ``max_features`` most widely used of them; columns are in alphabetical order of the grams, as in
 scikit-learn's ``CountVectorizer``. Everything stays sparse (CSR, float32) except the n x topics
 LDA output. Fitting a whole corpus with a disk cache is
-:func:`textcause.features.representation.build_representation`.
+:func:`textcause.features.representation.build_representation`. Tokenising and LDA's passes show
+a progress bar when they take more than a few seconds (on a terminal; see :mod:`textcause.progress`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,12 +34,15 @@ import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
 from textcause.features.kinds import NGRAM_KINDS
-from textcause.features.tokenize import Encoded, encode
+from textcause.features.tokenize import TOKENIZER_VERSION, Encoded, encode
+from textcause.progress import progress_bar
 from textcause.validation import check_int
 
 #: The n-gram representations (:data:`textcause.features.kinds.NGRAM_KINDS`), with (largest n, binary).
 KINDS: dict[str, tuple[int, bool]] = dict(zip(NGRAM_KINDS, [(1, True), (2, True), (2, False), (2, False)]))
 
+#: Bump when :meth:`NgramFeaturizer.state_dict`'s layout changes (a saved featurizer of another version is refused).
+STATE_VERSION = 1
 # Keys user * span + code are packed into one int64 when they fit, else sorted with lexsort.
 _INT64_LIMIT = 2**62
 #: Users are counted in runs of about this many tokens, to bound peak memory.
@@ -68,6 +72,44 @@ def check_texts(texts: Any, name: str = "texts") -> list[Sequence[str]]:
             if not isinstance(post, str):
                 raise ValueError(f"{shape}. Post {j} of user {i} is a {type(post).__name__}.")
     return texts
+
+
+def encode_users(
+    texts: Sequence[Sequence[str]], index: dict[str, int] | None = None, *, progress: bool | None = None
+) -> Encoded:
+    """:func:`textcause.features.tokenize.encode` with a progress bar over the users."""
+    bar = progress_bar(texts, total=len(texts), desc=f"tokenising {len(texts):,} users", unit="user", progress=progress)
+    try:
+        return encode(bar, index)
+    finally:
+        bar.close()
+
+
+def fit_lda(counts: sp.csr_matrix, *, topics: int, max_iter: int, seed: int, progress: bool | None = None) -> Any:
+    """scikit-learn's batch ``LatentDirichletAllocation`` fitted on ``counts``, with a bar over its passes.
+
+    The bar counts the estimator's EM steps (its ``_em_step``, wrapped on this instance for the fit
+    only): the fitted object is a plain ``LatentDirichletAllocation``, and were scikit-learn to
+    rename the step, the bar would only stand still.
+    """
+    from sklearn.decomposition import LatentDirichletAllocation
+
+    lda = LatentDirichletAllocation(n_components=topics, max_iter=max_iter, learning_method="batch", random_state=seed)
+    bar = progress_bar(total=max_iter, desc=f"fitting LDA ({topics} topics)", unit="pass", progress=progress)
+    em_step = getattr(lda, "_em_step", None)
+    if not bar.disable and callable(em_step):
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            out = em_step(*args, **kwargs)
+            bar.update()
+            return out
+
+        lda._em_step = counted
+    try:
+        return lda.fit(counts)
+    finally:
+        lda.__dict__.pop("_em_step", None)
+        bar.close()
 
 
 @dataclass(frozen=True)
@@ -201,6 +243,8 @@ class NgramFeaturizer:
         lda_topics: number of LDA topics (the paper's 20); used by ``"lda"`` only.
         lda_max_iter: LDA's passes over the training users (scikit-learn's default 10).
         seed: LDA's random state; n-gram kinds are deterministic without it.
+        progress: show progress bars for tokenising and LDA's passes (None: only on a terminal);
+            it does not change the output.
 
     ``transform`` returns a CSR float32 matrix, or for ``"lda"`` a dense float32 n x topics array.
     """
@@ -213,6 +257,7 @@ class NgramFeaturizer:
         lda_topics: int = 20,
         lda_max_iter: int = 10,
         seed: int = 0,
+        progress: bool | None = None,
     ) -> None:
         owner = type(self).__name__
         self.kind = check_kind(kind)
@@ -221,6 +266,7 @@ class NgramFeaturizer:
         self.lda_topics = check_int(lda_topics, "lda_topics", owner, low=1)
         self.lda_max_iter = check_int(lda_max_iter, "lda_max_iter", owner, low=1)
         self.seed = check_int(seed, "seed", owner, low=0)
+        self.progress = progress
         self._vocab: _Vocabulary | None = None
         self.lda_ = None
 
@@ -231,6 +277,89 @@ class NgramFeaturizer:
             out.update(lda_topics=self.lda_topics, lda_max_iter=self.lda_max_iter, seed=self.seed)
         return out
 
+    def state_dict(self) -> dict[str, Any]:
+        """The fitted featurizer as plain values (no pickled code): its parameters, its n-grams in column
+        order and, for ``"lda"``, the topic-word parameters (``lda_components``, topics x grams)
+        and the priors; :meth:`from_state_dict` rebuilds a featurizer whose ``transform`` gives the same rows.
+        """
+        vocab = self._fitted()
+        state = {**self.state_params(), "terms": list(vocab.terms)}
+        if self.kind == "lda":
+            lda = self.lda_
+            state.update(
+                lda_components=np.array(lda.components_, copy=True),  # its own dtype: transform keeps it
+                lda_doc_topic_prior=float(lda.doc_topic_prior_),
+                lda_topic_word_prior=float(lda.topic_word_prior_),
+                lda_max_doc_update_iter=int(lda.max_doc_update_iter),
+                lda_mean_change_tol=float(lda.mean_change_tol),
+            )
+        return state
+
+    def state_params(self) -> dict[str, Any]:
+        """The part of :meth:`state_dict` that fitting does not decide (version, tokenizer, parameters)."""
+        return {
+            "version": STATE_VERSION,
+            "tokenizer": TOKENIZER_VERSION,
+            "kind": self.kind,
+            "min_users": self.min_users,
+            "max_features": self.max_features,
+            "lda_topics": self.lda_topics,
+            "lda_max_iter": self.lda_max_iter,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_state_dict(cls, state: Mapping[str, Any]) -> NgramFeaturizer:
+        """The fitted featurizer that :meth:`state_dict` describes (arrays may be numpy or torch).
+
+        Raises:
+            ValueError: a state of another version or tokenizer, or one missing its n-grams or topics.
+        """
+        if not isinstance(state, Mapping) or state.get("version") != STATE_VERSION or "terms" not in state:
+            raise ValueError(
+                f"The saved n-gram featurizer is not of this version ({STATE_VERSION}): retrain the model with this version."
+            )
+        if state.get("tokenizer") != TOKENIZER_VERSION:
+            raise ValueError(
+                f"The saved n-gram featurizer used the tokenizer {state.get('tokenizer')!r}, not this version's "
+                f"{TOKENIZER_VERSION!r}: retrain the model with this version."
+            )
+        out = cls(
+            kind=state["kind"],
+            min_users=state["min_users"],
+            max_features=state["max_features"],
+            lda_topics=state["lda_topics"],
+            lda_max_iter=state["lda_max_iter"],
+            seed=state["seed"],
+        )
+        out._vocab = _Vocabulary.from_terms([str(t) for t in state["terms"]])
+        if out.kind == "lda":
+            from sklearn.decomposition import LatentDirichletAllocation
+            from sklearn.decomposition._online_lda_fast import _dirichlet_expectation_2d
+
+            components = np.array(_as_numpy(state["lda_components"]), copy=True)
+            if components.shape != (out.lda_topics, len(out._vocab.terms)):
+                raise ValueError(
+                    f"The saved LDA topics have shape {components.shape}, not ({out.lda_topics}, "
+                    f"{len(out._vocab.terms)}) (topics x n-grams): the saved featurizer is damaged."
+                )
+            lda = LatentDirichletAllocation(
+                n_components=out.lda_topics,
+                max_iter=out.lda_max_iter,
+                learning_method="batch",
+                random_state=out.seed,
+                max_doc_update_iter=int(state["lda_max_doc_update_iter"]),
+                mean_change_tol=float(state["lda_mean_change_tol"]),
+            )
+            lda.components_ = components
+            lda.exp_dirichlet_component_ = np.exp(_dirichlet_expectation_2d(components))
+            lda.doc_topic_prior_ = float(state["lda_doc_topic_prior"])
+            lda.topic_word_prior_ = float(state["lda_topic_word_prior"])
+            lda.n_features_in_ = components.shape[1]
+            lda.n_batch_iter_ = lda.n_iter_ = out.lda_max_iter
+            out.lda_ = lda
+        return out
+
     def fit(self, train_texts: Sequence[Sequence[str]]) -> NgramFeaturizer:
         """Fit the vocabulary (and LDA) on the training users' histories."""
         self.fit_transform(train_texts)
@@ -239,13 +368,13 @@ class NgramFeaturizer:
     def fit_transform(self, train_texts: Sequence[Sequence[str]]) -> sp.csr_matrix | np.ndarray:
         """Fit on ``train_texts`` and return their representation."""
         texts = check_texts(train_texts, "train_texts")
-        return self._fit_transform_encoded(encode(texts), np.arange(len(texts)))
+        return self._fit_transform_encoded(encode_users(texts, progress=self.progress), np.arange(len(texts)))
 
     def transform(self, texts: Sequence[Sequence[str]]) -> sp.csr_matrix | np.ndarray:
         """The representation of ``texts`` (one row per user, in order) with the fitted vocabulary."""
         vocab = self._fitted()
         texts = check_texts(texts)
-        enc = encode(texts, {tok: i for i, tok in enumerate(vocab.tokens)})
+        enc = encode_users(texts, {tok: i for i, tok in enumerate(vocab.tokens)}, progress=self.progress)
         return self._finish(count_matrix(enc, vocab, binary=KINDS[self.kind][1]))
 
     @property
@@ -281,14 +410,13 @@ class NgramFeaturizer:
         self._vocab = _Vocabulary.from_terms(terms)
         counts = count_matrix(enc, self._vocab, binary=binary)
         if self.kind == "lda":
-            from sklearn.decomposition import LatentDirichletAllocation
-
-            self.lda_ = LatentDirichletAllocation(
-                n_components=self.lda_topics,
+            self.lda_ = fit_lda(
+                counts[train_users],
+                topics=self.lda_topics,
                 max_iter=self.lda_max_iter,
-                learning_method="batch",
-                random_state=self.seed,
-            ).fit(counts[train_users])
+                seed=self.seed,
+                progress=self.progress,
+            )
         return self._finish(counts)
 
     def _finish(self, counts: sp.csr_matrix) -> sp.csr_matrix | np.ndarray:
@@ -297,3 +425,10 @@ class NgramFeaturizer:
         if counts.shape[0] == 0:
             return np.zeros((0, self.lda_topics), dtype=np.float32)
         return self.lda_.transform(counts).astype(np.float32)
+
+
+def _as_numpy(value: Any) -> np.ndarray:
+    """A numpy array of a numpy array, a torch tensor (as saved in a checkpoint) or a nested list."""
+    if hasattr(value, "detach"):  # a torch tensor, without importing torch here
+        value = value.detach().cpu().numpy()
+    return np.asarray(value)

@@ -20,15 +20,15 @@ import time
 import warnings
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from textcause.features.ngrams import NgramFeaturizer, check_texts
-from textcause.features.tokenize import TOKENIZER_VERSION, encode
+from textcause.features.ngrams import NgramFeaturizer, check_texts, encode_users
+from textcause.features.tokenize import TOKENIZER_VERSION
 from textcause.io import atomic_path, atomic_write_json, content_key
 from textcause.paths import cache_root
 
@@ -49,6 +49,8 @@ class Representation:
         fit_seconds: the seconds taken to fit and transform (when it was built, if cached).
         terms: the n-grams, in column order for the n-gram kinds.
         from_cache: True if read from the cache instead of fitted.
+        state: the fitted featurizer as plain values (:meth:`NgramFeaturizer.state_dict`), from which
+            :meth:`NgramFeaturizer.from_state_dict` featurises new users exactly as these were.
     """
 
     matrix: sp.csr_matrix | np.ndarray
@@ -58,6 +60,7 @@ class Representation:
     fit_seconds: float
     terms: tuple[str, ...] = ()
     from_cache: bool = False
+    state: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_features(self) -> int:
@@ -132,7 +135,8 @@ def build_representation(
         seed: LDA's random state.
         cache: read and write the cache.
         cache_dir: the cache folder.
-        **kw: other :class:`NgramFeaturizer` parameters (``max_features``, ``lda_topics``, ``lda_max_iter``).
+        **kw: other :class:`NgramFeaturizer` parameters (``max_features``, ``lda_topics``, ``lda_max_iter``,
+            ``progress``: progress bars for tokenising and LDA, by default only on a terminal).
 
     Returns:
         The :class:`Representation` of all users, in the order of ``texts``.
@@ -145,11 +149,11 @@ def build_representation(
     )
     folder = Path(cache_dir) if cache_dir is not None else cache_root() / "features"
     if cache:
-        hit = _load_cached(folder, key, len(texts))
+        hit = _load_cached(folder, key, len(texts), featurizer)
         if hit is not None:
             return hit
     start = time.perf_counter()
-    matrix = featurizer._fit_transform_encoded(encode(texts), train)
+    matrix = featurizer._fit_transform_encoded(encode_users(texts, progress=featurizer.progress), train)
     rep = Representation(
         matrix=matrix,
         kind=kind,
@@ -157,17 +161,19 @@ def build_representation(
         vocabulary_size=featurizer.vocabulary_size,
         fit_seconds=time.perf_counter() - start,
         terms=featurizer._fitted().terms,
+        state=featurizer.state_dict(),
     )
     if cache:
         _save_cached(folder, rep)
     return rep
 
 
-def _load_cached(folder: Path, key: str, n_users: int) -> Representation | None:
+def _load_cached(folder: Path, key: str, n_users: int, featurizer: NgramFeaturizer) -> Representation | None:
     """The cached entry of ``key``, checked: its size and SHA-256 against its metadata, finite values.
 
     An entry of the old code (metadata without a checksum) that passes the other checks is adopted:
     its checksum is recorded. A damaged entry is reported in one warning naming the file: a miss.
+    An LDA entry of the old code (without its topics, which a saved featurizer needs) is a silent miss.
     """
     data_path, meta_path = folder / f"{key}.npz", folder / f"{key}.json"
     if not (data_path.exists() and meta_path.exists()):
@@ -183,17 +189,24 @@ def _load_cached(folder: Path, key: str, n_users: int) -> Representation | None:
                 raise ValueError(f"it has {len(blob)} bytes, not the {recorded['bytes']} of its metadata")
             if hashlib.sha256(blob).hexdigest() != recorded["sha256"]:
                 raise ValueError("it does not match the checksum in its metadata (the file was altered)")
+        lda: dict[str, np.ndarray] = {}
         if meta["sparse"]:
             matrix = sp.load_npz(io.BytesIO(blob)).tocsr()
             values = matrix.data
         else:
             with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
                 matrix = npz["matrix"]
+                lda = {k: npz[k] for k in npz.files if k.startswith("lda_")}
             values = matrix
         if matrix.shape != (n_users, meta["n_features"]) or matrix.dtype != np.float32:
             raise ValueError(f"the matrix has shape {matrix.shape} and dtype {matrix.dtype}")
         if not np.isfinite(values).all():
             raise ValueError("the matrix holds NaN or infinite values")
+        state = {**featurizer.state_params(), **meta.get("featurizer", {}), "terms": list(meta["terms"])}
+        if featurizer.kind == "lda":
+            if "lda_components" not in lda or "featurizer" not in meta:
+                return None  # an entry of the old code: refit once, so the topics can be saved with a model
+            state["lda_components"] = lda["lda_components"]
         if recorded is None:  # the old code's entry passed every check: adopt it
             with contextlib.suppress(OSError):
                 atomic_write_json(meta_path, {**meta, "file": _file_entry(blob)})
@@ -205,6 +218,7 @@ def _load_cached(folder: Path, key: str, n_users: int) -> Representation | None:
             fit_seconds=meta["fit_seconds"],
             terms=tuple(meta["terms"]),
             from_cache=True,
+            state=state,
         )
     except Exception as exc:  # any unreadable entry is a miss, never a crash
         reason = str(exc).rstrip(".") or type(exc).__name__
@@ -231,7 +245,8 @@ def _save_cached(folder: Path, rep: Representation) -> None:
             m = rep.matrix
             _write_npz(buf, dict(indices=m.indices, indptr=m.indptr, format=b"csr", shape=m.shape, data=m.data))
         else:
-            _write_npz(buf, {"matrix": rep.matrix})
+            lda = {k: v for k, v in rep.state.items() if isinstance(v, np.ndarray)}
+            _write_npz(buf, {"matrix": rep.matrix, **lda})
         blob = buf.getvalue()
         with atomic_path(folder / f"{rep.key}.npz") as tmp:
             tmp.write_bytes(blob)
@@ -244,6 +259,7 @@ def _save_cached(folder: Path, rep: Representation) -> None:
             "vocabulary_size": rep.vocabulary_size,
             "fit_seconds": rep.fit_seconds,
             "terms": list(rep.terms),
+            "featurizer": {k: v for k, v in rep.state.items() if k != "terms" and not isinstance(v, np.ndarray)},
             "file": _file_entry(blob),
         }
         atomic_write_json(folder / f"{rep.key}.json", meta)

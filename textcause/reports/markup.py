@@ -1,14 +1,18 @@
 """A report as a list of blocks, rendered to Markdown and to a standalone HTML page.
 
 Rendering both formats from the same blocks keeps them identical in content without a Markdown
-parser dependency.
+parser dependency. The Markdown links its figures by relative path; the HTML page embeds them
+(``data:`` URIs, PNG or SVG as written) so the one file opens anywhere, copied or mailed alone.
 """
 
 from __future__ import annotations
 
+import base64
 import html
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Union
 
 
@@ -96,8 +100,42 @@ code { background: #f6f6f6; padding: 0 0.2em; }
 """
 
 
-def to_html(blocks: Sequence[Block], title: str) -> str:
-    """Render ``blocks`` as one standalone HTML page (images referenced by relative path)."""
+#: The figure formats a browser shows in an ``<img>``, by file suffix.
+IMAGE_TYPES = {
+    ".png": "image/png",
+    ".svg": "image/svg+xml",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+
+
+def _image_html(image: Image, base_dir: Path | None) -> str:
+    alt = html.escape(image.alt, quote=True)
+    if base_dir is None:
+        return f'<p><img src="{html.escape(image.path, quote=True)}" alt="{alt}"></p>'
+    path = base_dir / image.path
+    mime = IMAGE_TYPES.get(path.suffix.lower())
+    if mime is None:  # a PDF, say: a browser cannot show it inline, so link it
+        return f'<p><a href="{html.escape(image.path, quote=True)}">{alt}</a></p>'
+    if not path.is_file():
+        raise ValueError(f"The report's figure {path} does not exist: write the figures before the HTML page.")
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<p><img src="data:{mime};base64,{data}" alt="{alt}"></p>'
+
+
+def to_html(blocks: Sequence[Block], title: str, *, base_dir: str | os.PathLike | None = None) -> str:
+    """Render ``blocks`` as one standalone HTML page.
+
+    Args:
+        blocks: the report.
+        title: the page title.
+        base_dir: the folder the images' paths are relative to: each image is read from there and
+            embedded as a base64 ``data:`` URI (a format a browser cannot show inline is linked).
+            None references the images by relative path.
+    """
+    folder = Path(base_dir) if base_dir is not None else None
     body: list[str] = []
     for b in blocks:
         if isinstance(b, Heading):
@@ -115,7 +153,7 @@ def to_html(blocks: Sequence[Block], title: str) -> str:
             )
             body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
         elif isinstance(b, Image):
-            body.append(f'<p><img src="{html.escape(b.path, quote=True)}" alt="{html.escape(b.alt, quote=True)}"></p>')
+            body.append(_image_html(b, folder))
         else:
             raise ValueError(f"Unknown report block {type(b).__name__}.")
     return (

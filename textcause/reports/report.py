@@ -5,7 +5,9 @@
 Writes ``report.md``, ``report.html``, ``seed_summary.csv`` and, per corpus, ``fig4_tasks_<corpus>``,
 ``fig6_estimators_<corpus>``, ``fig7_propensity_<corpus>`` and ``fig11_order_of_text_<corpus>``
 (``.png`` and ``.svg``; a figure is skipped when its tasks are absent), plus
-``fig10_agreement_<a>_<b>`` for each pair of corpora.
+``fig10_agreement_<a>_<b>`` for each pair of corpora. ``report.md`` links the figure files;
+``report.html`` embeds them (base64 PNG, or SVG when no PNG is written), so the page is one file
+that opens in a browser anywhere.
 """
 
 from __future__ import annotations
@@ -294,6 +296,14 @@ def bounds_section(data: pd.DataFrame) -> list[Block]:
     ]
 
 
+def shown_file(stem: str, paths: Sequence[Path]) -> str:
+    """The file name a report shows of a figure written as ``paths``: its PNG, else its SVG, else the first."""
+    names = [Path(p).name for p in paths]
+    return next(
+        (f"{stem}{ext}" for ext in (".png", ".svg") if f"{stem}{ext}" in names), names[0] if names else f"{stem}.png"
+    )
+
+
 def agreement_section(
     data: pd.DataFrame, out_dir: Path, formats: Sequence[str]
 ) -> tuple[list[Block], dict[str, list[Path]]]:
@@ -332,7 +342,7 @@ def agreement_section(
                 rows,
                 ["l", "l", "l", "r", "r", "r", "r"],
             ),
-            Image(f"{stem}.png", f"Agreement of {a} and {b}"),
+            Image(shown_file(stem, written[stem]), f"Agreement of {a} and {b}"),
         ]
     return blocks, written
 
@@ -402,7 +412,8 @@ def build_report(
             "fig11": "Order of Text (Fig. 11)",
         }
         for stem in figs:
-            blocks += [Heading(3, captions[stem.split("_")[0]]), Image(f"{stem}.png", captions[stem.split("_")[0]])]
+            caption = captions[stem.split("_")[0]]
+            blocks += [Heading(3, caption), Image(shown_file(stem, figs[stem]), caption)]
         blocks += [Heading(3, f"Tables by task ({corpus}): mean ± sd over seeds")] + task_tables(summary, corpus)
     blocks += comparison_section(data, estimator)
     blocks += placebo_section(summary) + (coverage_section(summary) if len(summary) else []) + bounds_section(data)
@@ -441,6 +452,6 @@ def write_report(
     label += f" (grid {grid})" if grid else ""
     blocks, figures = build_report(data, out_dir, interval=interval, estimator=estimator, formats=formats, source=label)
     md = atomic_write_text(out_dir / "report.md", to_markdown(blocks))
-    page = atomic_write_text(out_dir / "report.html", to_html(blocks, "textcause benchmark report"))
+    page = atomic_write_text(out_dir / "report.html", to_html(blocks, "textcause benchmark report", base_dir=out_dir))
     summary = atomic_write_text(out_dir / "seed_summary.csv", seed_summary(data).to_csv(index=False))
     return {"markdown": md, "html": page, "summary": summary, "figures": figures}

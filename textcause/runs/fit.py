@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import csv
 import io
 import logging
 import time
@@ -28,43 +27,41 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-import numpy as np
 import yaml
 
-from textcause.corpus.types import SPLITS
-from textcause.estimators.registry import DEFAULT_ESTIMATORS, PROPENSITY_ESTIMATORS
-from textcause.io import atomic_write_json, atomic_write_text
-from textcause.metrics.schema import RESULT_COLUMNS
-from textcause.validation import check_int, check_options, check_subset
+from textcause.runs.evaluation import (
+    EvaluationSettings,
+    RunResult,
+    _check_checkpoint,
+    append_csv,
+    evaluate_model,
+    evaluate_predictions,
+    find_checkpoint,
+    log_results,
+    model_name,
+    predict_propensities,
+    write_results,
+)
+from textcause.runs.model_card import write_run_card
+
+__all__ = [  # the evaluation side lives in textcause.runs.evaluation; its names stay importable from here
+    "EvaluationSettings",
+    "RunResult",
+    "RunSettings",
+    "append_csv",
+    "evaluate_model",
+    "evaluate_predictions",
+    "evaluate_run",
+    "find_checkpoint",
+    "fit_and_evaluate",
+    "instantiate",
+    "model_name",
+    "predict_propensities",
+    "run_config",
+    "write_results",
+]
 
 _LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric")
-
-
-@dataclass(frozen=True)
-class EvaluationSettings:
-    """How a trained run is evaluated.
-
-    Attributes:
-        n_boot: bootstrap replicates of each interval (0: no interval).
-        split: the users evaluated (``train``, ``val`` or ``test``).
-        estimators: propensity estimators (``unadjusted`` is always reported first).
-        seed: the bootstrap's seed (None: the run's seed).
-    """
-
-    n_boot: int = 1000
-    split: str = "test"
-    estimators: tuple[str, ...] = DEFAULT_ESTIMATORS
-    seed: Optional[int] = None
-
-    def __post_init__(self) -> None:
-        owner = "EvaluationSettings"
-        check_int(self.n_boot, "n_boot", owner, low=0)
-        check_options(self.split, "split", owner, SPLITS)
-        object.__setattr__(
-            self, "estimators", check_subset(list(self.estimators), "estimators", owner, PROPENSITY_ESTIMATORS)
-        )
-        if self.seed is not None:
-            check_int(self.seed, "seed", owner, low=0)
 
 
 @dataclass(frozen=True)
@@ -109,34 +106,6 @@ class RunSettings:
         object.__setattr__(self, "loggers", tuple(dict(lg) for lg in self.loggers))
         if self.loggers and self.run_dir is None:
             raise ValueError("The 'loggers' parameter of RunSettings needs a 'run_dir' for their files.")
-
-
-@dataclass
-class RunResult:
-    """What a run produced.
-
-    Attributes:
-        rows: one result row per estimator (the columns of :data:`textcause.metrics.schema.RESULT_COLUMNS`).
-        meta: the run's identity (model, corpus, task, level, seed, representation, split, truth).
-        checkpoint: the checkpoint evaluated (None: a baseline with nothing to learn).
-        log_dir: the run's log folder (``config.yaml``, ``metrics.csv``, ``results.json``).
-        predictions: per evaluated unit, sorted by index: ``index``, ``t``, ``y``, ``propensity``, ``p_true``.
-        representation: the data module's representation info (kind, vocabulary size, ...).
-        train_seconds, eval_seconds: wall time of training and of evaluation.
-        monitor, best_score: the checkpoint callback's monitored metric and its best value (the
-            best ``val_loss`` of the run by default; None when evaluating a finished run).
-    """
-
-    rows: list[dict[str, Any]]
-    meta: dict[str, Any]
-    checkpoint: Optional[Path]
-    log_dir: Optional[Path]
-    predictions: dict[str, np.ndarray]
-    representation: dict[str, Any] = field(default_factory=dict)
-    train_seconds: Optional[float] = None
-    eval_seconds: Optional[float] = None
-    monitor: Optional[str] = None
-    best_score: Optional[float] = None
 
 
 # ---------------------------------------------------------------------------------------- config
@@ -218,135 +187,6 @@ def instantiate(config: Mapping[str, Any], **kwargs: Any) -> Any:
         raise ValueError(f"The run's options were rejected: {first}") from None
 
 
-# ---------------------------------------------------------------------------------------- evaluation
-def find_checkpoint(log_dir: Path) -> Optional[Path]:
-    """The best checkpoint of a run (``best-*.ckpt``), else its newest checkpoint, else None."""
-    ckpts = sorted((Path(log_dir) / "checkpoints").glob("*.ckpt"), key=lambda p: p.stat().st_mtime)
-    best = [p for p in ckpts if p.name.startswith("best")]
-    return (best or ckpts or [None])[-1]
-
-
-def predict_propensities(trainer: Any, model: Any, data: Any, ckpt: Optional[Path]) -> dict[str, np.ndarray]:
-    """Run ``trainer.predict`` and return the concatenated outputs sorted by unit index.
-
-    Under DDP every rank predicts a share of the units: the outputs of all ranks are gathered
-    (:class:`~textcause.callbacks.PredictionGather`, for every launcher: ``ddp``, ``torchrun``,
-    SLURM, ``ddp_fork`` / ``ddp_spawn``) and each unit is kept once, so the evaluation sees the
-    whole split, as in one process.
-    """
-    if trainer.world_size > 1 or _forks(trainer):
-        return _predict_gathered(trainer, model, data, ckpt)
-    outputs = trainer.predict(model, datamodule=data, ckpt_path=str(ckpt) if ckpt else None)
-    keys = outputs[0].keys()
-    merged = {k: np.concatenate([o[k].detach().cpu().numpy().reshape(-1) for o in outputs]) for k in keys}
-    order = np.argsort(merged["index"], kind="stable")
-    return {k: v[order] for k, v in merged.items()}
-
-
-def _forks(trainer: Any) -> bool:
-    """Whether ``trainer`` runs its loops in child processes (``ddp_fork`` / ``ddp_spawn``, even on one device)."""
-    from lightning.pytorch.strategies.launchers.multiprocessing import _MultiProcessingLauncher
-
-    return isinstance(getattr(trainer.strategy, "launcher", None), _MultiProcessingLauncher)
-
-
-def _predict_gathered(trainer: Any, model: Any, data: Any, ckpt: Optional[Path]) -> dict[str, np.ndarray]:
-    import tempfile
-
-    from textcause.callbacks.predictions import PredictionGather
-
-    with tempfile.TemporaryDirectory(prefix="textcause-predict-") as tmp:
-        gather = PredictionGather(Path(tmp))
-        # Predicting logs nothing; under fork / spawn the ranks would open the loggers afresh (a new
-        # wandb run, a CSV log started over): they are set aside meanwhile.
-        loggers, trainer.loggers = trainer.loggers, []
-        trainer.callbacks.append(gather)
-        try:  # fork / spawn launchers return no predictions: the ranks' outputs come back through the folder
-            trainer.predict(model, datamodule=data, ckpt_path=str(ckpt) if ckpt else None, return_predictions=False)
-        finally:
-            trainer.callbacks.remove(gather)
-            trainer.loggers = loggers
-        merged = gather.load()
-    _, first = np.unique(merged["index"], return_index=True)  # sorted by index, each unit once
-    return {k: v[first] for k, v in merged.items()}
-
-
-def model_name(model: Any) -> str:
-    """The class of a model's network (``LogisticRegression``), else of the model (``OracleModel``)."""
-    net = getattr(model, "net", None)
-    return type(net if net is not None else model).__name__
-
-
-def _check_checkpoint(model: Any, ckpt: Optional[Path], where: str) -> None:
-    if ckpt is None and getattr(model, "requires_training", True):
-        raise FileNotFoundError(
-            f"No checkpoint in '{where}': {type(model).__name__} must be trained before it is evaluated "
-            "(an untrained network's numbers would be meaningless); run train.py fit, or pass --ckpt."
-        )
-
-
-def evaluate_model(
-    trainer: Any, model: Any, data: Any, ckpt: Optional[Path], evaluation: EvaluationSettings, run_label: str
-) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, np.ndarray]]:
-    """Predict ``data``'s evaluation split with ``ckpt`` and evaluate: (rows, meta, predictions)."""
-    from textcause.metrics.evaluation import evaluate_propensities
-
-    pred = predict_propensities(trainer, model, data, ckpt)
-    task = data.task
-    hp = data.hparams
-    # Observational data (textcause observe) have no true propensities or ATE: no truth-based columns.
-    p_true = pred["p_true"] if np.isfinite(pred["p_true"]).all() else None
-    seed = hp.seed if evaluation.seed is None else evaluation.seed
-    rows = evaluate_propensities(
-        pred["t"],
-        pred["y"],
-        pred["propensity"],
-        true_propensity=p_true,
-        true_ate=task.true_ate,
-        estimators=evaluation.estimators,
-        n_boot=evaluation.n_boot,
-        seed=seed,
-    )
-    meta = {
-        "run": run_label,
-        "model": model_name(model),
-        "corpus": hp.corpus,
-        "task": hp.task,
-        "level": hp.level,
-        "seed": hp.seed,
-        "representation": hp.representation,
-        "split": evaluation.split,
-        "true_ate": task.true_ate,
-        "sample_ate": task.sample_ate,
-    }
-    return [{**meta, **r} for r in rows], meta, pred
-
-
-def append_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    """Append rows to a CSV of :data:`RESULT_COLUMNS` atomically (old content + new rows, renamed)."""
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(RESULT_COLUMNS), extrasaction="ignore")
-    if not old:
-        writer.writeheader()
-    writer.writerows(rows)
-    atomic_write_text(path, old + buf.getvalue())
-
-
-def write_results(result: RunResult, log_dir: Path, csv_dir: Path, evaluation: EvaluationSettings) -> list[Path]:
-    """``results.json`` (rows and provenance) in ``log_dir``; the rows appended to ``csv_dir/results.csv``."""
-    meta = {
-        **result.meta,
-        "checkpoint": str(result.checkpoint) if result.checkpoint else None,
-        "n_boot": evaluation.n_boot,
-        "seconds": round(result.eval_seconds or 0.0, 3),
-    }
-    json_path = atomic_write_json(Path(log_dir) / "results.json", {"meta": meta, "rows": result.rows})
-    csv_path = Path(csv_dir) / "results.csv"
-    append_csv(csv_path, result.rows)
-    return [json_path, csv_path]
-
-
 # ---------------------------------------------------------------------------------------- the path
 def fit_and_evaluate(settings: RunSettings) -> RunResult:
     """Train a model as ``train.py fit`` would, then evaluate its best checkpoint as ``evaluate.py`` would.
@@ -387,6 +227,8 @@ def fit_and_evaluate(settings: RunSettings) -> RunResult:
         result.best_score = float(score) if score is not None else None
         if log_dir is not None and trainer.is_global_zero:  # under DDP every rank holds the rows; one writes them
             write_results(result, log_dir, settings.run_dir or log_dir, settings.evaluation)
+            log_results(trainer.loggers, rows, step=trainer.global_step)
+            write_run_card(result, data, settings.evaluation)
         ok = True
         return result
     finally:
@@ -470,6 +312,7 @@ def evaluate_run(
         time.perf_counter() - started,
     )
     write_results(result, run_dir, Path(csv_dir) if csv_dir else run_dir, evaluation)
+    write_run_card(result, cli.datamodule, evaluation)
     return result
 
 

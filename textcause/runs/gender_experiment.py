@@ -36,7 +36,7 @@ from textcause.gender.selection import draw_w, expected_association
 from textcause.gender.selection_spec import Experiment
 from textcause.io import atomic_write_json, atomic_write_text
 from textcause.runs.fit import RunSettings, instantiate, run_config
-from textcause.runs.store import connect, default_url, utcnow
+from textcause.runs.store import connect, default_url, read_table, utcnow
 
 log = logging.getLogger(__name__)
 TABLE = "gender_selection"
@@ -123,21 +123,7 @@ def has_selection(url: str) -> bool:
 
 def read_selection(source: str | sa.Engine, experiment: Optional[str] = None) -> Any:
     """The ``gender_selection`` rows (optionally one experiment's) as a DataFrame, ordered by id."""
-    import pandas as pd
-
-    engine = sa.create_engine(source) if isinstance(source, str) else source  # reading creates nothing
-    try:
-        if not sa.inspect(engine).has_table(TABLE):
-            return pd.DataFrame(columns=list(selection_table.c.keys()))
-        query = sa.select(selection_table).order_by(selection_table.c.id)
-        if experiment is not None:
-            query = query.where(selection_table.c.experiment == experiment)
-        with engine.connect() as conn:
-            rows = conn.execute(query).mappings().all()
-    finally:
-        if isinstance(source, str):
-            engine.dispose()
-    return pd.DataFrame(rows, columns=list(selection_table.c.keys()))
+    return read_table(source, selection_table, experiment=experiment)
 
 
 def finished_units(engine: sa.Engine, experiment: Experiment) -> set[str]:

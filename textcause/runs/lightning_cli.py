@@ -32,7 +32,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NoReturn
 
 import lightning as L
-from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 
 from textcause.data import CausalTextDataModule
 from textcause.paths import default_configs
@@ -68,6 +68,29 @@ class OneLineParser(LightningArgumentParser):
         self.exit(2)
 
 
+class SaveAndLogConfig(SaveConfigCallback):
+    """Lightning's ``SaveConfigCallback`` for ``fit`` only, which also logs the resolved config.
+
+    ``config.yaml`` is written into the log folder of a fit (as LightningCLI does), and the whole
+    resolved config (seed, trainer, callbacks, model, data) goes to every logger as ``config``: the
+    CSV log's ``hparams.yaml``, an offline wandb run's config. ``test``, ``validate`` and
+    ``predict`` write no config (they would leave a stray ``config.yaml`` in a new run folder).
+    """
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        if stage != "fit":
+            return
+        super().setup(trainer, pl_module, stage)
+
+    def save_config(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        config = self.parser.dump(self.config, skip_none=False, format="json")
+        import json
+
+        resolved = {k: v for k, v in json.loads(config).items() if k not in ("config", "__path__")}
+        for logger in trainer.loggers:
+            logger.log_hyperparams({"config": resolved})
+
+
 class TextCauseCLI(LightningCLI):
     """LightningCLI with textcause's links and defaults.
 
@@ -81,7 +104,27 @@ class TextCauseCLI(LightningCLI):
       part of the model (``model.init_args.optimizer``), so nothing can silently replace it.
     * ``fit --ckpt_path last`` resumes the latest run of the same logger that has a ``last.ckpt``,
       in that run's own folder (:func:`resume_in_place`).
+    * ``test``, ``validate`` and ``predict`` of a run's checkpoint work in that run's folder
+      (:func:`run_folder`): ``test`` logs into ``RUN/test/`` and reports the estimates with the
+      intervals of ``evaluate.py`` (the same evaluation, :func:`textcause.runs.evaluation.evaluate_model`;
+      ``--evaluation.n_boot`` and the other :class:`~textcause.runs.evaluation.EvaluationSettings`),
+      ``predict`` writes ``RUN/predictions-<split>.csv`` through a
+      :class:`~textcause.callbacks.UserPredictionWriter` and logs nothing. None of them writes a
+      ``config.yaml`` or opens an empty ``version_N`` folder (:class:`SaveAndLogConfig`).
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("save_config_callback", SaveAndLogConfig)
+        self._run_dir: Any = None
+        super().__init__(*args, **kwargs)
+
+    def _prepare_subcommand_parser(self, klass: type, subcommand: str, **kwargs: Any) -> LightningArgumentParser:
+        parser = super()._prepare_subcommand_parser(klass, subcommand, **kwargs)
+        if subcommand == "test":
+            from textcause.runs.evaluation import EvaluationSettings
+
+            parser.add_class_arguments(EvaluationSettings, "evaluation", fail_untyped=False)
+        return parser
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.set_defaults({"data": {"class_path": DEFAULT_DATA}})
@@ -96,6 +139,9 @@ class TextCauseCLI(LightningCLI):
         cfg = self.config[self.subcommand] if self.subcommand else self.config
         if self.subcommand == "fit" and cfg.get("ckpt_path"):
             resume_in_place(cfg)
+        if self.subcommand in ("test", "validate", "predict"):
+            self._run_dir = run_folder(cfg)
+            in_run_folder(cfg, self.subcommand, self._run_dir)
         net = _get(cfg, "model.init_args.net")
         if net is None or not _accepts(net, "input_dim") or net.init_args.get("input_dim") not in (None, 0):
             return
@@ -103,6 +149,95 @@ class TextCauseCLI(LightningCLI):
         self._parser(self.subcommand).link_arguments(
             "data", NET_INPUT_DIM, compute_fn=_input_dim, apply_on="instantiate"
         )
+
+    def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
+        trainer = super().instantiate_trainer(**kwargs)
+        if self.subcommand == "predict":
+            from lightning.pytorch.callbacks import BasePredictionWriter
+
+            from textcause.callbacks import UserPredictionWriter
+
+            if not any(isinstance(cb, BasePredictionWriter) for cb in trainer.callbacks):
+                folder = self._run_dir if self._run_dir is not None else trainer.default_root_dir
+                trainer.callbacks.append(UserPredictionWriter(str(folder)))
+        return trainer
+
+    def before_test(self) -> None:
+        from textcause.runs.evaluation import _check_checkpoint
+
+        ckpt = self.config_init["test"].get("ckpt_path")
+        _check_checkpoint(self.model, ckpt, str(self._run_dir or "the run"))
+
+    def after_test(self) -> None:
+        """Evaluate the test split as ``evaluate.py`` does (estimates with bootstrap intervals), print the
+        table, write ``results.json`` into the test log folder, log the numbers, and update the model card."""
+        from pathlib import Path
+
+        from textcause.metrics.evaluation import format_table
+        from textcause.runs.evaluation import RunResult, evaluate_model, log_results, write_results
+        from textcause.runs.model_card import write_run_card
+
+        trainer, data = self.trainer, self.datamodule
+        if not hasattr(data, "task"):  # another family's data module: its test metrics are all there is
+            return
+        cfg = self.config_init["test"]
+        evaluation = cfg.get("evaluation")
+        ckpt = Path(cfg["ckpt_path"]) if cfg.get("ckpt_path") else None
+        label = str(self._run_dir or trainer.log_dir)
+        rows, meta, pred = evaluate_model(trainer, self.model, data, ckpt, evaluation, label)
+        if not trainer.is_global_zero:
+            return
+        result = RunResult(rows, meta, ckpt, Path(label), pred, dict(data.representation_info))
+        log_dir = Path(trainer.log_dir) if trainer.log_dir else Path(label)
+        write_results(result, log_dir, log_dir, evaluation)
+        log_results(trainer.loggers, rows, step=trainer.global_step)
+        if self._run_dir is not None:
+            write_run_card(result, data, evaluation)
+        print(format_table(rows, title=f"{meta['model']} ({meta['representation']}) on the test split of {label}"))
+        print(f"wrote {log_dir / 'results.json'}")
+
+
+def run_folder(cfg: Any) -> Any:
+    """The run folder a ``test`` / ``validate`` / ``predict`` works on, or None.
+
+    It is the folder of the checkpoint's ``checkpoints/`` (``--ckpt_path RUN/checkpoints/x.ckpt``), else
+    the folder of a ``--config RUN/config.yaml`` that has a ``checkpoints/`` folder.
+    """
+    from pathlib import Path
+
+    ckpt = cfg.get("ckpt_path")
+    if ckpt and str(ckpt) not in ("best", "last", "hpc", "registry"):
+        path = Path(str(ckpt))
+        if path.parent.name == "checkpoints" and (path.parent.parent / "config.yaml").is_file():
+            return path.parent.parent
+    for config in reversed(cfg.get("config") or []):
+        path = Path(str(getattr(config, "absolute", config) or config))
+        if path.name == "config.yaml" and (path.parent / "checkpoints").is_dir():
+            return path.parent
+    return None
+
+
+def in_run_folder(cfg: Any, subcommand: str, run: Any) -> None:
+    """Point a ``test`` / ``validate`` at the run folder's ``<subcommand>/`` log, and make ``predict`` log nothing.
+
+    The CSV loggers of ``test`` / ``validate`` log into ``RUN/<subcommand>/`` (without a run folder:
+    where the config says); other loggers (wandb) are kept. ``predict`` logs nothing (its output is the
+    prediction writer's CSV), so it opens no log folder. ``test`` predicts its own split for the
+    evaluation that follows it (``data.predict_split: test``).
+    """
+    if subcommand == "predict":
+        cfg.trainer.logger = False
+        return
+    if subcommand == "test":
+        data_args = _get(cfg, "data.init_args")
+        if data_args is not None and "predict_split" in data_args:
+            data_args.predict_split = "test"
+    if run is None:
+        return
+    loggers = cfg.trainer.get("logger")
+    for lg in loggers if isinstance(loggers, list) else [loggers] if loggers else []:
+        if getattr(lg, "class_path", "").endswith("CSVLogger"):
+            lg.init_args.save_dir, lg.init_args.name, lg.init_args.version = str(run), "", subcommand
 
 
 def resume_in_place(cfg: Any) -> None:

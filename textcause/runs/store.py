@@ -459,6 +459,28 @@ def progress(engine: sa.Engine, grid: str, cell_ids: Iterable[str], since: datet
     )
 
 
+def read_table(source: str | sa.Engine, table: sa.Table, **equals: Any) -> Any:
+    """Every row of one of the experiments' own tables (optionally where ``column == value``) as a
+    DataFrame ordered by ``id``; an empty frame with the table's columns when the table does not exist
+    (reading creates nothing)."""
+    import pandas as pd
+
+    engine = sa.create_engine(source) if isinstance(source, str) else source
+    try:
+        if not sa.inspect(engine).has_table(table.name):
+            return pd.DataFrame(columns=list(table.c.keys()))
+        query = sa.select(table).order_by(table.c.id)
+        for column, value in equals.items():
+            if value is not None:
+                query = query.where(table.c[column] == value)
+        with engine.connect() as conn:
+            rows = conn.execute(query).mappings().all()
+    finally:
+        if isinstance(source, str):
+            engine.dispose()
+    return pd.DataFrame(rows, columns=list(table.c.keys()))
+
+
 def read_results(source: str | sa.Engine, grid: str | None = None, *, status: str | None = None) -> Any:
     """The ``results`` table (optionally one grid, one status) as a pandas DataFrame."""
     import pandas as pd

@@ -32,6 +32,7 @@ import yaml
 from textcause.io import atomic_write_json, content_key
 from textcause.observational.spec import ObservationalSpec, canonical, load_spec
 from textcause.paths import default_configs
+from textcause.progress import format_seconds
 from textcause.runs.fit import error_line
 
 KEY_VERSION = "textcause-observe-model/v1"
@@ -121,15 +122,19 @@ def run_model(spec: ObservationalSpec, model: str, path: Path, config: Path, out
     return record
 
 
-def _progress(i: int, n: int, model: str, rec: dict[str, Any], how: str, elapsed: float) -> str:
+def _progress(
+    i: int, n: int, model: str, rec: dict[str, Any], how: str, elapsed: float, eta: float | None = None
+) -> str:
+    """One model's line: what it gave, the time elapsed and (with models still to fit) the ETA."""
     head = f"[{i}/{n}] {model}: "
+    clock = f"elapsed {format_seconds(elapsed)}" + (f", ETA {format_seconds(eta)}" if eta is not None else "")
     how = (
         f"done in {rec.get('seconds', 0.0):.1f} s"
         if how == "done"
         else f"skipped ({how} in {rec.get('seconds', 0.0):.1f} s)"
     )
     if rec.get("status") != "ok":
-        return head + f"{how}: FAILED: {rec.get('error')}"
+        return head + f"{how}: FAILED: {rec.get('error')} ({clock})"
     ests = {r["estimator"]: r for r in rec["rows"]}
     main = next(
         (ests[e] for e in ("ipw", "stratified", "matching") if e in ests and "ate" in ests[e]), ests.get("unadjusted")
@@ -137,8 +142,15 @@ def _progress(i: int, n: int, model: str, rec: dict[str, Any], how: str, elapsed
     ci = f" [{main['ci_low']:+.3f}, {main['ci_high']:+.3f}]" if main.get("ci_low") is not None else ""
     return (
         head + f"{how}: accuracy {main['treatment_accuracy']:.3f}, "
-        f"{main['estimator']} ATE {main['ate']:+.3f}{ci} (elapsed {elapsed:.0f} s)"
+        f"{main['estimator']} ATE {main['ate']:+.3f}{ci} ({clock})"
     )
+
+
+def _eta(fitted: Sequence[float], n_left: int) -> float | None:
+    """The seconds the ``n_left`` models still to fit will take, at the mean time of those fitted so far."""
+    if n_left <= 0 or not fitted:
+        return None
+    return n_left * sum(fitted) / len(fitted)
 
 
 def run_study(
@@ -157,7 +169,8 @@ def run_study(
         models: run only these of the study's models (default: all); the tables and figure still
             show every finished model of the study.
         retry_failed: run models recorded as failed again.
-        echo: where progress lines go (default: stderr).
+        echo: where progress lines go (default: stderr): one a model, with the time elapsed and,
+            while models remain to fit, the ETA (their number times the mean time of those fitted).
 
     Returns:
         ``{"spec", "task", "out"}``: the parsed study, its task and the output folder.
@@ -182,19 +195,31 @@ def run_study(
         f"{len(spec.models)} models, results in {out}"
     )
     wanted = [m for m in spec.models if models is None or m[0] in models]
+    keys = [model_key(spec, model, path) for model, path in wanted]
+    earlier = [_finished(out / "models" / f"{model}.json", key, retry_failed) for (model, _), key in zip(wanted, keys)]
+    n_to_fit = sum(old is None for old in earlier)
+    fitted: list[float] = []  # seconds per model fitted in this call
     started = time.perf_counter()
-    for i, (model, path) in enumerate(wanted, 1):
-        dest = out / "models" / f"{model}.json"
-        key = model_key(spec, model, path)
-        old = json.loads(dest.read_text(encoding="utf-8")) if dest.exists() else None
-        if old is not None and old.get("key") == key and (old.get("status") == "ok" or not retry_failed):
+    for i, ((model, path), key, old) in enumerate(zip(wanted, keys, earlier), 1):
+        if old is not None:
             echo(_progress(i, len(wanted), model, old, "finished earlier", time.perf_counter() - started))
             continue
+        t0 = time.perf_counter()
         record = run_model(spec, model, path, config, out)
         record.update(key=key, finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-        atomic_write_json(dest, record)
-        echo(_progress(i, len(wanted), model, record, "done", time.perf_counter() - started))
+        atomic_write_json(out / "models" / f"{model}.json", record)
+        fitted.append(time.perf_counter() - t0)
+        eta = _eta(fitted, n_to_fit - len(fitted))
+        echo(_progress(i, len(wanted), model, record, "done", time.perf_counter() - started, eta))
     return {"spec": spec, "task": task, "out": out}
+
+
+def _finished(dest: Path, key: str, retry_failed: bool) -> dict[str, Any] | None:
+    """The record of a model finished earlier under ``key`` (None: it is to be fitted)."""
+    old = json.loads(dest.read_text(encoding="utf-8")) if dest.exists() else None
+    if old is not None and old.get("key") == key and (old.get("status") == "ok" or not retry_failed):
+        return old
+    return None
 
 
 def load_records(spec: ObservationalSpec, out_dir: Path) -> list[dict[str, Any]]:

@@ -1,0 +1,78 @@
+"""``textcause cfr`` end to end on a tiny config (tiny random encoder): table, figure, store rows; bad input."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from textcause.cli.main import main
+from textcause.runs.cfr_experiment import read_cfr
+
+
+def write_config(tmp_path, tiny_encoder, **extra):
+    config = {
+        "name": "tiny",
+        "data": "templates",
+        "n_documents": 240,
+        "bias": 0.5,
+        "encoder": tiny_encoder,
+        "max_tokens": 32,
+        "n_boot": 20,
+        "n_samples": 3,
+        "threads": 1,
+        **extra,
+    }
+    path = tmp_path / "cfr.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+def test_cfr_runs_end_to_end(tmp_path, tiny_encoder, capsys):
+    out = tmp_path / "out"
+    config = write_config(tmp_path, tiny_encoder)
+    assert main(["cfr", "--config", str(config), "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "| identity (no intervention) |" in printed and "LEACE CFR, deterministic" in printed
+    for name in ("tiny_cfr.md", "tiny_cfr.csv", "tiny_cfr.png", "tiny_cfr.svg", "tiny_summary.json"):
+        assert (out / name).is_file(), name
+    rows = read_cfr(f"sqlite:///{out}/results.db")
+    assert set(rows.run_id) == {"tiny:seed0"}
+    assert {"identity", "leace_erasure", "leace_cfr", "leace_cfr_stochastic", "oracle_cfr"} <= set(rows.method)
+    assert {"cfr", "probe", "tpr", "classifier"} == set(rows.section)
+    assert rows.n_units.iloc[0] == 240 and rows.encode_seconds.notna().all()
+    # a rerun (everything cached) replaces the run's rows instead of adding to them
+    assert main(["cfr", "--config", str(config), "--out", str(out), "--no-progress"]) == 0
+    again = read_cfr(f"sqlite:///{out}/results.db")
+    assert len(again) == len(rows)
+    assert again.value.tolist() == rows.value.tolist()
+
+
+def test_pairs_csv_missing_a_column_is_one_clear_sentence(tmp_path, tiny_encoder, capsys):
+    csv = tmp_path / "pairs.csv"
+    csv.write_text("original,counterfactual,concept\nshe ran,he ran,female\n", encoding="utf-8")
+    config = write_config(tmp_path, tiny_encoder, data="pairs", pairs_file=str(csv))
+    assert main(["cfr", "--config", str(config), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: The pairs file") and "has no column(s) ['label']" in err[-1]
+    assert "Traceback" not in "\n".join(err)
+
+
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        ({"colour": "red"}, "unknown key(s) ['colour']"),
+        ({"data": "pairs"}, "'data: pairs' needs 'pairs_file'"),
+        ({"methods": ["identity", "magic"]}, "'methods'"),
+        ({"test_fraction": 1.5}, "'test_fraction'"),
+    ],
+)
+def test_bad_config_is_one_sentence(tmp_path, tiny_encoder, capsys, extra, match):
+    config = write_config(tmp_path, tiny_encoder, **extra)
+    assert main(["cfr", "--config", str(config), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "error: CFR config" in err and match in err
+
+
+def test_missing_config(tmp_path, capsys):
+    assert main(["cfr", "--config", str(tmp_path / "none.yaml")]) == 2
+    assert "No cfr config" in capsys.readouterr().err

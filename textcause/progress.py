@@ -1,0 +1,65 @@
+"""Progress bars for long steps (tqdm, on stderr), shown only where someone is watching.
+
+Every long step (tokenising a corpus, fitting LDA, encoding posts) takes ``progress: bool | None``:
+None, the default, shows a bar only when stderr is a terminal, so grid workers (whose output goes
+to a log file), runs whose output is captured, and CI stay quiet; True shows it anyway, False never.
+A bar appears only once its step has run :data:`DELAY` seconds, so quick steps print nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+#: Seconds a step runs before its bar appears.
+DELAY = 2.0
+
+
+def show_progress(progress: bool | None) -> bool:
+    """Whether to show a bar: ``progress`` itself, or for None whether stderr is a terminal."""
+    if progress is None:
+        isatty = getattr(sys.stderr, "isatty", None)
+        return bool(isatty()) if callable(isatty) else False
+    return bool(progress)
+
+
+def progress_bar(
+    iterable: Iterable[Any] | None = None,
+    *,
+    total: int | None = None,
+    desc: str = "",
+    unit: str = "it",
+    progress: bool | None = None,
+    **kwargs: Any,
+) -> Any:
+    """A tqdm bar on stderr (over ``iterable`` if given), disabled unless :func:`show_progress`.
+
+    Args:
+        iterable: iterate through the bar (it counts the items); None: call ``update`` yourself.
+        total: the number of items (default: ``len(iterable)``).
+        desc: what the step does.
+        unit: what one item is.
+        progress: True, False or None (only on a terminal).
+        **kwargs: other tqdm options.
+    """
+    from tqdm.auto import tqdm
+
+    kwargs.setdefault("delay", DELAY)
+    return tqdm(
+        iterable,
+        total=total,
+        desc=desc,
+        unit=unit,
+        file=sys.stderr,
+        disable=not show_progress(progress),
+        dynamic_ncols=True,
+        **kwargs,
+    )
+
+
+def format_seconds(seconds: float) -> str:
+    """``seconds`` as tqdm writes elapsed time and ETAs (``00:37``, ``12:05``, ``1:02:03``)."""
+    from tqdm import tqdm
+
+    return tqdm.format_interval(max(0.0, seconds))
