@@ -1,6 +1,7 @@
 """What a run leaves behind: ``train.py test`` / ``predict`` in the run's own folder (the intervals of
-``evaluate.py``, a per-user predictions CSV, no stray folders), the model card, and the resolved config
-and evaluation results in the CSV log and an offline wandb run."""
+``evaluate.py``, a per-user predictions CSV, no stray folders), the model card, the propensity overlap
+figure (not for a grid cell), and the resolved config, evaluation results and figure in the CSV log
+and an offline wandb run."""
 
 from __future__ import annotations
 
@@ -21,6 +22,24 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 def tree(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def assert_figure(path: Path) -> None:
+    """``path`` is a PNG of a drawn figure: decodable, figure-sized, not blank (many colours, both arms')."""
+    import matplotlib.image
+    import numpy as np
+
+    from textcause.runs.run_figure import _COLOURS
+
+    assert path.is_file(), path
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pixels = matplotlib.image.imread(path)
+    assert pixels.shape[0] >= 200 and pixels.shape[1] >= 300
+    rgb = (pixels[..., :3].reshape(-1, 3) * 255).round().astype(int)
+    assert len(np.unique(rgb, axis=0)) > 20  # not a blank canvas
+    for colour in _COLOURS.values():  # the edges of both arms' histograms are drawn in their colour
+        want = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
+        assert (np.abs(rgb - want).max(axis=1) <= 2).sum() > 50, colour
 
 
 def test_test_and_predict_work_in_the_run_folder_and_agree_with_evaluate(tiny_corpus, tmp_path, monkeypatch, capsys):
@@ -44,6 +63,7 @@ def test_test_and_predict_work_in_the_run_folder_and_agree_with_evaluate(tiny_co
     assert run == tmp_path / "runs" / "textcause" / "version_0"
     ckpt = str(find_checkpoint(run))
     before = tree(tmp_path)
+    assert not (run / "propensity_overlap.png").exists()  # fit alone evaluates nothing
     for sub, extra in (("test", ["--evaluation.n_boot", "60"]), ("predict", [])):
         make_cli(
             [
@@ -57,7 +77,12 @@ def test_test_and_predict_work_in_the_run_folder_and_agree_with_evaluate(tiny_co
                 *extra,
             ]
         )
+    # train.py test draws the propensity overlap figure beside the model card and in its CSV log folder
+    assert_figure(run / "propensity_overlap.png")
+    assert_figure(run / "test" / "propensity_overlap.png")
+    (run / "propensity_overlap.png").unlink()
     evaluated = evaluate_main([str(run), "--n-boot", "60"])
+    assert_figure(run / "propensity_overlap.png")  # and so does evaluate.py
     added = tree(tmp_path) - before
     # no stray runs/config.yaml, no new version_N: test logs into RUN/test, predict writes RUN/predictions-test.csv
     assert not any(p.startswith("runs/textcause/version_1") for p in added)
@@ -95,6 +120,7 @@ def test_test_and_predict_work_in_the_run_folder_and_agree_with_evaluate(tiny_co
         "featurizer: saved in the checkpoint",
         "Weld et al., 2022, section 7",
         "known only in this simulation",
+        "[propensity_overlap.png](propensity_overlap.png)",
     ):
         assert text in card, text
     # train.py predict's per-user CSV: the test users with their ids, the propensities of the evaluation
@@ -127,6 +153,7 @@ def test_config_and_results_reach_the_csv_log_and_an_offline_wandb_run(tiny_corp
             evaluation=EvaluationSettings(n_boot=20),
             quiet=True,
             loggers=(wandb_logger,),
+            figure=True,  # a quiet run draws no figure unless asked
         )
     )
     log_dir = result.log_dir
@@ -141,18 +168,52 @@ def test_config_and_results_reach_the_csv_log_and_an_offline_wandb_run(tiny_corp
     assert float(logged[-1]["eval/ipw/ate"]) == pytest.approx(ipw["ate"])
     assert float(logged[-1]["eval/ipw/ci_high"]) == pytest.approx(ipw["ci_high"])
     assert (log_dir / "model_card.md").is_file()
+    assert_figure(log_dir / "propensity_overlap.png")  # the CSV log folder is the run folder: the figure is in it
     # the offline wandb run: its config and the evaluation's numbers, and no post text
     runs = list((tmp_path / "w" / "wandb").glob("offline-run-*"))
     assert len(runs) == 1
     blob = b"".join(p.read_bytes() for p in runs[0].glob("*.wandb"))  # an offline run keeps it all in its log
     assert b'"seed_everything":0' in blob and b"lightning.pytorch.callbacks.EarlyStopping" in blob
     assert b"eval/ipw/ci_low" in blob and b"eval/treatment_accuracy" in blob
+    # the figure, logged as an image: its file in the run's media, its key in the log
+    images = list((runs[0] / "files" / "media" / "images").glob("propensity_overlap_*.png"))
+    assert len(images) == 1
+    assert images[0].read_bytes() == (log_dir / "propensity_overlap.png").read_bytes()
+    assert b"propensity_overlap" in blob
     post = result.predictions  # any user's first post must not be in the wandb run
     from textcause.corpus import read_corpus
 
     first_post = read_corpus(tiny_corpus).texts[int(post["index"][0])][0]
     assert first_post.encode() not in blob
     assert not (tmp_path / "runs").exists()  # nothing in the default ./runs
+
+
+def test_a_grid_cell_draws_no_figure(tiny_corpus, tmp_path):
+    from textcause.runs.cell import run_config_cell
+    from textcause.runs.fit import RunSettings
+    from textcause.runs.grid import grid_from_dict
+
+    cell = grid_from_dict(
+        {
+            "corpora": {"tiny": tiny_corpus},
+            "tasks": {"linguistic_complexity": [1]},
+            "models": ["lr_bigram_binary"],
+            "seeds": [0],
+            "overrides": {"trainer.max_epochs": 1, "data.min_users": 2},
+            "evaluation": {"n_boot": 0},
+        }
+    ).cells[0]
+    outcome = run_config_cell(cell, tmp_path / "out")
+    assert outcome.status == "ok", outcome.error
+    run = tmp_path / "out" / "runs" / cell.cell_id
+    assert list(run.rglob("model_card.md"))  # the cell was evaluated and its card written...
+    assert not list(run.rglob("propensity_overlap.png"))  # ...but a quiet run pays for no figure
+    card = next(run.rglob("model_card.md")).read_text()
+    assert "propensity_overlap.png" not in card  # and its card links none
+    settings = cell.run_settings(tmp_path / "x")
+    assert settings.quiet and not settings.writes_figure
+    people = RunSettings(configs=settings.configs)
+    assert people.writes_figure and RunSettings(configs=settings.configs, quiet=True, figure=True).writes_figure
 
 
 def _row(estimator: str, **kw):

@@ -91,6 +91,7 @@ def test_a_tuned_cell_selects_on_validation_and_evaluates_the_choice_on_test(tmp
     outcome = run_config_cell(cell, tmp_path / "out")
     assert outcome.status == "ok", outcome.error
     run = tmp_path / "out" / "runs" / cell.cell_id
+    assert not list(run.rglob("propensity_overlap.png"))  # a grid cell (quiet) draws no figure, tuned or not
     record = json.loads((run / "tune" / "candidates.json").read_text())
     cands = record["candidates"]
     assert sorted(c["params"][WD] for c in cands) == [0.0001, 1.0]

@@ -81,3 +81,22 @@ def test_a_twin_copies_the_rows_fitting_would_give(tmp_path, tiny_corpus):
     for _, row in copied.iterrows():
         for col in NUMBERS:
             assert refit[row.estimator][col] == pytest.approx(row[col], rel=1e-9, abs=1e-12), col
+
+
+def test_same_draw_groups_and_the_report_line():
+    import pandas as pd
+
+    from textcause.reports.report import _same_draw_bullets
+    from textcause.simulation.tasks import list_tasks, same_draw_groups, spec_key
+
+    assert spec_key("linguistic_complexity", 2) == spec_key("order_of_text", 1) != spec_key("order_of_text", 2)
+    assert spec_key("no_such_task", 1) is None
+    groups = same_draw_groups(list_tasks())
+    assert groups == [
+        [("linguistic_complexity", 2), ("selection_strength", 1), ("sample_size", 1), ("order_of_text", 1)]
+    ]
+    data = pd.DataFrame({"task": [t for t, _ in list_tasks()], "level": [lv for _, lv in list_tasks()]})
+    (line,) = _same_draw_bullets(data)
+    assert "11 distinct experiments among 14 task levels" in line
+    assert "Linguistic Complexity 2 = Strength of Selection Effect 1 = Sample Size 1 = Order of Text 1" in line
+    assert _same_draw_bullets(data[data.task == "linguistic_complexity"]) == []

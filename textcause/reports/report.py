@@ -29,7 +29,7 @@ from textcause.estimators.registry import ESTIMATOR_LABELS
 from textcause.io import atomic_write_text
 from textcause.reports.figures import INTERVAL_LABELS, agreement_figure, draw_figures, resolve_interval, save_figure
 from textcause.reports.markup import Block, Bullets, Heading, Image, Para, Table, to_html, to_markdown
-from textcause.simulation.tasks import task_label
+from textcause.simulation.tasks import same_draw_groups, task_label
 
 
 def fmt(x: Any, digits: int = 3, sign: bool = False) -> str:
@@ -391,6 +391,7 @@ def build_report(
                 f"{int(seeds.max()) if len(seeds) else 0} "
                 "(each seed redraws class assignment, treatments, outcomes and the split)",
                 f"Per-cell intervals: {ci_label(data)} (95%); they describe one draw, not the method",
+                *_same_draw_bullets(data),
                 f"Figures: {INTERVAL_LABELS[interval]}",
                 "Claims about methods use the seeds: means and spreads over seeds, and paired comparisons with the "
                 "corrected resampled t-test and Holm's correction.",
@@ -421,6 +422,20 @@ def build_report(
     written.update(figs)
     blocks += agreement + failed_section(data)
     return blocks, written
+
+
+def _same_draw_bullets(data: pd.DataFrame) -> list[str]:
+    """A line on the task levels that are one experiment (the same spec: one draw per seed, identical rows)."""
+    levels = list(dict.fromkeys(zip(data["task"].astype(str), data["level"].astype(int))))
+    groups = same_draw_groups(levels)
+    if not groups:
+        return []
+    names = "; ".join(" = ".join(f"{task_label(t)} {lv}" for t, lv in g) for g in groups)
+    distinct = len(levels) - sum(len(g) - 1 for g in groups)
+    return [
+        f"Same experiment under another name: {names} (the same inserted posts and probabilities, so the same "
+        f"draw under each seed and identical rows): {distinct} distinct experiments among {len(levels)} task levels"
+    ]
 
 
 def write_report(

@@ -25,7 +25,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from textcause.paths import PROJECT_ROOT
 from textcause.runs import store
 from textcause.runs.fit import EvaluationSettings, RunSettings, captured, fit_and_evaluate
 from textcause.runs.tuning import fit_tuned
-from textcause.simulation.tasks import get_spec
+from textcause.simulation.tasks import spec_key
 
 
 @dataclass(frozen=True)
@@ -225,15 +225,14 @@ def run_config_cell(cell: Cell, out_dir: str | Path, *, version: str = "", attem
 def draw_key(cell: Cell) -> tuple[Any, ...] | None:
     """What makes two cells the same experiment: equal keys give identical rows (see the module docstring).
 
-    The task level enters through its :class:`~textcause.simulation.tasks.TaskSpec` (its one-line
-    summary aside), everything else a cell runs through its config hash, corpus, model and seed.
-    None for a task the registry does not know (it is then its own experiment).
+    The task level enters through :func:`~textcause.simulation.tasks.spec_key` (its spec, summary
+    aside), everything else a cell runs through its config hash, corpus, model and seed. None for a
+    task the registry does not know (it is then its own experiment).
     """
-    try:
-        spec = replace(get_spec(cell.task, cell.level), summary="")
-    except ValueError:
+    spec = spec_key(cell.task, cell.level)
+    if spec is None:
         return None
-    return (cell.grid, cell.corpus, cell.source, repr(spec), cell.model, cell.seed, cell.config_hash, cell.method)
+    return (cell.grid, cell.corpus, cell.source, spec, cell.model, cell.seed, cell.config_hash, cell.method)
 
 
 def twins(cells: Sequence[Cell]) -> dict[str, tuple[str, ...]]:

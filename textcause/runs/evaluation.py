@@ -6,7 +6,8 @@ predicted from a checkpoint (gathered over DDP ranks), turned into result rows b
 propensity metrics). :func:`~textcause.runs.fit.fit_and_evaluate`, :func:`~textcause.runs.fit.evaluate_run`
 (``evaluate.py``) and ``train.py test`` all go through it. :func:`write_results` writes the rows
 (``results.json``, ``results.csv``) and :func:`log_results` sends them to the run's loggers (the CSV
-log, an offline wandb run).
+log, an offline wandb run); the run's model card (:mod:`textcause.runs.model_card`) and propensity
+overlap figure (:mod:`textcause.runs.run_figure`) are written after them.
 """
 
 from __future__ import annotations
@@ -248,6 +249,29 @@ def result_metrics(rows: Sequence[dict[str, Any]], prefix: str = "eval") -> dict
     return out
 
 
+def append_csv_metrics(path: Path, metrics: dict[str, Any], *, step: Optional[int] = None) -> Path:
+    """Append one row to a CSV log's ``metrics.csv``, keeping every row and column already there (atomically).
+
+    Not through the ``CSVLogger``: a logger whose writer is first opened after training (the process
+    that launched a DDP run, or ``evaluate.py``) deletes the ``metrics.csv`` it finds, which would
+    throw away the training log. The columns are the union, sorted as Lightning sorts them.
+    """
+    rows: list[dict[str, Any]] = []
+    keys: set[str] = set()
+    if path.is_file():
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            rows = list(reader)
+            keys = set(reader.fieldnames or ())
+    row = {**metrics, "step": step if step is not None else len(rows)}
+    fields = sorted(keys | set(row))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(rows + [row])
+    return atomic_write_text(path, out.getvalue())
+
+
 def log_results(loggers: Sequence[Any], rows: Sequence[dict[str, Any]], *, step: Optional[int] = None) -> None:
     """Send an evaluation's rows to the run's loggers (the CSV log's ``metrics.csv``, a wandb run's
     history and summary): :func:`result_metrics`, and for wandb also the rows as a table. No text is logged."""
@@ -255,6 +279,9 @@ def log_results(loggers: Sequence[Any], rows: Sequence[dict[str, Any]], *, step:
     if not metrics:
         return
     for logger in loggers:
+        if type(logger).__name__ == "CSVLogger" and getattr(logger, "log_dir", None):
+            append_csv_metrics(Path(logger.log_dir) / "metrics.csv", metrics, step=step)
+            continue
         logger.log_metrics(metrics, step=step)
         experiment = getattr(logger, "_experiment", None) if type(logger).__name__ == "WandbLogger" else None
         if experiment is not None:

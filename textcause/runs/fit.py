@@ -43,6 +43,7 @@ from textcause.runs.evaluation import (
     write_results,
 )
 from textcause.runs.model_card import write_run_card
+from textcause.runs.run_figure import write_run_figure
 
 __all__ = [  # the evaluation side lives in textcause.runs.evaluation; its names stay importable from here
     "EvaluationSettings",
@@ -81,6 +82,9 @@ class RunSettings:
         loggers: logger configs (``class_path`` / ``init_args``) beside the run's CSV logger (needs
             ``run_dir``); a ``WandbLogger`` among them is finished when the run ends, so the next run
             of the process gets a run of its own.
+        figure: draw the propensity overlap figure (``propensity_overlap.png`` in the log folder,
+            handed to the loggers: :mod:`textcause.runs.run_figure`). None: unless ``quiet``, so
+            grid cells, sweep trials and tuning candidates do not pay for it.
     """
 
     configs: tuple[Path, ...]
@@ -90,6 +94,7 @@ class RunSettings:
     quiet: bool = False
     callbacks: tuple[Any, ...] = ()
     loggers: tuple[Mapping[str, Any], ...] = ()
+    figure: Optional[bool] = None
 
     def __post_init__(self) -> None:
         configs = (self.configs,) if isinstance(self.configs, (str, Path)) else tuple(self.configs)
@@ -106,6 +111,11 @@ class RunSettings:
         object.__setattr__(self, "loggers", tuple(dict(lg) for lg in self.loggers))
         if self.loggers and self.run_dir is None:
             raise ValueError("The 'loggers' parameter of RunSettings needs a 'run_dir' for their files.")
+
+    @property
+    def writes_figure(self) -> bool:
+        """Whether the run draws its propensity overlap figure (``figure``, else not ``quiet``)."""
+        return not self.quiet if self.figure is None else bool(self.figure)
 
 
 # ---------------------------------------------------------------------------------------- config
@@ -228,7 +238,10 @@ def fit_and_evaluate(settings: RunSettings) -> RunResult:
         if log_dir is not None and trainer.is_global_zero:  # under DDP every rank holds the rows; one writes them
             write_results(result, log_dir, settings.run_dir or log_dir, settings.evaluation)
             log_results(trainer.loggers, rows, step=trainer.global_step)
-            write_run_card(result, data, settings.evaluation)
+            figure = (
+                write_run_figure(result, trainer.loggers, step=trainer.global_step) if settings.writes_figure else None
+            )
+            write_run_card(result, data, settings.evaluation, figure=figure)
         ok = True
         return result
     finally:
@@ -253,6 +266,7 @@ def evaluate_run(
     ckpt: str | Path | None = None,
     csv_dir: str | Path | None = None,
     allow_modules: Sequence[str] = (),
+    figure: bool = True,
 ) -> RunResult:
     """Evaluate a finished run folder (``config.yaml`` and ``checkpoints/``): ``evaluate.py``.
 
@@ -263,6 +277,7 @@ def evaluate_run(
         csv_dir: where ``results.csv`` is appended (default: the run folder).
         allow_modules: packages beyond textcause, lightning, torch and torchmetrics whose classes
             the run's config may name (``evaluate.py --allow-module``).
+        figure: draw ``propensity_overlap.png`` into the run folder (:mod:`textcause.runs.run_figure`).
 
     Raises:
         FileNotFoundError: no ``config.yaml``, a named checkpoint that does not exist, or no
@@ -312,7 +327,7 @@ def evaluate_run(
         time.perf_counter() - started,
     )
     write_results(result, run_dir, Path(csv_dir) if csv_dir else run_dir, evaluation)
-    write_run_card(result, cli.datamodule, evaluation)
+    write_run_card(result, cli.datamodule, evaluation, figure=write_run_figure(result) if figure else None)
     return result
 
 

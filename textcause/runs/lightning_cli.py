@@ -170,12 +170,15 @@ class TextCauseCLI(LightningCLI):
 
     def after_test(self) -> None:
         """Evaluate the test split as ``evaluate.py`` does (estimates with bootstrap intervals), print the
-        table, write ``results.json`` into the test log folder, log the numbers, and update the model card."""
+        table, write ``results.json`` into the test log folder, log the numbers, draw the propensity overlap
+        figure (``propensity_overlap.png`` beside the model card, copied into the test log folder, logged
+        to wandb), and update the model card."""
         from pathlib import Path
 
         from textcause.metrics.evaluation import format_table
         from textcause.runs.evaluation import RunResult, evaluate_model, log_results, write_results
         from textcause.runs.model_card import write_run_card
+        from textcause.runs.run_figure import write_run_figure
 
         trainer, data = self.trainer, self.datamodule
         if not hasattr(data, "task"):  # another family's data module: its test metrics are all there is
@@ -191,8 +194,9 @@ class TextCauseCLI(LightningCLI):
         log_dir = Path(trainer.log_dir) if trainer.log_dir else Path(label)
         write_results(result, log_dir, log_dir, evaluation)
         log_results(trainer.loggers, rows, step=trainer.global_step)
+        figure = write_run_figure(result, trainer.loggers, step=trainer.global_step)
         if self._run_dir is not None:
-            write_run_card(result, data, evaluation)
+            write_run_card(result, data, evaluation, figure=figure)
         print(format_table(rows, title=f"{meta['model']} ({meta['representation']}) on the test split of {label}"))
         print(f"wrote {log_dir / 'results.json'}")
 

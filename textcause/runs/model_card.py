@@ -7,7 +7,8 @@ says: the corpus, the task and level, the representation and its featurizer, the
 (seed, epochs, optimizer, learning rate, weight decay, trainer), the validation metrics of the best
 checkpoint (from the run's CSV log), the estimates with their bootstrap intervals, flags on numbers
 that should not be trusted (a model at chance, dropped strata or unmatched units, failed estimators),
-and the limitations of the model's numbers.
+a link to the run's propensity overlap figure when one was drawn (``propensity_overlap.png``:
+:mod:`textcause.runs.run_figure`), and the limitations of the model's numbers.
 """
 
 from __future__ import annotations
@@ -111,8 +112,10 @@ def model_card_text(
     split_sizes: Optional[Mapping[str, int]] = None,
     treated_share: Optional[float] = None,
     has_featurizer: bool = False,
+    figure: Optional[str] = None,
 ) -> str:
-    """The Markdown of a run's model card (see the module docstring)."""
+    """The Markdown of a run's model card (see the module docstring); ``figure``: the file name of the
+    run's propensity overlap figure in the card's folder (:mod:`textcause.runs.run_figure`), linked."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -222,6 +225,13 @@ def model_card_text(
         metric_names = ("treatment_accuracy", "ece", "brier", "iptw_weight_mse", "spearman")
         found = [(m, rows[0].get(m)) for m in metric_names if rows[0].get(m) is not None]
         lines += ["", "Propensity metrics: " + ", ".join(f"{m} {_fmt(v, '.3f')}" for m, v in found) + "."]
+    if figure:
+        lines += [
+            "",
+            f"Propensity overlap (the estimated propensities of the {split} users by treatment arm"
+            + ("" if observational else ", the true propensities marked")
+            + f"): [{figure}]({figure})",
+        ]
     warn = flags(rows, treated_share)
     lines += ["", "## Flags", ""]
     lines += (
@@ -265,11 +275,12 @@ def write_model_card(folder: Path, **kwargs: Any) -> Path:
     return atomic_write_text(Path(folder) / FILE, model_card_text(**kwargs))
 
 
-def write_run_card(result: Any, data: Any, evaluation: Any) -> Optional[Path]:
+def write_run_card(result: Any, data: Any, evaluation: Any, *, figure: Optional[Path] = None) -> Optional[Path]:
     """The model card of an evaluated run (a :class:`~textcause.runs.evaluation.RunResult`) in its log folder.
 
     The run's resolved ``config.yaml`` gives the training settings; ``data`` (its data module) the
-    split sizes and whether a featurizer is saved. A card that cannot be written is a warning: the
+    split sizes and whether a featurizer is saved; ``figure`` the run's propensity overlap figure
+    (linked by its name: it lies in the same folder). A card that cannot be written is a warning: the
     results it describes are written already.
     """
     import warnings
@@ -300,6 +311,7 @@ def write_run_card(result: Any, data: Any, evaluation: Any) -> Optional[Path]:
             split_sizes=sizes,
             treated_share=float(np.mean(t)) if t is not None and len(t) else None,
             has_featurizer=bool(featurizer) and featurizer.get("representation") != "none",
+            figure=Path(figure).name if figure is not None else None,
         )
     except Exception as err:
         warnings.warn(f"Could not write the model card in '{folder}': {err}", RuntimeWarning, stacklevel=2)

@@ -155,7 +155,7 @@ def fit_tuned(settings: RunSettings, search: Search) -> tuple[RunResult, Candida
     started = time.perf_counter()
     best, candidates = select(settings, search, run_dir)
     selection_s = time.perf_counter() - started
-    result = evaluate_run(best.log_dir, settings.evaluation, csv_dir=run_dir)
+    result = evaluate_run(best.log_dir, settings.evaluation, csv_dir=run_dir, figure=settings.writes_figure)
     label = tuned_label(best.params)
     result.rows = [{**r, "tuned": label} for r in result.rows]
     result.train_seconds = selection_s

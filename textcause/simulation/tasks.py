@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from textcause.simulation.dgp import (
@@ -177,6 +177,29 @@ def get_spec(task: Any, level: Any) -> TaskSpec:
     if isinstance(level, bool) or level not in entry.levels:
         raise ValueError(f"The task {task!r} has levels {list(entry.levels)}. Got level {level!r} instead.")
     return entry.builder(int(level))
+
+
+def spec_key(task: Any, level: Any) -> str | None:
+    """What a (task, level) draws, as a comparable key: its :class:`TaskSpec` without the summary.
+
+    Levels with equal keys draw the same task under the same seed (every draw comes from the seed
+    and the spec alone): the paper's Linguistic Complexity 2, Strength of Selection 1, Sample Size 1
+    and Order of Text 1 are one experiment. None for a task the registry does not know.
+    """
+    try:
+        return repr(replace(get_spec(task, level), summary=""))
+    except ValueError:
+        return None
+
+
+def same_draw_groups(levels: Sequence[tuple[str, int]]) -> list[list[tuple[str, int]]]:
+    """The groups (of two or more) of ``levels`` that are one experiment (:func:`spec_key`), in input order."""
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for task, level in levels:
+        key = spec_key(task, level)
+        if key is not None:
+            groups.setdefault(key, []).append((task, int(level)))
+    return [g for g in groups.values() if len(g) > 1]
 
 
 def describe_task(task: str, level: int, *, insertion: str = "append", outcome: str = "binary") -> str:
