@@ -131,6 +131,9 @@ def check_treatment(t: Any, name: str = "t", *, both_classes: bool = True) -> np
         raise ValueError(f"The treatment '{name}' must be binary (0/1). Got an array of dtype {arr.dtype} instead.")
     if arr.dtype == bool:
         arr = arr.astype(np.int8)
+    n_treated = _count_treated(arr)  # O(n), no sort: the usual case
+    if n_treated is not None and (0 < n_treated < arr.size or not both_classes):
+        return arr.astype(np.int8)
     values = np.unique(arr)
     if not np.all(np.isin(values, (0, 1))):
         shown = values[:5].tolist()
@@ -140,6 +143,16 @@ def check_treatment(t: Any, name: str = "t", *, both_classes: bool = True) -> np
             f"The treatment '{name}' has only one class ({int(values[0])}): an effect needs treated and untreated units."
         )
     return arr.astype(np.int8)
+
+
+def _count_treated(arr: np.ndarray) -> int | None:
+    """The number of ones if every value of the numeric array ``arr`` is 0 or 1, else None (one or two passes)."""
+    if arr.dtype.kind in "iu":  # as unsigned, a negative value is huge: one max finds any value outside {0, 1}
+        if arr.view(f"u{arr.itemsize}").max() > 1:
+            return None
+        return int(np.count_nonzero(arr))
+    ones = int(np.count_nonzero(arr == 1))
+    return ones if ones + int(np.count_nonzero(arr == 0)) == arr.size else None
 
 
 def check_propensity(p: Any, name: str = "propensity") -> np.ndarray:

@@ -3,10 +3,10 @@
 Replicates resample units with replacement. Their indices come from
 ``numpy.random.default_rng(seed).integers(0, n, size=(chunk, n))``, chunk after chunk, where the
 chunk size depends only on ``n``: the same ``(n, n_boot, seed)`` gives the same resamples whichever
-path computes them. ``unadjusted``, ``ipw`` and ``aipw`` are ratios of per-unit column sums, so a replicate costs one
-``np.bincount`` of its indices and one product ``counts @ columns``, with no per-replicate
-validation, sorting or copying of the data; any other estimator is called once per replicate on
-the resampled arrays.
+path computes them (drawn as uint32 where ``n`` allows: the same values, faster). ``unadjusted``,
+``ipw`` and ``aipw`` are ratios of per-unit column sums, so a replicate costs one ``np.bincount``
+of its indices and one product ``counts @ columns``, with no per-replicate validation, sorting or
+copying of the data; any other estimator is called once per replicate on the resampled arrays.
 """
 
 from __future__ import annotations
@@ -39,12 +39,20 @@ CHUNK_ELEMENTS = 1 << 22
 
 def bootstrap_indices(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
     """Yield the resampling indices as ``(chunk, n)`` int64 matrices, ``n_boot`` rows in total."""
+    for idx in _draws(n, n_boot, seed):
+        yield idx.astype(np.int64, copy=False)
+
+
+def _draws(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
+    """The indices of :func:`bootstrap_indices`, drawn as uint32 when ``n`` allows (the same values:
+    numpy draws an int64 below 2**32 from the same 32-bit stream) and faster, with half the memory."""
     rng = np.random.default_rng(seed)
     chunk = max(1, CHUNK_ELEMENTS // n)
+    dtype = np.uint32 if n <= np.iinfo(np.uint32).max else np.int64
     done = 0
     while done < n_boot:
         b = min(chunk, n_boot - done)
-        yield rng.integers(0, n, size=(b, n))
+        yield rng.integers(0, n, size=(b, n), dtype=dtype)
         done += b
 
 
@@ -159,7 +167,7 @@ def bootstrap_ci(
         plan = (np.ascontiguousarray(plan[0].T), plan[1])
     reps: list[np.ndarray] = []
     n_failed = 0
-    for idx in bootstrap_indices(n, n_boot, seed):
+    for idx in _draws(n, n_boot, seed):
         if plan is not None:
             cols_t, finish = plan
             ate, ok = finish(resampled_sums(idx, cols_t))

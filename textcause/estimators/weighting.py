@@ -75,8 +75,11 @@ def unadjusted(t: Any, y: Any) -> Estimate:
         ValueError: invalid or inconsistent inputs (see ``textcause.validation``).
     """
     t, y = prepare(t, y, owner="unadjusted")
-    treated = t == 1
-    m1, m0 = float(y[treated].mean()), float(y[~treated].mean())
+    tf = t.astype(np.float64)
+    n_treated = int(np.count_nonzero(t))
+    n_control = int(t.size - n_treated)
+    m1 = float(_dot(tf, y) / n_treated)
+    m0 = float(_dot(1.0 - tf, y) / n_control)
     return finite(
         Estimate(
             ate=float(effect(m1, m0)),
@@ -85,8 +88,8 @@ def unadjusted(t: Any, y: Any) -> Estimate:
             details={
                 "mean_treated": m1,
                 "mean_control": m0,
-                "n_treated": int(treated.sum()),
-                "n_control": int((~treated).sum()),
+                "n_treated": n_treated,
+                "n_control": n_control,
             },
         )
     )
@@ -134,11 +137,11 @@ def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estima
         clip = check_clip(clip, "ipw")
         t, y = prepare(t, y, owner="ipw")
         p, n_clipped = clipped_propensity(t, propensity, clip)
-    cols = ipw_columns(t, y, p)
-    sums = cols.sum(axis=0)
+    # the columns of ipw_columns, one at a time: each unit's weight sits in its own arm's column
+    w1 = t / p
+    w0 = (1 - t) / (1.0 - p)
+    sums = np.array([_dot(w1, y), w1.sum(), _dot(w0, y), w0.sum()])
     ate, _ = ratio_difference(sums)
-    w = cols[:, 1] + cols[:, 3]
-    treated = t == 1
     return finite(
         Estimate(
             ate=float(ate[0]),
@@ -150,9 +153,9 @@ def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estima
                 "mean_control": float(sums[2] / sums[3]),
                 "n_clipped": n_clipped,
                 "clip": clip,
-                "max_weight": float(w.max()),
-                "ess_treated": _kish(w[treated]),
-                "ess_control": _kish(w[~treated]),
+                "max_weight": float(max(w1.max(), w0.max())),
+                "ess_treated": float(sums[1] ** 2 / _dot(w1, w1)),
+                "ess_control": float(sums[3] ** 2 / _dot(w0, w0)),
             },
         )
     )
@@ -221,6 +224,7 @@ def aipw(
     )
 
 
-def _kish(w: np.ndarray) -> float:
-    """Kish effective sample size ``(sum w)^2 / sum w^2``."""
-    return float(w.sum() ** 2 / np.square(w).sum())
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``sum(a * b)`` in one pass without a temporary (einsum: no BLAS threads, so the result does not
+    depend on the thread count)."""
+    return float(np.einsum("i,i->", a, b))
