@@ -29,7 +29,7 @@ from textcause.estimators.registry import ESTIMATOR_LABELS
 from textcause.io import atomic_write_text
 from textcause.reports.figures import INTERVAL_LABELS, agreement_figure, draw_figures, resolve_interval, save_figure
 from textcause.reports.markup import Block, Bullets, Heading, Image, Para, Table, to_html, to_markdown
-from textcause.simulation.tasks import same_draw_groups, task_label
+from textcause.simulation.tasks import list_tasks, same_draw_groups, task_label
 
 
 def fmt(x: Any, digits: int = 3, sign: bool = False) -> str:
@@ -426,7 +426,9 @@ def build_report(
 
 def _same_draw_bullets(data: pd.DataFrame) -> list[str]:
     """A line on the task levels that are one experiment (the same spec: one draw per seed, identical rows)."""
-    levels = list(dict.fromkeys(zip(data["task"].astype(str), data["level"].astype(int))))
+    order = {tl: i for i, tl in enumerate(list_tasks())}
+    present = set(zip(data["task"].astype(str), data["level"].astype(int)))
+    levels = sorted(present, key=lambda tl: (order.get(tl, len(order)), tl))
     groups = same_draw_groups(levels)
     if not groups:
         return []
