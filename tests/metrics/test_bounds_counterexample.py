@@ -1,0 +1,28 @@
+"""Appendix A's "bounds" are the paper's heuristic, not bounds: a counterexample, computed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from textcause.metrics.bounds import arbour_dimmery_bounds
+from textcause.simulation.dgp import STANDARD_OUTCOME
+
+
+def test_the_heuristic_misses_the_bias_and_excludes_the_true_ate():
+    # True propensities 0.9 / 0.1 by class, estimated 0.8 / 0.2; the paper's standard outcome table.
+    rng = np.random.default_rng(0)
+    n = 400_000
+    cls = rng.random(n) < 0.5
+    p, p_hat = np.where(cls, 0.9, 0.1), np.where(cls, 0.8, 0.2)
+    t = (rng.random(n) < p).astype(int)
+    (c1_t0, c1_t1), (c2_t0, c2_t1) = STANDARD_OUTCOME
+    mean1, mean0 = np.where(cls, c1_t1, c2_t1), np.where(cls, c1_t0, c2_t0)
+    y = (rng.random(n) < np.where(t == 1, mean1, mean0)).astype(float)
+    true_ate = 0.5 * (c1_t1 + c2_t1) - 0.5 * (c1_t0 + c2_t0)  # 0.4
+    b = arbour_dimmery_bounds(t, y, p_hat, p)
+    # Equation (1) is meant to bound the bias of the (unnormalised) IPW arm mean; here it does not.
+    arm1_bias = np.mean(t * y / p_hat) - 0.5 * (c1_t1 + c2_t1)  # the population value is -0.170
+    assert abs(arm1_bias) > b.b1 + 0.04 and abs(b.b1 - 0.119) < 0.005
+    # And the "bounds" on the ATE exclude the true ATE.
+    assert abs(true_ate - 0.4) < 1e-12
+    assert b.upper < true_ate - 0.01 and abs(b.lower - 0.107) < 0.01 and abs(b.upper - 0.384) < 0.01
