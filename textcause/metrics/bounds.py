@@ -2,7 +2,7 @@
 
 They are computed exactly as published, but they are not bounds: with true propensities 0.9 / 0.1 and
 estimated 0.8 / 0.2 the treated arm's IPW mean is off by 0.170 while equation (1) gives 0.119, and
-the interval [0.107, 0.384] excludes the true ATE 0.4 (tests/metrics/test_bounds_counterexample.py).
+the interval [0.107, 0.384] excludes the true ATE 0.4 (tests/metrics/test_honest_metrics.py).
 Reports label them the paper's heuristic and draw no "tighter than the bound" conclusion from them.
 """
 

@@ -98,3 +98,22 @@ def spearman(propensity: Any, true_propensity: Any) -> float:
     if denom == 0.0:
         return 0.0
     return float(np.clip(np.dot(ra, rb) / denom, -1.0, 1.0))
+
+
+def spearman_ceiling(true_propensity: Any) -> float:
+    """The highest :func:`spearman` a score without ties can reach against ``true_propensity``.
+
+    A true propensity with ties (the semi-synthetic tasks' takes two values, one per class) caps any
+    tie-free ranking below 1: the best such ranking orders the units exactly as the truth does and
+    breaks its ties arbitrarily, which gives ``sqrt(3 pi (1 - pi))`` for two values with shares
+    ``pi`` and ``1 - pi`` (0.866 at equal shares). Only a score with the truth's own ties (the oracle)
+    reaches 1. 0.0 for a constant truth.
+
+    Raises:
+        ValueError: values outside [0, 1] or NaN.
+    """
+    b = check_probability(true_propensity, "true_propensity")
+    order = np.argsort(b, kind="stable")
+    tie_free = np.empty(b.size)
+    tie_free[order] = np.arange(1, b.size + 1, dtype=float)
+    return spearman(tie_free / (b.size + 1), b)

@@ -279,7 +279,14 @@ def coverage_section(summary: pd.DataFrame) -> list[Block]:
     ]
 
 
-#: Why appendix A's quantity is reported as a heuristic (tests/metrics/test_bounds_counterexample.py).
+#: Fig. 7's Spearman panel, read right (:func:`textcause.metrics.propensity.spearman_ceiling`).
+SPEARMAN_NOTE = (
+    "Spearman's ceiling: the true propensity of every task takes two values (one per latent class), so a model "
+    "whose scores have no ties correlates at most sqrt(3 pi (1 - pi)) with it, 0.866 at the paper's equal class "
+    "shares, even when it ranks every pair of classes correctly; only the oracle, whose ties are the truth's, "
+    "reaches 1. Read 0.866 as a perfect ranking."
+)
+#: Why appendix A's quantity is reported as a heuristic (tests/metrics/test_honest_metrics.py).
 HEURISTIC_NOTE = (
     "Appendix A's Arbour-Dimmery quantity is the paper's heuristic, not a bound: with true propensities "
     "0.9 / 0.1 and estimated 0.8 / 0.2 (n = 2,000,000) the treated arm's IPW mean is off by 0.170 while "
@@ -426,6 +433,8 @@ def build_report(
         for stem in figs:
             caption = captions[stem.split("_")[0]]
             blocks += [Heading(3, caption), Image(shown_file(stem, figs[stem]), caption)]
+            if stem.startswith("fig7"):
+                blocks.append(Para(SPEARMAN_NOTE))
         blocks += [Heading(3, f"Tables by task ({corpus}): mean ± sd over seeds")] + task_tables(summary, corpus)
     blocks += comparison_section(data, estimator)
     blocks += placebo_section(summary) + (coverage_section(summary) if len(summary) else []) + bounds_section(data)

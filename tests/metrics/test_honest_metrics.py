@@ -1,8 +1,9 @@
-"""Appendix A's "bounds" are the paper's heuristic, not bounds: a counterexample, computed."""
+"""What the report must not overstate: appendix A's "bounds" (a counterexample) and Spearman's ceiling."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from textcause.metrics.bounds import arbour_dimmery_bounds
 from textcause.simulation.dgp import STANDARD_OUTCOME
@@ -26,3 +27,19 @@ def test_the_heuristic_misses_the_bias_and_excludes_the_true_ate():
     # And the "bounds" on the ATE exclude the true ATE.
     assert abs(true_ate - 0.4) < 1e-12
     assert b.upper < true_ate - 0.01 and abs(b.lower - 0.107) < 0.01 and abs(b.upper - 0.384) < 0.01
+
+
+def test_the_spearman_ceiling_of_a_two_valued_truth():
+    from scipy.stats import spearmanr
+
+    from textcause.metrics.propensity import spearman, spearman_ceiling
+
+    truth = np.repeat([0.1, 0.9], 500)
+    assert spearman_ceiling(truth) == pytest.approx(np.sqrt(3) / 2, abs=1e-5)
+    perfect = np.linspace(0.01, 0.99, 1000)  # orders every pair of classes right, no ties
+    assert spearman(perfect, truth) == pytest.approx(spearman_ceiling(truth), abs=1e-12)
+    assert spearmanr(perfect, truth).statistic == pytest.approx(spearman_ceiling(truth), abs=1e-12)
+    skew = np.repeat([0.1, 0.9], [800, 200])
+    assert spearman_ceiling(skew) == pytest.approx(np.sqrt(3 * 0.2 * 0.8), abs=1e-4)
+    assert spearman_ceiling(np.linspace(0.1, 0.9, 50)) == pytest.approx(1.0)  # no ties: no cap
+    assert spearman_ceiling(np.full(10, 0.5)) == 0.0
