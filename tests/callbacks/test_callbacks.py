@@ -270,7 +270,7 @@ def test_callback_errors():
     with pytest.raises(
         ValueError,
         match=r"'estimators' parameter of CausalMetricsCallback must be a non-empty list "
-        r"of names among \['aipw', 'ipw', 'matching', 'stratified', 'unadjusted'\]",
+        r"of names among \['aipw', 'ipw', 'matching', 'stratified', 'tmle', 'unadjusted'\]",
     ):
         CausalMetricsCallback(estimators=["ipw", "doubly"])
     with pytest.raises(ValueError, match="'estimators' parameter"):

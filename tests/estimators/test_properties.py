@@ -110,24 +110,27 @@ def treatments(draw: st.DrawFn, n: int) -> object:
 
 
 @st.composite
-def estimator_inputs(draw: st.DrawFn) -> tuple[str, tuple, dict]:
-    name = draw(st.sampled_from(sorted(ESTIMATORS)))
+def estimator_inputs(draw: st.DrawFn, names: tuple[str, ...] | None = None) -> tuple[str, tuple, dict]:
+    name = draw(st.sampled_from(sorted(names or ESTIMATORS)))
     n = draw(sizes)
     t = draw(treatments(n))
     y = draw(per_unit(n, numbers))
     args: tuple = (t, y)
     if name != "unadjusted":
         args += (draw(per_unit(n, probabilities)),)
-    if name == "aipw":
+    if name in ("aipw", "tmle"):
         args += (draw(per_unit(n, numbers)), draw(per_unit(n, numbers)))
     kwargs: dict = {}
-    if name in ("ipw", "aipw") and draw(st.booleans()):
+    if name in ("ipw", "aipw", "tmle") and draw(st.booleans()):
         kwargs["clip"] = draw(st.one_of(st.sampled_from([1e-8, 1e-3, 0.01, 0.5, 0.0, 0.6, 1e-300]), st.floats()))
     if name == "stratified" and draw(st.booleans()):
         kwargs["n_strata"] = draw(st.one_of(st.integers(-2, 30), st.sampled_from([10**6, 10**7, 2**62, 10**19])))
     if name == "matching" and draw(st.booleans()):
         kwargs["caliper"] = draw(st.one_of(st.none(), st.floats(), st.sampled_from([0.0, 1e308, 10**400])))
-    if name == "aipw" and draw(st.booleans()):
+    if name == "tmle" and draw(st.booleans()):
+        kwargs["outcome"] = draw(st.sampled_from(["auto", "binary", "continuous", "normal"]))
+        kwargs["fluctuation"] = draw(st.sampled_from(["ate", "arms"]))
+    if name in ("aipw", "tmle") and draw(st.booleans()):
         kwargs["level"] = draw(st.one_of(st.floats(), st.sampled_from([0.5, 1.0, 0.0])))
     return name, args, kwargs
 
@@ -165,6 +168,14 @@ def test_every_estimator_is_finite_or_refuses(case):
 
 
 @settings(max_examples=200)
+@given(estimator_inputs(("tmle",)))
+def test_tmle_is_finite_or_refuses(case):
+    """The targeting step on hostile inputs (huge outcomes, extreme propensities): an estimate or one sentence."""
+    name, args, kwargs = case
+    finite_or_value_error(lambda: ESTIMATORS[name](*args, **kwargs))
+
+
+@settings(max_examples=200)
 @given(
     estimator_inputs(), st.sampled_from([1, 2, 3, 5, 8, 12, 0, -1]), st.booleans(), st.integers(0, 3), st.integers(0, 9)
 )
@@ -195,6 +206,8 @@ def test_valid_inputs_always_give_an_estimate(data):
             assert_finite(bootstrap_ci(name, *args, n_boot=5))
         except ValueError as e:
             assert str(e).startswith("All 5 bootstrap replicates")
+    for fluctuation in ("ate", "arms"):  # may refuse only for outcomes that separate the arms
+        finite_or_value_error(lambda f=fluctuation: ESTIMATORS["tmle"](t, y, p, mu, -mu, fluctuation=f))
     for name, kwargs in (("stratified", {"n_strata": 2}), ("matching", {"caliper": None})):
         if finite_or_value_error(lambda name=name, kw=kwargs: ESTIMATORS[name](t, y, p, **kw)) is not None:
             finite_or_value_error(lambda name=name, kw=kwargs: bootstrap_ci(name, t, y, p, n_boot=5, **kw))

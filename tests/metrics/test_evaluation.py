@@ -105,3 +105,26 @@ def test_undefined_estimates_are_reported_and_bad_data_refused(units):
         evaluate_propensities(t, y[:-1], p, n_boot=0)
     with pytest.raises(ValueError, match="'n_bins' parameter of expected_calibration_error must be an int >= 1"):
         evaluate_propensities(t, y, p, n_boot=0, n_bins=0)
+
+
+def test_tmle_runs_with_outcome_predictions_and_is_skipped_without():
+    import warnings
+
+    from textcause.metrics.evaluation import evaluate_propensities
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    x = rng.random(n)
+    p = 0.2 + 0.6 * x
+    t = (rng.random(n) < p).astype(int)
+    mu0 = 0.2 + 0.3 * x
+    mu1 = mu0 + 0.3
+    y = (rng.random(n) < np.where(t == 1, mu1, mu0)).astype(float)
+    rows = evaluate_propensities(t, y, p, true_ate=0.3, estimators=("aipw", "tmle"), n_boot=20, mu0=mu0, mu1=mu1)
+    by = {r["estimator"]: r for r in rows}
+    assert abs(by["tmle"]["ate"] - 0.3) < 0.05 and by["tmle"]["ate"] == pytest.approx(by["aipw"]["ate"], abs=0.01)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rows = evaluate_propensities(t, y, p, estimators=("ipw", "tmle"), n_boot=0)
+    assert [r["estimator"] for r in rows] == ["unadjusted", "ipw"]
+    assert any("tmle needs outcome-model predictions" in str(w.message) for w in caught)

@@ -28,7 +28,7 @@ import numpy as np
 from lightning.pytorch.utilities import rank_zero_warn
 
 from textcause.estimators import ESTIMATORS
-from textcause.estimators.registry import DEFAULT_ESTIMATORS, ESTIMATOR_DEFAULTS
+from textcause.estimators.registry import DEFAULT_ESTIMATORS, ESTIMATOR_DEFAULTS, OUTCOME_ESTIMATORS
 from textcause.metrics.evaluation import ECE_BINS, PROPENSITY_METRICS, TRUTH_METRICS, evaluate_propensities
 from textcause.metrics.torch import PredictionCollector
 from textcause.validation import check_int, check_real
@@ -125,9 +125,11 @@ class CausalMetricsCallback(L.Callback):
         names = list(self.estimators)
         if has_mu and "aipw" not in names:
             names.append("aipw")
-        if not has_mu and "aipw" in names:
-            rank_zero_warn("AIPW needs outcome predictions (mu0, mu1) from the model: skipped.")
-            names.remove("aipw")
+        needs_mu = [n for n in names if n in OUTCOME_ESTIMATORS]
+        if not has_mu and needs_mu:
+            who = " and ".join(n.upper() for n in needs_mu) + (" needs" if len(needs_mu) == 1 else " need")
+            rank_zero_warn(f"{who} outcome predictions (mu0, mu1) from the model: skipped.")
+            names = [n for n in names if n not in OUTCOME_ESTIMATORS]
         p_true = outputs["p_true"]
         # Observational data have no true propensities: nothing to compare against.
         truth = p_true if np.isfinite(p_true).all() else None

@@ -4,6 +4,7 @@
     textcause counterfactual baseline --model minilm_lr --out runs/counterfactual/minilm_lr
     textcause counterfactual baseline --model svm --train my_train.csv --test my_test.csv
     textcause counterfactual score --gold subtask2_test.csv --pred subtask2.csv --subtask 2
+    textcause semeval score --gold subtask1_test.csv --pred subtask1.csv --subtask 1   (the same command)
 
 ``baseline`` fits a subtask-1 model on the training file (C and the decision threshold chosen on a
 validation part carved from it), prints precision / recall / F1 of the counterfactual class and
@@ -21,12 +22,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "textcause counterfactual") -> argparse.ArgumentParser:
     from textcause.counterfactual.run import MODELS
     from textcause.counterfactual.scoring import MALFORMED, SUBTASKS
 
     parser = argparse.ArgumentParser(
-        prog="textcause counterfactual", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="action", required=True, metavar="{baseline,score}")
     base = sub.add_parser("baseline", help="fit a subtask-1 baseline and score it on the test file")
@@ -92,9 +93,9 @@ def run_score_command(args: argparse.Namespace) -> None:
         print(f"  {scores['n_malformed']} malformed row(s) scored 0")
 
 
-def counterfactual_main(argv: Sequence[str]) -> int:
-    """The ``textcause counterfactual`` command; returns the exit code (2: a user's mistake)."""
-    args = build_parser().parse_args(list(argv))
+def counterfactual_main(argv: Sequence[str], *, prog: str = "textcause counterfactual") -> int:
+    """The ``textcause counterfactual`` command (also ``textcause semeval``); returns the exit code (2: a user's mistake)."""
+    args = build_parser(prog).parse_args(list(argv))
     from textcause.cli.errors import command
 
     return command(lambda: _counterfactual(args), interrupted="nothing half-written is left; rerun the command.")

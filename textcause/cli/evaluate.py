@@ -57,8 +57,15 @@ def add_allow_module(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str], *, prog: str = "evaluate.py") -> dict[str, Any]:
     """Evaluate a run folder; returns ``{"meta", "rows"}`` as written to ``results.json``.
 
-    ``prog`` names the command in usage lines (``textcause evaluate`` when called from there)."""
-    args = build_parser(prog).parse_args(list(argv))
+    ``prog`` names the command in usage lines (``textcause evaluate`` when called from there).
+    A fine-tuned SemEval-2020 Task 5 run (``configs/counterfactual/``) is scored on the official test
+    file instead (:func:`counterfactual_main`)."""
+    argv = list(argv)
+    from textcause.runs.counterfactual import is_counterfactual_run
+
+    if any(is_counterfactual_run(a) for a in argv if not a.startswith("-")):
+        return counterfactual_main(argv, prog=prog)
+    args = build_parser(prog).parse_args(argv)
     from textcause.metrics.evaluation import format_table
     from textcause.runs.fit import EvaluationSettings, evaluate_run
 
@@ -79,3 +86,33 @@ def main(argv: Sequence[str], *, prog: str = "evaluate.py") -> dict[str, Any]:
         "meta": {**m, "checkpoint": str(result.checkpoint) if result.checkpoint else None, "n_boot": args.n_boot},
         "rows": result.rows,
     }
+
+
+def counterfactual_main(argv: Sequence[str], *, prog: str = "evaluate.py") -> dict[str, Any]:
+    """``evaluate.py RUN_DIR`` of a fine-tuned SemEval-2020 Task 5 run: test-set scores and official predictions."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Score a fine-tuned SemEval-2020 Task 5 run on its test file."
+    )
+    parser.add_argument("run_dir", help="a training run folder (holds config.yaml and checkpoints/)")
+    parser.add_argument("--ckpt", default=None, help="checkpoint to evaluate (default: the run's best)")
+    parser.add_argument(
+        "--out", default=None, help="folder for subtask<k>.csv and results.json (default: the run folder)"
+    )
+    add_allow_module(parser)
+    args = parser.parse_args(list(argv))
+    from textcause.runs.counterfactual import evaluate_counterfactual_run
+
+    summary = evaluate_counterfactual_run(args.run_dir, ckpt=args.ckpt, out=args.out, allow_modules=args.allow_module)
+    t, v = summary["test"], summary["validation"]
+    if "accuracy" in t:
+        names = ("precision", "recall", "f1", "accuracy")
+        chosen = f"threshold {summary['threshold_logit']:.4f} (logit, chosen on validation)"
+    else:
+        names = ("exact_match", "precision", "recall", "f1")
+        chosen = f"no-consequent margin {summary['no_consequent_margin']:.4f} (chosen on validation)"
+    line = "  ".join(f"{n} {100 * t[n]:.2f}" for n in names)
+    print(f"{summary['model']} on the test file ({t['n']} sentences): {line}")
+    print(f"  validation F1 {100 * v['f1']:.2f} at {chosen}")
+    out = Path(args.out) if args.out else Path(args.run_dir)
+    print(f"wrote {summary['predictions']} and {out / 'results.json'}")
+    return summary

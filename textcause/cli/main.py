@@ -12,6 +12,7 @@
     textcause observe --config configs/observational/twitter_gender.yaml   every model on real T and Y (no truth)
     textcause gender probe --model PATH_OR_NAME --w years          masked gender probes: table 2 and figure 2
     textcause counterfactual baseline --model svm|minilm_lr        SemEval-2020 Task 5 subtask-1 baselines on test
+    textcause semeval score --gold FILE --pred FILE --subtask 2     score a SemEval-2020 Task 5 prediction file (alias of counterfactual)
     textcause cfr --config configs/cfr/blogs.yaml                   counterfactual representations vs true counterfactual texts
 
 Light commands (``tasks``, ``--help``) do not import Lightning.
@@ -98,10 +99,10 @@ def main(argv: list[str] | None = None) -> int:
         from textcause.cli.gender import gender_main
 
         return gender_main(rest)
-    if cmd == "counterfactual":  # handles its own errors and exit codes; light --help
+    if cmd in ("counterfactual", "semeval"):  # handles its own errors and exit codes; light --help
         from textcause.cli.counterfactual import counterfactual_main
 
-        return counterfactual_main(rest)
+        return counterfactual_main(rest, prog=f"textcause {cmd}")
     if cmd == "cfr":  # handles its own errors and exit codes; light --help
         from textcause.cli.cfr import cfr_main
 

@@ -8,7 +8,14 @@
 * :mod:`~textcause.counterfactual.baselines`: subtask 1's TF-IDF + linear SVM and frozen MiniLM +
   logistic regression, C and threshold chosen on validation;
 * :mod:`~textcause.counterfactual.run`: :func:`run_baseline`, the one path from settings to
-  test-set scores, and :func:`write_outputs`.
+  test-set scores, and :func:`write_outputs`;
+* the fine-tuned models (trained by ``train.py fit --config configs/counterfactual/<...>.yaml``,
+  scored by ``evaluate.py RUN_DIR``): :mod:`~textcause.counterfactual.datamodule`
+  (:class:`SemEvalDataModule`, both subtasks, the validation part carved from train),
+  :mod:`~textcause.counterfactual.models` (:class:`CounterfactualClassifier`,
+  :class:`CounterfactualSpanModel`), :mod:`~textcause.counterfactual.spans` (offsets <-> tokens,
+  valid-span decoding) and :mod:`~textcause.counterfactual.finetuned` (threshold or "no
+  consequent" margin chosen on validation, the test file scored once).
 
 Names are imported lazily, so ``import textcause.counterfactual`` imports neither pandas,
 scikit-learn nor torch.
@@ -39,6 +46,11 @@ _EXPORTS = {
     "BaselineResult": "run",
     "run_baseline": "run",
     "write_outputs": "run",
+    "SemEvalDataModule": "datamodule",
+    "CounterfactualClassifier": "models",
+    "CounterfactualSpanModel": "models",
+    "decode": "spans",
+    "evaluate_finetuned": "finetuned",
 }
 
 __all__ = sorted(_EXPORTS)

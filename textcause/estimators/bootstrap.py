@@ -21,7 +21,7 @@ import numpy as np
 
 from textcause.estimators._common import prepare
 from textcause.estimators.registry import get_estimator
-from textcause.estimators.types import Estimate
+from textcause.estimators.types import CI_BOOTSTRAP, Estimate
 from textcause.estimators.weighting import (
     aipw,
     aipw_psi,
@@ -140,7 +140,9 @@ def bootstrap_ci(
     Returns:
         The full-data ``Estimate`` with ``ci_low``/``ci_high`` set to the ``(1-level)/2`` and
         ``(1+level)/2`` quantiles of the replicates (numpy's linear interpolation) and
-        ``details['bootstrap'] = {n_boot, n_failed, level, seed, se, replicates}``. Replicates where
+        ``details['bootstrap'] = {n_boot, n_failed, level, seed, se, replicates}`` and
+        ``details['ci_method'] = CI_BOOTSTRAP`` (an estimator's own influence-function interval, as
+        of ``aipw`` and ``tmle``, stays in ``details['influence_ci_low']`` / ``['influence_ci_high']``). Replicates where
         the estimator is undefined (it raises ``ValueError``, e.g. a resample with one treatment
         class) are dropped and counted in ``n_failed``; they never produce NaN.
 
@@ -201,7 +203,8 @@ def bootstrap_ci(
     }
     for name, value in (("interval's lower end", lo), ("interval's upper end", hi), ("bootstrap se", boot["se"])):
         _check_finite(float(value), name, point.method)
-    return dataclasses.replace(point, ci_low=float(lo), ci_high=float(hi), details={**point.details, "bootstrap": boot})
+    details = {**point.details, "ci_method": CI_BOOTSTRAP, "bootstrap": boot}
+    return dataclasses.replace(point, ci_low=float(lo), ci_high=float(hi), details=details)
 
 
 def _check_call(fn: Callable[..., Estimate], arrays: list[Any], kwargs: dict[str, Any], no_propensity: bool) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from textcause.estimators.matching import matching
 from textcause.estimators.stratification import stratified
+from textcause.estimators.tmle import tmle
 from textcause.estimators.types import Estimate
 from textcause.estimators.weighting import aipw, ipw, unadjusted
 
@@ -24,10 +25,15 @@ ESTIMATORS: dict[str, EstimatorFn] = {
     "stratified": stratified,
     "matching": matching,
     "aipw": aipw,
+    "tmle": tmle,
 }
 
-#: The estimators that use a propensity and need nothing else (AIPW also needs outcome predictions).
+#: The estimators that use a propensity and need nothing else.
 PROPENSITY_ESTIMATORS = ("ipw", "stratified", "matching")
+#: The doubly robust estimators: they also need outcome predictions ``mu0, mu1`` (called as
+#: ``fn(t, y, propensity, mu0, mu1)``), so they are never defaults: a caller runs them only for a
+#: model that supplies outcome predictions.
+OUTCOME_ESTIMATORS = ("aipw", "tmle")
 #: What a propensity model is evaluated with by default (``unadjusted`` is always added first).
 DEFAULT_ESTIMATORS = PROPENSITY_ESTIMATORS
 
@@ -44,6 +50,7 @@ ESTIMATOR_LABELS = {
     "stratified": "Stratified",
     "matching": "Matching",
     "aipw": "AIPW",
+    "tmle": "TMLE",
 }
 
 

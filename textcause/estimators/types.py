@@ -5,6 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+#: How an interval was formed (``Estimate.details['ci_method']``): the efficient influence curve's
+#: sample variance and a normal approximation (``aipw``, ``tmle``) ...
+CI_INFLUENCE = "influence function (normal approximation)"
+#: ... or the percentile bootstrap (:func:`textcause.estimators.bootstrap_ci`, which keeps an
+#: estimator's own influence-function interval in ``details['influence_ci_low']`` / ``['influence_ci_high']``).
+CI_BOOTSTRAP = "percentile bootstrap"
+
 
 @dataclass(frozen=True, repr=False)
 class Estimate:
@@ -15,7 +22,8 @@ class Estimate:
         method: the estimator's name (``ipw``, ``stratified``, ...).
         n_used: units that entered the estimate.
         n_dropped: units left out (empty strata, matches outside the caliper, ...).
-        ci_low, ci_high: an interval when one was computed (e.g. by ``bootstrap_ci``), else None.
+        ci_low, ci_high: an interval when one was computed (e.g. by ``bootstrap_ci``), else None;
+            ``details['ci_method']`` says how (:data:`CI_INFLUENCE` or :data:`CI_BOOTSTRAP`).
         n_clipped: units whose propensity was clipped (only when asked for, with ``clip=``).
         details: estimator-specific diagnostics (strata sizes, clipped weights, ...).
     """

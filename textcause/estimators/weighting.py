@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from textcause.estimators._common import effect, finite, prepare, require_propensity
-from textcause.estimators.types import Estimate
+from textcause.estimators.types import CI_INFLUENCE, Estimate
 from textcause.validation import MAX_WEIGHT, check_consistent_length, check_probability, check_real, check_weights
 
 #: The smallest ``clip=`` the weighting estimators take: weights stay at most ``MAX_WEIGHT``.
@@ -190,6 +190,8 @@ def aipw(
 
     Returns:
         ``Estimate`` (method ``aipw``) with ``ci_low``/``ci_high``; details: ``se``, ``level``,
+        ``ci_method`` (:data:`~textcause.estimators.types.CI_INFLUENCE`), ``influence_ci_low`` /
+        ``influence_ci_high`` (the same interval, kept when a bootstrap replaces ``ci_low``/``ci_high``),
         ``n_clipped``, ``clip``.
 
     Raises:
@@ -211,15 +213,24 @@ def aipw(
     ate = float(psi.mean())
     se = float(psi.std(ddof=1) / np.sqrt(psi.size)) if psi.size > 1 else 0.0
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    lo, hi = ate - z * se, ate + z * se
     return finite(
         Estimate(
             ate=ate,
             method="aipw",
             n_used=int(t.size),
-            ci_low=ate - z * se,
-            ci_high=ate + z * se,
+            ci_low=lo,
+            ci_high=hi,
             n_clipped=n_clipped,
-            details={"se": se, "level": level, "n_clipped": n_clipped, "clip": clip},
+            details={
+                "se": se,
+                "level": level,
+                "ci_method": CI_INFLUENCE,
+                "influence_ci_low": lo,
+                "influence_ci_high": hi,
+                "n_clipped": n_clipped,
+                "clip": clip,
+            },
         )
     )
 

@@ -101,13 +101,13 @@ def evaluate_propensities(
 
     rows: list[dict[str, Any]] = []
     for name in names:
-        if name == "aipw" and (mu0 is None or mu1 is None):
-            warnings.warn("aipw needs outcome-model predictions (mu0, mu1); it was skipped.", stacklevel=2)
+        if name in est.OUTCOME_ESTIMATORS and (mu0 is None or mu1 is None):
+            warnings.warn(f"{name} needs outcome-model predictions (mu0, mu1); it was skipped.", stacklevel=2)
             continue
         kwargs = est.estimator_kwargs(name, n_strata=n_strata, caliper=caliper)
         if name == "unadjusted":
             args: tuple[Any, ...] = (t, y)
-        elif name == "aipw":
+        elif name in est.OUTCOME_ESTIMATORS:
             args = (t, y, p, np.asarray(mu0, dtype=np.float64), np.asarray(mu1, dtype=np.float64))
         else:
             args = (t, y, p)

@@ -6,11 +6,14 @@ LightningModule can record how to rebuild it (see ``textcause.models.propensity.
 * ``LogisticRegression``, ``MLP``: over n-gram / topic features (sparse or dense).
 * ``SHERBERT``: hierarchical attention over frozen-encoder token states and post vectors (Weld et al., E.1).
 * ``OrderCountNet``: position-aware attention with counting pools, for order and signal intensity.
+* ``EncoderClassifier``, ``SpanExtractor``: fine-tuned Hugging Face encoders with a sentence head or
+  QA-style start/end span heads (SemEval-2020 Task 5, ``textcause.counterfactual``).
 """
 
 from textcause.models.components.hierarchical import SHERBERT
 from textcause.models.components.linear import LogisticRegression
 from textcause.models.components.mlp import MLP
 from textcause.models.components.order_count import OrderCountNet
+from textcause.models.components.text_heads import EncoderClassifier, SpanExtractor
 
-__all__ = ["LogisticRegression", "MLP", "OrderCountNet", "SHERBERT"]
+__all__ = ["EncoderClassifier", "LogisticRegression", "MLP", "OrderCountNet", "SHERBERT", "SpanExtractor"]
