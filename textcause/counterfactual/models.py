@@ -30,11 +30,11 @@ from torchmetrics.classification import BinaryAccuracy, BinaryF1Score
 
 from textcause.counterfactual.datamodule import IGNORE
 from textcause.counterfactual.spans import NULL
+from textcause.models.finetune import adamw_with_warmup
 from textcause.models.propensity import as_net, save_net_config
 from textcause.validation import check_int, check_real
 
 Batch = dict[str, torch.Tensor]
-_NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
 #: A logit that no allowed position can lose to (finite, so an all-masked row stays finite).
 _MASKED = -1e4
 
@@ -73,24 +73,13 @@ class _FineTuned(L.LightningModule):
         return self.net(input_ids, attention_mask)
 
     def configure_optimizers(self) -> Any:
-        decay, no_decay = [], []
-        for name, param in self.net.named_parameters():
-            if param.requires_grad:
-                (no_decay if name.endswith(_NO_DECAY) else decay).append(param)
-        optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": self.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        return adamw_with_warmup(
+            self.net,
             lr=self.lr,
+            weight_decay=self.weight_decay,
+            warmup=self.warmup,
+            total_steps=self.trainer.estimated_stepping_batches,
         )
-        total = max(int(self.trainer.estimated_stepping_batches), 1)
-        warm = int(self.warmup * total)
-
-        def factor(step: int) -> float:
-            if step < warm:
-                return (step + 1) / (warm + 1)
-            return max(0.0, (total - step) / max(total - warm, 1))
-
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     def _log_metrics(self, metrics: nn.ModuleDict, stage: str) -> None:
         for name, metric in metrics.items():

@@ -81,7 +81,7 @@ def evaluate_counterfactual_run(
     config = merge(saved, nest(overrides))
     check_class_paths(config, str(config_path), allow=allow_modules)
     cli = instantiate(config, save_config_callback=None)
-    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    state = torch.load(checkpoint, map_location="cpu", weights_only=True)  # tensors and plain values only
     if "state_dict" not in state:
         raise ValueError(f"The checkpoint '{checkpoint}' holds no state_dict: it is not a Lightning checkpoint.")
     cli.model.load_state_dict(state["state_dict"])
