@@ -11,7 +11,8 @@ validation part carved from it), prints precision / recall / F1 of the counterfa
 accuracy on the test file, and writes ``subtask1.csv`` (the official prediction format) and
 ``results.json`` under ``--out`` (default ``runs/counterfactual/<model>``). The default files are
 the official ones under the data root. ``score`` scores any system's official prediction file
-(rows in any order; a malformed row is an error naming it, or scores 0 with ``--malformed zero``).
+(rows in any order; a malformed row is an error naming it, or scores 0 with ``--malformed zero``);
+``--official`` scores subtask 2 as the organisers' script does, for comparing with published numbers.
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ def build_parser(prog: str = "textcause counterfactual") -> argparse.ArgumentPar
     score.add_argument("--subtask", type=int, required=True, choices=SUBTASKS)
     score.add_argument(
         "--malformed", default="raise", choices=MALFORMED, help="a malformed row: an error, or a 0 and a warning"
+    )
+    score.add_argument(
+        "--official",
+        action="store_true",
+        help="subtask 2 as the organisers' script scores it (end-exclusive slices, exact match on the "
+        "cells' text; also prints its swapped precision / recall), for comparing with published numbers",
     )
     return parser
 
@@ -83,12 +90,25 @@ def run_score_command(args: argparse.Namespace) -> None:
     """``textcause counterfactual score`` from parsed arguments: prints the scores."""
     from textcause.counterfactual.scoring import score_files
 
-    scores = score_files(args.gold, args.pred, args.subtask, malformed=args.malformed)
+    scores = score_files(args.gold, args.pred, args.subtask, malformed=args.malformed, official=args.official)
     if args.subtask == 1:
         names = ("precision", "recall", "f1", "accuracy")
+        if args.official:
+            print("(subtask 1 is scored the same with or without --official)")
+    elif args.official:
+        names = ("exact_match", "precision", "recall", "f1")
     else:
         names = ("exact_match", "precision", "recall", "f1", "char_f1")
     print("  ".join(f"{name} {_pct(scores[name])}" for name in names) + f"  (n={scores['n']})")
+    if args.subtask == 2 and args.official:
+        print(
+            f"  as the organisers' script prints them: pre {_pct(scores['printed_precision'])}  "
+            f"rec {_pct(scores['printed_recall'])}  f1 {_pct(scores['f1'])}  exact match "
+            f"{_pct(scores['exact_match'])} (its pre / rec are the mean recall / precision, swapped)"
+        )
+        for key, what in (("n_invalid", "its validity rule scores 0"), ("n_unparsable", "it would crash on")):
+            if scores[key]:
+                print(f"  {scores[key]} row(s) {what}")
     if scores.get("n_malformed"):
         print(f"  {scores['n_malformed']} malformed row(s) scored 0")
 

@@ -22,7 +22,9 @@ Faults of the organisers' script that this one does not share: it sliced ``sente
 offsets as strings (``-1.0`` is not ``-1`` there), stopped when rows were out of order, and refused
 one-character antecedents. Here rows are joined on ``sentenceID`` (any order), ``12.0`` is ``12``,
 and a malformed prediction row is refused in one sentence naming it (or, with
-``malformed="zero"``, scored 0 with a warning naming it).
+``malformed="zero"``, scored 0 with a warning naming it). To compare with published numbers,
+``score_files(..., official=True)`` (``textcause semeval score --official``) reproduces the
+organisers' script's subtask-2 numbers instead (:mod:`textcause.counterfactual.official`).
 """
 
 from __future__ import annotations
@@ -250,16 +252,38 @@ def _check_columns(pred: pd.DataFrame, columns: tuple[str, ...], source: str) ->
 
 
 def score_files(
-    gold_path: str | os.PathLike, pred_path: str | os.PathLike, subtask: int, *, malformed: str = "raise"
+    gold_path: str | os.PathLike,
+    pred_path: str | os.PathLike,
+    subtask: int,
+    *,
+    malformed: str = "raise",
+    official: bool = False,
 ) -> dict[str, float]:
-    """Score an official prediction file against an official gold file of subtask 1 or 2."""
+    """Score an official prediction file against an official gold file of subtask 1 or 2.
+
+    Args:
+        gold_path: the gold CSV.
+        pred_path: the prediction CSV (official format, rows in any order).
+        subtask: 1 or 2.
+        malformed: what a malformed subtask-2 row does (:func:`score_subtask2`).
+        official: subtask 2 with the organisers' script's arithmetic, for comparing with published
+            numbers (:func:`~textcause.counterfactual.official.score_subtask2_official`: end-exclusive
+            slices, exact match on the cells' text, its validity rule, and also the precision /
+            recall it prints swapped). Subtask 1's scores are the same either way.
+    """
     check_options(subtask, "subtask", "score_files", SUBTASKS)
     columns = SUBTASK1_PRED_COLUMNS if subtask == 1 else SUBTASK2_PRED_COLUMNS
     pred = read_table(pred_path, columns, f"subtask-{subtask} prediction file")
     source = str(pred_path)
     if subtask == 1:
         return score_subtask1(read_subtask1(gold_path), pred, source=source)
-    return score_subtask2(read_subtask2(gold_path), pred, source=source, malformed=malformed)
+    gold = read_subtask2(gold_path)
+    if official:
+        from textcause.counterfactual.official import score_subtask2_official
+
+        rows = align(gold["sentenceID"].to_numpy(), pred, source)
+        return score_subtask2_official(gold, pred, rows, source=source)
+    return score_subtask2(gold, pred, source=source, malformed=malformed)
 
 
 def write_subtask1_predictions(path: str | os.PathLike, ids: Sequence[int], labels: Sequence[int]) -> Path:
