@@ -117,9 +117,9 @@ def test_not_run_during_sanity_check(tmp_path, monkeypatch):
     calls = []
     original = CausalMetricsCallback.compute
 
-    def spy(self, outputs, true_ate=None):
+    def spy(self, outputs, true_ate=None, **kwargs):
         calls.append((trainer.sanity_checking, outputs["index"].size))
-        return original(self, outputs, true_ate)
+        return original(self, outputs, true_ate, **kwargs)
 
     monkeypatch.setattr(CausalMetricsCallback, "compute", spy)
     dm = ToyData()

@@ -129,7 +129,7 @@ def base_spec(**changes):
             r"'evaluation.split' must be one of \['train', 'val', 'test'\]. Got 'dev' instead",
         ),
         (
-            {"evaluation": {"estimators": ["aipw"]}},
+            {"evaluation": {"estimators": ["doubly_robust"]}},
             r"'evaluation.estimators' must be a non-empty list of distinct values among",
         ),
         ({"min_per_arm": 1}, r"'min_per_arm' must be an int >= 2. Got 1 instead"),

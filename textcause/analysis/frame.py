@@ -24,6 +24,8 @@ NUMERIC_COLUMNS = (
     "ate",
     "ci_low",
     "ci_high",
+    "influence_ci_low",
+    "influence_ci_high",
     "bias",
     "true_ate",
     "sample_ate",
@@ -41,7 +43,7 @@ NUMERIC_COLUMNS = (
     "n_test",
 )
 #: Yes / no columns, kept as floats 1.0 / 0.0 / NaN so that a mean is a share.
-FLAG_COLUMNS = ("ci_tighter_than_bound", "covers_truth")
+FLAG_COLUMNS = ("ci_tighter_than_bound", "covers_truth", "influence_covers_truth")
 #: A cell: one model trained and evaluated on one draw of one task level of one corpus.
 CELL = ["corpus", "task", "level", "model", "seed"]
 #: A method on a task level, summarised over seeds.
@@ -205,9 +207,14 @@ def normalise(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def ci_label(df: pd.DataFrame) -> str:
-    """How the per-cell intervals were made, e.g. "percentile bootstrap over test units"."""
+    """How the per-cell intervals (``ci_low``, ``ci_high``) were made, e.g. "percentile bootstrap over test
+    units"; AIPW's and TMLE's influence-function intervals are in their own columns (:data:`INFLUENCE_LABEL`)."""
     splits = sorted(set(df["split"])) if "split" in df else ["test"]
     return f"percentile bootstrap over {'/'.join(splits)} units"
+
+
+#: What the ``influence_ci_low`` / ``influence_ci_high`` columns hold (AIPW and TMLE only).
+INFLUENCE_LABEL = "influence-function normal approximation"
 
 
 def task_order(tasks: Any) -> list[str]:

@@ -60,6 +60,8 @@ SUMMARY_COLUMNS = METHOD + [
     "test_train_ratio",
     "mean_n_used",
     "max_n_dropped",
+    "n_influence_ci",
+    "influence_coverage",
 ]
 
 
@@ -173,12 +175,17 @@ def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
     ``iptw_weight_mse`` and ``spearman``, the per-cell interval ends averaged over seeds
     (``mean_ci_low``, ``mean_ci_high``), ``test_train_ratio``, the mean units an estimate used
     (``mean_n_used``) and the most it dropped in any seed (``max_n_dropped``: empty strata, matches
-    outside the caliper).
+    outside the caliper). ``coverage`` is of the per-cell bootstrap interval (``ci_low``, ``ci_high``);
+    ``influence_coverage`` of the influence-function interval that only AIPW and TMLE have
+    (``influence_ci_low``, ``influence_ci_high``; NaN for the others), over ``n_influence_ci`` seeds.
     """
     data = load_results(df)
     data["has_ci"] = np.isfinite(data["ci_low"]) & np.isfinite(data["ci_high"])
     inside = (data["ci_low"] <= data["true_ate"]) & (data["true_ate"] <= data["ci_high"])
     data["covers"] = np.where(data["has_ci"], inside, np.nan)
+    data["has_if"] = np.isfinite(data["influence_ci_low"]) & np.isfinite(data["influence_ci_high"])
+    inside_if = (data["influence_ci_low"] <= data["true_ate"]) & (data["true_ate"] <= data["influence_ci_high"])
+    data["covers_if"] = np.where(data["has_if"] & np.isfinite(data["true_ate"]), inside_if, np.nan)
     data["excludes_zero"] = np.where(data["has_ci"], (data["ci_low"] > 0) | (data["ci_high"] < 0), np.nan)
     data["ratio"] = data["n_test"] / data["n_train"]
     data = data[data["estimator"] != ""]  # whole-cell failures: listed by the report, no method to summarise
@@ -207,6 +214,8 @@ def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
         row["test_train_ratio"] = ratio if np.isfinite(ratio) else 1.0 / PAPER_TRAIN_PER_TEST
         row["mean_n_used"] = ok["n_used"].mean()
         row["max_n_dropped"] = ok["n_dropped"].max()
+        row["n_influence_ci"] = int(ok["has_if"].sum())
+        row["influence_coverage"] = ok["covers_if"].mean()
         rows.append(row)
     return _paper_sorted(pd.DataFrame(rows, columns=SUMMARY_COLUMNS), ["corpus", "task", "level", "model", "estimator"])
 

@@ -27,12 +27,16 @@ MODEL_LABELS = {
     "sherbert": "SHERBERT",
     "sherbert_pooled": "SHERBERT",
     "order_count": "OrderCountNet (ours)",
+    # Models with an outcome model too (issue 19): their rows add AIPW and TMLE.
+    "joint_lr_bigram_binary": "LR 1,2-gram + outcome LRs",
+    "joint_pooled": "Joint SHERBERT (CausalBERT-style)",
 }
 ESTIMATOR_ORDER = tuple(ESTIMATOR_LABELS)
 
 
 def model_order(models: Iterable[str]) -> list[str]:
-    """Models in the paper's order (Oracle, Unadjusted, LR..., NN..., SHERBERT, ours), others last."""
+    """Models in the paper's order (Oracle, Unadjusted, LR..., NN..., SHERBERT, ours), then the joint
+    propensity + outcome models, others last."""
     models = set(models)
     known = [m for m in MODEL_LABELS if m in models]
     return known + sorted(models - set(known))
@@ -46,6 +50,6 @@ def model_labels(models: Iterable[str]) -> dict[str, str]:
 
 
 def estimator_order(estimators: Iterable[str]) -> list[str]:
-    """Estimators in the order unadjusted, IPTW, stratified, matching, AIPW, others last."""
+    """Estimators in the order unadjusted, IPTW, stratified, matching, AIPW, TMLE, others last."""
     present = set(estimators)
     return [e for e in ESTIMATOR_ORDER if e in present] + sorted(present - set(ESTIMATOR_ORDER))

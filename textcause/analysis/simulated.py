@@ -41,7 +41,10 @@ QUALITY = {
     "order_count": 0.75,
 }
 #: Simulated sampling noise (sd of the ATE over test units) per estimator.
-ESTIMATOR_SE = {"unadjusted": 0.02, "ipw": 0.05, "stratified": 0.03, "matching": 0.035, "aipw": 0.03}
+ESTIMATOR_SE = {"unadjusted": 0.02, "ipw": 0.05, "stratified": 0.03, "matching": 0.035, "aipw": 0.03, "tmle": 0.03}
+#: The doubly robust estimators: their simulated outcome model removes most of the confounding bias a
+#: poor propensity model leaves, and their rows carry an influence-function interval too.
+DOUBLY_ROBUST = {"aipw": 0.3, "tmle": 0.25}
 
 
 def simulate_results(
@@ -62,7 +65,7 @@ def simulate_results(
         corpora: corpus names.
         task_levels: ``{task: number of levels}`` (default: the paper's tasks).
         models: model config names (unknown names get quality 0.5).
-        estimators: estimator names.
+        estimators: estimator names (``aipw`` / ``tmle`` rows also get an influence-function interval).
         n_seeds: seeds per cell.
         n_test: test users per cell (``n_train`` is 0.8 of it, times the Sample Size share).
         with_sizes: include the ``n_train`` / ``n_test`` columns.
@@ -101,11 +104,20 @@ def simulate_results(
                             if name == "unadjusted":
                                 ate = naive
                             else:
-                                scale = {"ipw": 0.9, "matching": 1.05}.get(name, 1.0)
+                                scale = {"ipw": 0.9, "matching": 1.05, **DOUBLY_ROBUST}.get(name, 1.0)
                                 noise = ESTIMATOR_SE.get(name, 0.03) * rng.standard_normal()
                                 ate = truth + scale * confounding * (1.0 - q) + noise
                             half = 1.96 * ESTIMATOR_SE.get(name, 0.03) * (1.0 + 0.2 * rng.random())
                             wide = 0.05 + 0.6 * rng.random()
+                            influence = {}
+                            if name in DOUBLY_ROBUST:
+                                if_half = half * (0.8 + 0.4 * rng.random())
+                                influence = {
+                                    "influence_ci_low": ate - if_half,
+                                    "influence_ci_high": ate + if_half,
+                                    "influence_covers_truth": bool(ate - if_half <= truth <= ate + if_half),
+                                    "influence_ci_method": "influence function (normal approximation)",
+                                }
                             rows.append(
                                 {
                                     "corpus": corpus,
@@ -137,6 +149,7 @@ def simulate_results(
                                     "train_seconds": 1.0 + rng.random(),
                                     "split": "test",
                                     **({"n_train": round(0.8 * n_test * keep), "n_test": n_test} if with_sizes else {}),
+                                    **influence,
                                 }
                             )
     df = pd.DataFrame(rows)

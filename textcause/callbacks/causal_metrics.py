@@ -11,7 +11,13 @@ rank (so a 2-process run logs the numbers of a 1-process run):
 - ``<prefix>/treatment_accuracy``, ``<prefix>/ece``, ``<prefix>/brier``,
   ``<prefix>/iptw_weight_mse`` and ``<prefix>/spearman`` (the last two against the true propensity).
 
-AIPW is added when the model gives outcome predictions (``predict_outcomes`` -> ``mu0, mu1``).
+The doubly robust AIPW and TMLE are added when the model gives outcome predictions
+(``predict_outcomes`` -> ``mu0, mu1``); they also log their influence-function interval,
+``<prefix>/influence_ci_low_<estimator>`` and ``<prefix>/influence_ci_high_<estimator>``. TMLE needs the
+outcome's kind: the ``outcome`` argument, else the data module's ``outcome_kind`` (binary when it
+has none). With ``n_boot > 0`` every estimator also logs its percentile bootstrap interval
+(``<prefix>/ci_low_<estimator>``, ``<prefix>/ci_high_<estimator>``). The result rows themselves (the
+columns of :mod:`textcause.metrics.schema`, both intervals labelled) are kept in ``last_rows``.
 A quantity that is undefined on the data (one treatment class in a tiny validation split, no
 match within the caliper, ...) is skipped with a warning that names it; training never stops and
 NaN is never logged.
@@ -29,9 +35,18 @@ from lightning.pytorch.utilities import rank_zero_warn
 
 from textcause.estimators import ESTIMATORS
 from textcause.estimators.registry import DEFAULT_ESTIMATORS, ESTIMATOR_DEFAULTS, OUTCOME_ESTIMATORS
-from textcause.metrics.evaluation import ECE_BINS, PROPENSITY_METRICS, TRUTH_METRICS, evaluate_propensities
+from textcause.metrics.evaluation import (
+    ECE_BINS,
+    OUTCOME_KINDS,
+    PROPENSITY_METRICS,
+    TRUTH_METRICS,
+    evaluate_propensities,
+)
 from textcause.metrics.torch import PredictionCollector
-from textcause.validation import check_int, check_real
+from textcause.validation import check_int, check_options, check_real
+
+#: The interval ends a result row may carry, logged as ``<column>_<estimator>`` when present.
+INTERVAL_COLUMNS = ("ci_low", "ci_high", "influence_ci_low", "influence_ci_high")
 
 
 class CausalMetricsCallback(L.Callback):
@@ -41,14 +56,20 @@ class CausalMetricsCallback(L.Callback):
         true_ate: the true ATE; None to read ``trainer.datamodule.true_ate`` (no bias is logged
             when neither is available).
         estimators: estimator names among ``unadjusted``, ``ipw``, ``stratified``, ``matching``,
-            ``aipw`` (AIPW needs outcome predictions and is added automatically when the model
-            gives them); the default is the estimator registry's ``DEFAULT_ESTIMATORS``.
+            ``aipw``, ``tmle`` (the doubly robust AIPW and TMLE need outcome predictions and are
+            added automatically when the model gives them); the default is the estimator
+            registry's ``DEFAULT_ESTIMATORS``.
         n_strata: strata of the stratification estimator (>= 2; default: the registry's).
         caliper: caliper of the matching estimator, in standard deviations of the propensity
             (None: no caliper; default: the registry's).
         n_bins: bins of the expected calibration error (>= 1).
         prefix: the name prefix of the validation metrics (``<prefix>/ate_ipw``, ...); test
             metrics are always prefixed ``test``.
+        n_boot: bootstrap replicates of each estimator's percentile interval (>= 0; 0: none, the
+            default, since resampling every epoch is slow; the influence-function intervals of AIPW
+            and TMLE cost nothing and are always computed).
+        outcome: ``binary`` or ``continuous``, the outcome kind TMLE is run with; None reads the
+            data module's ``outcome_kind`` (binary when it has none).
     """
 
     def __init__(
@@ -59,6 +80,8 @@ class CausalMetricsCallback(L.Callback):
         caliper: Optional[float] = ESTIMATOR_DEFAULTS["matching"]["caliper"],
         n_bins: int = ECE_BINS,
         prefix: str = "val",
+        n_boot: int = 0,
+        outcome: Optional[str] = None,
     ) -> None:
         super().__init__()
         owner = "CausalMetricsCallback"
@@ -75,7 +98,12 @@ class CausalMetricsCallback(L.Callback):
         if not isinstance(prefix, str) or not prefix:
             raise ValueError(f"The 'prefix' parameter of {owner} must be a non-empty str. Got {prefix!r} instead.")
         self.prefix = prefix
+        self.n_boot = check_int(n_boot, "n_boot", owner, low=0)
+        self.outcome = None if outcome is None else check_options(outcome, "outcome", owner, OUTCOME_KINDS)
         self.last_metrics: dict[str, float] = {}
+        #: The result rows of the last evaluation of each prefix (``val`` / ``test``), as
+        #: :func:`~textcause.metrics.evaluation.evaluate_propensities` returned them.
+        self.last_rows: dict[str, list[dict[str, Any]]] = {}
 
     # ------------------------------------------------------------------ hooks
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
@@ -101,7 +129,12 @@ class CausalMetricsCallback(L.Callback):
         if true_ate is None:
             value = getattr(trainer.datamodule, "true_ate", None) if trainer.datamodule is not None else None
             true_ate = None if value is None else float(value)
-        metrics = self.compute(outputs, true_ate)
+        outcome = self.outcome
+        if outcome is None:
+            outcome = _datamodule_outcome(trainer.datamodule)
+        rows: list[dict[str, Any]] = []
+        metrics = self.compute(outputs, true_ate, outcome=outcome, rows=rows)
+        self.last_rows[prefix] = rows
         self.last_metrics = {f"{prefix}/{k}": v for k, v in metrics.items()}
         for name, value in self.last_metrics.items():
             # Every rank holds the same gathered data, hence the same value: the mean over ranks is
@@ -109,22 +142,32 @@ class CausalMetricsCallback(L.Callback):
             pl_module.log(name, value, on_step=False, on_epoch=True, sync_dist=True)
 
     # ------------------------------------------------------------------ the numbers
-    def compute(self, outputs: dict[str, np.ndarray], true_ate: Optional[float] = None) -> dict[str, float]:
-        """Estimates, biases and metrics for one set of collected outputs (names without prefix).
+    def compute(
+        self,
+        outputs: dict[str, np.ndarray],
+        true_ate: Optional[float] = None,
+        *,
+        outcome: Optional[str] = None,
+        rows: Optional[list[dict[str, Any]]] = None,
+    ) -> dict[str, float]:
+        """Estimates, biases, intervals and metrics for one set of collected outputs (names without prefix).
 
         Args:
             outputs: arrays ``propensity``, ``t``, ``y``, ``p_true`` (and optionally ``mu0``,
                 ``mu1``), as returned by :meth:`PredictionCollector.compute`.
             true_ate: the true ATE, or None for no bias.
+            outcome: the outcome kind for TMLE (None: the callback's ``outcome``, else binary).
+            rows: a list that receives the result rows of the estimators logged (None: not kept).
 
         Returns:
-            ``{"ate_<est>": ..., "bias_<est>": ..., "treatment_accuracy": ..., ...}``; quantities
-            that are undefined on these data are left out (with a warning).
+            ``{"ate_<est>": ..., "bias_<est>": ..., "influence_ci_low_aipw": ..., "treatment_accuracy":
+            ..., ...}``; quantities that are undefined on these data are left out (with a warning).
         """
         has_mu = "mu0" in outputs and "mu1" in outputs
         names = list(self.estimators)
-        if has_mu and "aipw" not in names:
-            names.append("aipw")
+        if has_mu:  # a model with an outcome model is evaluated with both doubly robust estimators
+            names += [n for n in OUTCOME_ESTIMATORS if n not in names]
+        outcome = outcome or self.outcome or "binary"
         needs_mu = [n for n in names if n in OUTCOME_ESTIMATORS]
         if not has_mu and needs_mu:
             who = " and ".join(n.upper() for n in needs_mu) + (" needs" if len(needs_mu) == 1 else " need")
@@ -135,38 +178,55 @@ class CausalMetricsCallback(L.Callback):
         truth = p_true if np.isfinite(p_true).all() else None
         metrics = PROPENSITY_METRICS + (TRUTH_METRICS if truth is not None else ())
         try:
-            rows = evaluate_propensities(
+            result = evaluate_propensities(
                 outputs["t"],
                 outputs["y"],
                 outputs["propensity"],
                 true_propensity=truth,
                 true_ate=true_ate,
                 estimators=names,
-                n_boot=0,
+                n_boot=self.n_boot,
                 n_strata=self.n_strata,
                 caliper=self.caliper,
                 n_bins=self.n_bins,
                 mu0=outputs.get("mu0"),
                 mu1=outputs.get("mu1"),
+                outcome=outcome,
             )
         except ValueError as err:  # the data admit no evaluation at all (e.g. one treatment class)
             _skip([f"ate_{n}" for n in names] + list(metrics), str(err))
             return {}
         out: dict[str, float] = {}
-        for row in rows:
+        for row in result:
             name = row["estimator"]
             if name not in names:
                 continue  # unadjusted is always evaluated; it is logged when asked for
+            if rows is not None:
+                rows.append(row)
             if "error" in row:
                 _skip([f"ate_{name}"], row["error"])
             elif _finite(f"ate_{name}", row["ate"]):
                 out[f"ate_{name}"] = row["ate"]
                 if row["bias"] is not None:
                     out[f"bias_{name}"] = row["bias"]
+                for column in INTERVAL_COLUMNS:
+                    value = row.get(column)
+                    if value is not None and _finite(f"{column}_{name}", value):
+                        out[f"{column}_{name}"] = value
         for name in metrics:
-            if _finite(name, rows[0][name]):
-                out[name] = rows[0][name]
+            if _finite(name, result[0][name]):
+                out[name] = result[0][name]
         return out
+
+
+def _datamodule_outcome(datamodule: Any) -> Optional[str]:
+    """The data module's ``outcome_kind`` (None: it has none, or its task does not say)."""
+    try:
+        kind = getattr(datamodule, "outcome_kind", None) if datamodule is not None else None
+    except ValueError as err:
+        rank_zero_warn(f"CausalMetricsCallback runs TMLE with a binary outcome: {err}")
+        return None
+    return kind if kind in OUTCOME_KINDS else None
 
 
 def _skip(names: Sequence[str], reason: str) -> None:

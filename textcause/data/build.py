@@ -185,6 +185,32 @@ def build_task(settings: DataSettings) -> Any:
     return make_task(corpus, settings.task, settings.level, seed=settings.seed, **kwargs)
 
 
+#: The task's outcome setting -> the doubly robust estimators' outcome kind (TMLE's ``outcome``).
+OUTCOME_KINDS = {"binary": "binary", "normal": "continuous"}
+
+
+def outcome_kind(task: Any) -> str:
+    """``binary`` or ``continuous``: how the doubly robust estimators must treat ``task``'s outcome.
+
+    Read from what drew the outcome, never from its values: a semi-synthetic task's ``outcome``
+    setting (``binary``, or ``normal`` for the continuous outcomes of section 5.3), an
+    observational task's threshold (a thresholded property is binary, a raw property continuous).
+
+    Raises:
+        ValueError: a task that does not say how its outcome was made.
+    """
+    info = getattr(task, "info", None) or {}
+    if getattr(task, "task", None) == "observational" and "threshold" in info:
+        return "continuous" if info["threshold"] is None else "binary"
+    kind = info.get("outcome")
+    if kind not in OUTCOME_KINDS:
+        raise ValueError(
+            f"The task {getattr(task, 'name', task)!r} does not say its outcome kind (info['outcome'] must be one "
+            f"of {sorted(OUTCOME_KINDS)}; got {kind!r}): pass outcome='binary' or 'continuous' to the evaluation."
+        )
+    return OUTCOME_KINDS[kind]
+
+
 def scale_features(x: Any, train: np.ndarray, how: Optional[str]) -> Any:
     """Rescale a sparse or dense feature matrix (``maxabs`` fitted on the training rows only)."""
     return apply_scale(x, how, maxabs_factor(x, train) if how == "maxabs" else None)

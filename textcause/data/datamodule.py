@@ -24,7 +24,7 @@ from torch.utils.data import DataLoader
 
 from textcause.corpus.splits import SPLITS
 from textcause.data.batches import FeatureCollate, HistoryCollate, IndexDataset
-from textcause.data.build import BuiltData, DataSettings, build_data
+from textcause.data.build import BuiltData, DataSettings, build_data, outcome_kind
 from textcause.data.distributed import evaluation_sampler
 from textcause.data.featurizer import FEATURIZER_KEY, check_same
 from textcause.data.memory import keep_freed_memory
@@ -169,6 +169,11 @@ class CausalTextDataModule(L.LightningDataModule):
     def input_dim(self) -> int:
         """Width of the feature matrix (linked into the model's ``net.input_dim`` by the CLI)."""
         return self.built.input_dim
+
+    @property
+    def outcome_kind(self) -> str:
+        """``binary`` or ``continuous``: the task's outcome kind, for TMLE (:func:`textcause.data.build.outcome_kind`)."""
+        return outcome_kind(self.task)
 
     @property
     def true_ate(self) -> Optional[float]:

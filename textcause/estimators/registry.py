@@ -41,6 +41,9 @@ DEFAULT_ESTIMATORS = PROPENSITY_ESTIMATORS
 ESTIMATOR_DEFAULTS: dict[str, dict[str, Any]] = {
     "stratified": {"n_strata": 10},
     "matching": {"caliper": 0.2},
+    # The benchmark's tasks say their outcome kind (binary unless `outcome: normal`); a caller passes
+    # it (`outcome="continuous"`) rather than leaving TMLE to guess it from the values.
+    "tmle": {"outcome": "binary"},
 }
 
 #: Display labels, in display order (the paper calls IPW "IPTW").

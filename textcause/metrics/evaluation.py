@@ -4,6 +4,12 @@
 result rows (the columns of :mod:`textcause.metrics.schema`); ``evaluate.py``, every run of
 :mod:`textcause.runs` and the metrics callback (with ``n_boot=0``) all call it, so their numbers
 agree by construction.
+
+Given outcome predictions ``mu0, mu1`` the doubly robust estimators ``aipw`` and ``tmle`` have two
+intervals, each in its own columns: the percentile bootstrap (``ci_low``, ``ci_high``, as every
+estimator) and their influence-function interval (``influence_ci_low``, ``influence_ci_high``). TMLE's
+targeting step depends on whether the outcome is binary or continuous; the caller says which
+(``outcome=``, from the task's outcome kind), it is never guessed from the values.
 """
 
 from __future__ import annotations
@@ -17,9 +23,19 @@ import numpy as np
 
 from textcause import estimators as est
 from textcause import metrics as met
-from textcause.validation import check_consistent_length, check_propensity, check_treatment
+from textcause.validation import (
+    as_1d_float,
+    check_consistent_length,
+    check_options,
+    check_propensity,
+    check_treatment,
+)
 
 CI_METHOD = "percentile bootstrap over evaluation units"
+#: The label of the doubly robust estimators' second interval (``influence_ci_method``).
+INFLUENCE_CI_METHOD = est.CI_INFLUENCE
+#: The outcome kinds the doubly robust estimators distinguish (TMLE's ``outcome``).
+OUTCOME_KINDS = ("binary", "continuous")
 #: The bins of the expected calibration error.
 ECE_BINS = 15
 #: The propensity metrics of every row, and those that also need the true propensity.
@@ -64,6 +80,7 @@ def evaluate_propensities(
     caliper: float | None = est.ESTIMATOR_DEFAULTS["matching"]["caliper"],
     mu0: Sequence[float] | None = None,
     mu1: Sequence[float] | None = None,
+    outcome: str = "binary",
     n_bins: int = ECE_BINS,
 ) -> list[dict[str, Any]]:
     """Estimate the ATE with every requested estimator and compute every metric.
@@ -74,19 +91,30 @@ def evaluate_propensities(
         propensity: estimated P(T=1 | text), strictly inside (0, 1).
         true_propensity: the true propensities (semi-synthetic tasks), for weight MSE, Spearman and bounds.
         true_ate: the true ATE, for the bias column.
-        estimators: propensity estimators to run (``ipw``, ``stratified``, ``matching``, ``aipw``);
-            ``unadjusted`` is always added first.
+        estimators: estimators to run (``ipw``, ``stratified``, ``matching``, and with ``mu0``/``mu1``
+            the doubly robust ``aipw`` and ``tmle``; without them those two are skipped with a
+            warning); ``unadjusted`` is always added first.
         n_boot: bootstrap replicates for the intervals (0: no interval).
         level: the interval's coverage.
         seed: the bootstrap's seed.
         n_strata: strata of the stratified estimator.
         caliper: the matching caliper in propensity standard deviations (None: no caliper).
-        mu0, mu1: outcome-model predictions, needed by ``aipw``.
+        mu0, mu1: outcome-model predictions E[Y | T=0, X], E[Y | T=1, X] per unit (probabilities
+            for a binary outcome, means for a continuous one), needed by ``aipw`` and ``tmle``;
+            both or neither.
+        outcome: ``binary`` or ``continuous``: the outcome kind of the task (TMLE fluctuates a
+            binary outcome on its own [0, 1] scale and a continuous one on its observed range).
         n_bins: equal-width bins of the expected calibration error.
 
     Returns:
-        One dict per estimator with ``estimator``, ``ate``, ``ci_low``, ``ci_high``, ``bias``,
-        ``n_used``, ``n_dropped`` and every propensity metric (the same on every row).
+        One dict per estimator with ``estimator``, ``ate``, ``ci_low``, ``ci_high`` (bootstrap),
+        ``bias``, ``n_used``, ``n_dropped`` and every propensity metric (the same on every row);
+        ``aipw`` and ``tmle`` rows also carry ``influence_ci_low``, ``influence_ci_high`` (and
+        ``influence_covers_truth`` given the true ATE), labelled by ``influence_ci_method``.
+
+    Raises:
+        ValueError: invalid treatments, propensities or lengths; only one of ``mu0``/``mu1``;
+            non-finite outcome predictions; an unknown ``outcome``.
     """
     t = check_treatment(t)
     y = np.asarray(y, dtype=np.float64)
@@ -95,6 +123,12 @@ def evaluate_propensities(
     p_true = None if true_propensity is None else check_propensity(true_propensity, "true_propensity")
     if p_true is not None:
         check_consistent_length(t, p_true)
+    outcome = check_options(outcome, "outcome", "evaluate_propensities", OUTCOME_KINDS)
+    if (mu0 is None) != (mu1 is None):
+        raise ValueError("Pass both 'mu0' and 'mu1' to evaluate_propensities (the outcome predictions), or neither.")
+    if mu0 is not None:
+        mu0, mu1 = as_1d_float(mu0, "mu0"), as_1d_float(mu1, "mu1")
+        check_consistent_length(t, mu0, mu1)
     names = ["unadjusted"] + [e for e in estimators if e != "unadjusted"]
     shared = propensity_metrics(t, p, p_true, n_bins=n_bins)
     bounds = met.arbour_dimmery_bounds(t, y, p, p_true) if p_true is not None else None
@@ -104,15 +138,17 @@ def evaluate_propensities(
         if name in est.OUTCOME_ESTIMATORS and (mu0 is None or mu1 is None):
             warnings.warn(f"{name} needs outcome-model predictions (mu0, mu1); it was skipped.", stacklevel=2)
             continue
-        kwargs = est.estimator_kwargs(name, n_strata=n_strata, caliper=caliper)
+        kwargs = est.estimator_kwargs(name, n_strata=n_strata, caliper=caliper, outcome=outcome)
         if name == "unadjusted":
             args: tuple[Any, ...] = (t, y)
         elif name in est.OUTCOME_ESTIMATORS:
-            args = (t, y, p, np.asarray(mu0, dtype=np.float64), np.asarray(mu1, dtype=np.float64))
+            args = (t, y, p, mu0, mu1)
         else:
             args = (t, y, p)
+        doubly_robust = name in est.OUTCOME_ESTIMATORS
         try:
-            point = est.ESTIMATORS[name](*args, **kwargs)
+            # aipw / tmle form their influence-function interval at the evaluation's level.
+            point = est.ESTIMATORS[name](*args, **kwargs, **({"level": level} if doubly_robust else {}))
             interval = (
                 est.bootstrap_ci(name, *args, n_boot=n_boot, level=level, seed=seed, **kwargs) if n_boot > 0 else None
             )
@@ -131,6 +167,11 @@ def evaluate_propensities(
         }
         if true_ate is not None and interval is not None:
             row["covers_truth"] = bool(interval.ci_low <= true_ate <= interval.ci_high)
+        if doubly_robust:
+            low, high = float(point.details["influence_ci_low"]), float(point.details["influence_ci_high"])
+            row.update(influence_ci_low=low, influence_ci_high=high, influence_ci_method=INFLUENCE_CI_METHOD)
+            if true_ate is not None:
+                row["influence_covers_truth"] = bool(low <= true_ate <= high)
         if bounds is not None:
             row["bound_low"] = float(bounds.lower)
             row["bound_high"] = float(bounds.upper)

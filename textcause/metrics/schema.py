@@ -6,6 +6,20 @@ a benchmark cell that tuned its model on validation data records the chosen valu
 (JSON, e.g. ``{"model.init_args.weight_decay": 0.003}``; empty for a model with nothing tuned).
 ``evaluate.py`` writes these columns to ``results.csv``, the benchmark's results store makes one
 database column of each, and ``textcause.evaluate`` returns them as its table's first columns.
+
+Two intervals, each in its own columns and labelled by its own ``*ci_method`` column:
+
+- ``ci_low``, ``ci_high``, ``covers_truth``, ``ci_tighter_than_bound``, ``ci_method``: the percentile
+  bootstrap over the evaluation units, for every estimator (None when ``n_boot=0``). This is what
+  these columns have always held, so rows written before the influence-function columns existed
+  keep their meaning.
+- ``influence_ci_low``, ``influence_ci_high``, ``influence_covers_truth``, ``influence_ci_method``:
+  the influence-function (normal-approximation) interval of the doubly robust estimators (``aipw``,
+  ``tmle``), computed from the same units; None for every other estimator and in older rows.
+
+:data:`ADDED_COLUMNS` are the columns added after results stores were first written: a store that
+lacks them gains them empty (NULL) when it is opened for writing (:func:`textcause.runs.store.connect`),
+and readers treat a missing one as empty.
 """
 
 from __future__ import annotations
@@ -39,9 +53,15 @@ RESULT_SCHEMA: dict[str, type] = {
     "ci_tighter_than_bound": bool,
     "covers_truth": bool,
     "ci_method": str,
+    "influence_ci_low": float,
+    "influence_ci_high": float,
+    "influence_covers_truth": bool,
+    "influence_ci_method": str,
     "tuned": str,
     "error": str,
 }
 
 #: The result columns, in table order.
 RESULT_COLUMNS = tuple(RESULT_SCHEMA)
+#: Columns added after the first results stores were written (all nullable: older rows hold None).
+ADDED_COLUMNS = ("influence_ci_low", "influence_ci_high", "influence_covers_truth", "influence_ci_method")

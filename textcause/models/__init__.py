@@ -1,17 +1,23 @@
 """LightningModules for propensity scores; the networks themselves live in ``components``.
 
 - :class:`PropensityModel`: trains an injected network (``LogisticRegression``, ``MLP``, ...).
+- :class:`JointModel`: a propensity head and two outcome heads (``JointLinear``, ``JointSHERBERT``)
+  trained together; its outcome predictions feed AIPW and TMLE.
 - :class:`OracleModel`, :class:`UnadjustedModel`: the paper's reference baselines.
 - :class:`PredictionCollector`: the per-unit outputs a callback turns into ATEs and metrics.
 """
 
 from textcause.metrics.torch import PredictionCollector
 from textcause.models.baselines import OracleModel, UnadjustedModel
-from textcause.models.components import MLP, LogisticRegression
+from textcause.models.components import MLP, JointLinear, JointSHERBERT, LogisticRegression
+from textcause.models.joint import JointModel
 from textcause.models.propensity import PropensityModel, PropensityModule, build_net, net_config
 
 __all__ = [
     "MLP",
+    "JointLinear",
+    "JointModel",
+    "JointSHERBERT",
     "LogisticRegression",
     "OracleModel",
     "PredictionCollector",

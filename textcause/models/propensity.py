@@ -311,13 +311,14 @@ class PropensityModel(PropensityModule):
         lbfgs_max_iter: int = 50,
     ) -> None:
         super().__init__()
-        self.lr = check_real(lr, "lr", "PropensityModel", low=0.0, low_open=True)
-        self.weight_decay = check_real(weight_decay, "weight_decay", "PropensityModel", low=0.0)
-        self.optimizer_name = check_options(optimizer, "optimizer", "PropensityModel", OPTIMIZERS)
-        self.lbfgs_max_iter = check_int(lbfgs_max_iter, "lbfgs_max_iter", "PropensityModel", low=1)
-        self.net = as_net(net, "PropensityModel")
-        self.save_hyperparameters(ignore=["net"])
-        save_net_config(self, "PropensityModel")
+        owner = type(self).__name__  # a subclass's errors name the subclass
+        self.lr = check_real(lr, "lr", owner, low=0.0, low_open=True)
+        self.weight_decay = check_real(weight_decay, "weight_decay", owner, low=0.0)
+        self.optimizer_name = check_options(optimizer, "optimizer", owner, OPTIMIZERS)
+        self.lbfgs_max_iter = check_int(lbfgs_max_iter, "lbfgs_max_iter", owner, low=1)
+        self.net = as_net(net, owner)
+        self.save_hyperparameters(ignore=["net"])  # a subclass's own __init__ arguments too (Lightning reads its frame)
+        save_net_config(self, owner)
 
     def setup(self, stage: str) -> None:
         super().setup(stage)

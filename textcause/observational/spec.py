@@ -39,7 +39,7 @@ from typing import Any, Literal, Optional, Union
 import yaml
 
 from textcause.corpus.types import SPLITS
-from textcause.estimators.registry import DEFAULT_ESTIMATORS, PROPENSITY_ESTIMATORS
+from textcause.estimators.registry import DEFAULT_ESTIMATORS, OUTCOME_ESTIMATORS, PROPENSITY_ESTIMATORS
 from textcause.observational.outcomes import OUTCOMES
 from textcause.paths import model_config_path
 from textcause.specs import NAME_DOC, SpecFile, holds, ints, key, one_of, read_yaml, reals, some_of
@@ -104,11 +104,15 @@ class Outcome:
 
 @dataclass(frozen=True, kw_only=True)
 class Evaluation:
-    """``evaluation``: how every fitted model is evaluated (a benchmark grid's block extends it)."""
+    """``evaluation``: how every fitted model is evaluated (a benchmark grid's block extends it).
+
+    ``estimators`` may name the doubly robust ``aipw`` and ``tmle``: they are run for the models that
+    give outcome predictions, and skipped with a warning for the others.
+    """
 
     n_boot: int = key(ints(low=0), default=1000)
     split: str = key(one_of(SPLITS), default="test")
-    estimators: tuple[str, ...] = key(some_of(PROPENSITY_ESTIMATORS), default=DEFAULT_ESTIMATORS)
+    estimators: tuple[str, ...] = key(some_of(PROPENSITY_ESTIMATORS + OUTCOME_ESTIMATORS), default=DEFAULT_ESTIMATORS)
 
 
 @dataclass(frozen=True, kw_only=True)

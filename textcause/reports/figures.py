@@ -303,7 +303,7 @@ def draw_figures(
             f"fig4_tasks_{tag}",
             formats,
         )
-        ests = [e for e in ("ipw", "stratified", "matching", "aipw") if e in set(data["estimator"])]
+        ests = [e for e in ("ipw", "stratified", "matching", "aipw", "tmle") if e in set(data["estimator"])]
         if ests:
             cols = [(f"{ESTIMATOR_LABELS[e]} bias", e, "bias") for e in ests]
             written[f"fig6_estimators_{tag}"] = save_figure(

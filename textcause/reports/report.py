@@ -27,6 +27,7 @@ from textcause.analysis.inference import compare, seed_summary
 from textcause.analysis.names import ESTIMATOR_ORDER, estimator_order, model_labels, model_order
 from textcause.estimators.registry import ESTIMATOR_LABELS
 from textcause.io import atomic_write_text
+from textcause.reports.doubly_robust import doubly_robust_models, doubly_robust_section
 from textcause.reports.figures import INTERVAL_LABELS, agreement_figure, draw_figures, resolve_interval, save_figure
 from textcause.reports.markup import Block, Bullets, Heading, Image, Para, Table, to_html, to_markdown
 from textcause.simulation.tasks import list_tasks, same_draw_groups, task_label
@@ -409,6 +410,15 @@ def build_report(
                 f"{int(seeds.max()) if len(seeds) else 0} "
                 "(each seed redraws class assignment, treatments, outcomes and the split)",
                 f"Per-cell intervals: {ci_label(data)} (95%); they describe one draw, not the method",
+                *(
+                    [
+                        "AIPW and TMLE rows (models with an outcome model: "
+                        f"{', '.join(model_labels(dr).values())}) also have an influence-function interval; "
+                        'the section "Doubly robust vs propensity-only" reports the coverage of each interval kind'
+                    ]
+                    if (dr := doubly_robust_models(summary))
+                    else []
+                ),
                 *_same_draw_bullets(data),
                 f"Figures: {INTERVAL_LABELS[interval]}",
                 "Claims about methods use the seeds: means and spreads over seeds, and paired comparisons with the "
@@ -437,7 +447,8 @@ def build_report(
                 blocks.append(Para(SPEARMAN_NOTE))
         blocks += [Heading(3, f"Tables by task ({corpus}): mean ± sd over seeds")] + task_tables(summary, corpus)
     blocks += comparison_section(data, estimator)
-    blocks += placebo_section(summary) + (coverage_section(summary) if len(summary) else []) + bounds_section(data)
+    blocks += placebo_section(summary) + (coverage_section(summary) if len(summary) else [])
+    blocks += doubly_robust_section(summary, data) + bounds_section(data)
     agreement, figs = agreement_section(data, out_dir, formats)
     written.update(figs)
     blocks += agreement + failed_section(data)

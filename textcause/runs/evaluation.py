@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,13 +24,13 @@ from typing import Any, Optional
 import numpy as np
 
 from textcause.corpus.types import SPLITS
-from textcause.estimators.registry import DEFAULT_ESTIMATORS, PROPENSITY_ESTIMATORS
+from textcause.estimators.registry import DEFAULT_ESTIMATORS, OUTCOME_ESTIMATORS, PROPENSITY_ESTIMATORS
 from textcause.io import atomic_write_json, atomic_write_text
 from textcause.metrics.schema import RESULT_COLUMNS
 from textcause.validation import check_int, check_options, check_subset
 
 #: The numeric columns of a result row that :func:`log_results` logs, per estimator.
-LOGGED_COLUMNS = ("ate", "ci_low", "ci_high", "bias", "n_used", "n_dropped")
+LOGGED_COLUMNS = ("ate", "ci_low", "ci_high", "influence_ci_low", "influence_ci_high", "bias", "n_used", "n_dropped")
 #: The propensity metrics of a result row (the same on every row of a run), logged once.
 LOGGED_METRICS = ("treatment_accuracy", "ece", "brier", "iptw_weight_mse", "spearman")
 
@@ -41,7 +42,9 @@ class EvaluationSettings:
     Attributes:
         n_boot: bootstrap replicates of each interval (0: no interval).
         split: the users evaluated (``train``, ``val`` or ``test``).
-        estimators: propensity estimators (``unadjusted`` is always reported first).
+        estimators: propensity estimators (``unadjusted`` is always reported first), and the doubly
+            robust ``aipw`` / ``tmle``, run for a model that gives outcome predictions and skipped
+            with a warning for one that does not.
         seed: the bootstrap's seed (None: the run's seed).
     """
 
@@ -55,7 +58,9 @@ class EvaluationSettings:
         check_int(self.n_boot, "n_boot", owner, low=0)
         check_options(self.split, "split", owner, SPLITS)
         object.__setattr__(
-            self, "estimators", check_subset(list(self.estimators), "estimators", owner, PROPENSITY_ESTIMATORS)
+            self,
+            "estimators",
+            check_subset(list(self.estimators), "estimators", owner, PROPENSITY_ESTIMATORS + OUTCOME_ESTIMATORS),
         )
         if self.seed is not None:
             check_int(self.seed, "seed", owner, low=0)
@@ -172,7 +177,13 @@ def evaluate_model(
 def evaluate_predictions(
     pred: dict[str, np.ndarray], model: Any, data: Any, evaluation: EvaluationSettings, run_label: str
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Result rows (one per estimator, with bootstrap intervals) and the run's identity of predictions."""
+    """Result rows (one per estimator, with bootstrap intervals) and the run's identity of predictions.
+
+    The doubly robust ``aipw`` / ``tmle`` get the model's outcome predictions (``mu0``, ``mu1`` of
+    ``pred``) and the task's outcome kind (:func:`textcause.data.build.outcome_kind`); a model without
+    outcome predictions skips them with a warning that names the model.
+    """
+    from textcause.data.build import outcome_kind
     from textcause.metrics.evaluation import evaluate_propensities
 
     task = data.task
@@ -180,15 +191,30 @@ def evaluate_predictions(
     # Observational data (textcause observe) have no true propensities or ATE: no truth-based columns.
     p_true = pred["p_true"] if np.isfinite(pred["p_true"]).all() else None
     seed = hp.seed if evaluation.seed is None else evaluation.seed
+    estimators = evaluation.estimators
+    has_mu = "mu0" in pred and "mu1" in pred
+    wanted_dr = [e for e in estimators if e in OUTCOME_ESTIMATORS]
+    if wanted_dr and not has_mu:
+        warnings.warn(
+            f"{model_name(model)} gives no outcome predictions (its predict_outcomes returns None), so "
+            f"{' and '.join(wanted_dr)} were skipped for it: only a model with an outcome model (mu0, mu1) "
+            "gets doubly robust rows.",
+            stacklevel=2,
+        )
+        estimators = tuple(e for e in estimators if e not in OUTCOME_ESTIMATORS)
+    dr_inputs: dict[str, Any] = {}
+    if wanted_dr and has_mu:
+        dr_inputs = {"mu0": pred["mu0"], "mu1": pred["mu1"], "outcome": outcome_kind(task)}
     rows = evaluate_propensities(
         pred["t"],
         pred["y"],
         pred["propensity"],
         true_propensity=p_true,
         true_ate=task.true_ate,
-        estimators=evaluation.estimators,
+        estimators=estimators,
         n_boot=evaluation.n_boot,
         seed=seed,
+        **dr_inputs,
     )
     meta = {
         "run": run_label,
@@ -206,11 +232,20 @@ def evaluate_predictions(
 
 
 def append_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    """Append rows to a CSV of :data:`RESULT_COLUMNS` atomically (old content + new rows, renamed)."""
+    """Append rows to a CSV of :data:`RESULT_COLUMNS` atomically (old content + new rows, renamed).
+
+    A file written with other columns (before columns were added to the schema) is rewritten under
+    the current header first, its rows keeping their values (the new columns empty).
+    """
     old = path.read_text(encoding="utf-8") if path.exists() else ""
+    columns = list(RESULT_COLUMNS)
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(RESULT_COLUMNS), extrasaction="ignore")
-    if not old:
+    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
+    if old and next(csv.reader(io.StringIO(old)), columns) != columns:
+        writer.writeheader()
+        writer.writerows(csv.DictReader(io.StringIO(old)))
+        old = ""
+    elif not old:
         writer.writeheader()
     writer.writerows(rows)
     atomic_write_text(path, old + buf.getvalue())

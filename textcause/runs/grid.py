@@ -12,6 +12,7 @@
     tune: {lr_bigram_binary: {model.init_args.weight_decay: [0.002, 0.02]}}   # per model: options
                                       # chosen on each cell's validation split (textcause.runs.tuning)
     evaluation: {n_boot: 1000, split: test, estimators: [ipw, stratified, matching], effect_n_boot: 0}
+                                      # (also aipw, tmle: run for models with outcome predictions)
     threads: 1                        # torch threads per worker (default: cores // workers)
 
 Each :class:`Cell` knows its train.py arguments and its ``config_hash`` (the model YAML text, the

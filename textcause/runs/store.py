@@ -11,7 +11,9 @@ Two tables, written with SQLAlchemy Core:
     :data:`textcause.metrics.schema.RESULT_COLUMNS` plus the cell, grid, model config name, config hash,
     code version, timings, ``status`` and ``error``. ``model`` is the model config's name
     (``lr_bigram_binary``) and ``model_class`` the network's class (``LogisticRegression``). A failed cell has one row per planned estimator,
-    with ``status = 'failed'`` and the cell's error.
+    with ``status = 'failed'`` and the cell's error. A ``results`` table made before the columns of
+    :data:`textcause.metrics.schema.ADDED_COLUMNS` existed gains them, empty, when it is opened
+    (:func:`add_missing_columns`): its rows keep their values and meaning.
 
 A cell's result rows and its ``cells`` status are written in one transaction, guarded by the
 claim's token: they appear all together or not at all, and a worker whose claim was taken over
@@ -41,7 +43,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from textcause.metrics.schema import RESULT_COLUMNS, RESULT_SCHEMA
+from textcause.metrics.schema import ADDED_COLUMNS, RESULT_COLUMNS, RESULT_SCHEMA
 
 STATUSES = ("running", "ok", "failed")
 SQLITE_TIMEOUT = 120.0  # seconds a SQLite writer waits for the lock before giving up
@@ -265,6 +267,7 @@ def connect(url: str) -> sa.Engine:
         engine = sa.create_engine(url, pool_pre_ping=True)
     with schema_lock(engine):
         metadata.create_all(engine, checkfirst=True)
+        add_missing_columns(engine)
     inspector = sa.inspect(engine)
     for table in (cells, results):
         missing = sorted(set(table.c.keys()) - {c["name"] for c in inspector.get_columns(table.name)})
@@ -274,6 +277,32 @@ def connect(url: str) -> sa.Engine:
                 f"{missing} (it was made by another version of textcause): use another database."
             )
     return engine
+
+
+def add_missing_columns(engine: sa.Engine) -> list[str]:
+    """Add to an existing ``results`` table the :data:`~textcause.metrics.schema.ADDED_COLUMNS` it lacks.
+
+    A store written before those columns existed gains them empty (``ALTER TABLE ... ADD COLUMN``,
+    nullable, no default): its rows keep every value they had and read None in the new columns, which
+    is what they mean (no influence-function interval was computed for them). Any other missing
+    column is left for :func:`connect` to refuse. Call it under :func:`schema_lock`.
+
+    Returns:
+        The names of the columns added (empty when none was missing).
+    """
+    inspector = sa.inspect(engine)
+    if not inspector.has_table(results.name):
+        return []
+    have = {c["name"] for c in inspector.get_columns(results.name)}
+    added = [name for name in ADDED_COLUMNS if name not in have]
+    if not added:
+        return []
+    with engine.begin() as conn:
+        for name in added:
+            column = results.c[name]
+            kind = column.type.compile(dialect=engine.dialect)
+            conn.exec_driver_sql(f'ALTER TABLE {results.name} ADD COLUMN "{name}" {kind}')
+    return added
 
 
 # ---------------------------------------------------------------------------------------- ledger

@@ -12,6 +12,9 @@ in padded slots is harmless), attention uses a masked softmax with ``-inf`` scor
 rows with no valid slot at all (the token rows of padded posts) get all-zero weights instead of
 NaN, and every sum runs over valid positions only.
 
+:class:`JointSHERBERT` puts a propensity head and two outcome heads on SHERBERT's history vector
+(the joint model of :mod:`textcause.models.joint`).
+
 This module also holds the helpers shared with :mod:`textcause.models.components.order_count`.
 """
 
@@ -195,21 +198,22 @@ class SHERBERT(nn.Module):
         encoder: Optional[str] = None,
     ) -> None:
         super().__init__()
-        self.input_dim = check_int(input_dim, "input_dim", "SHERBERT", low=1)
-        self.hidden_size = check_int(hidden_size, "hidden_size", "SHERBERT", low=1)
+        owner = type(self).__name__
+        self.input_dim = check_int(input_dim, "input_dim", owner, low=1)
+        self.hidden_size = check_int(hidden_size, "hidden_size", owner, low=1)
         self.use_tokens = bool(use_tokens)
-        self.dropout = check_real(dropout, "dropout", "SHERBERT", low=0.0, high=1.0, high_open=True)
-        self.unfreeze_top = check_int(unfreeze_top, "unfreeze_top", "SHERBERT", low=0)
+        self.dropout = check_real(dropout, "dropout", owner, low=0.0, high=1.0, high_open=True)
+        self.unfreeze_top = check_int(unfreeze_top, "unfreeze_top", owner, low=0)
         self.encoder = encoder
         if self.unfreeze_top and not self.use_tokens:
             raise ValueError(
-                "The 'unfreeze_top' parameter of SHERBERT needs use_tokens=True: the unfrozen "
+                f"The 'unfreeze_top' parameter of {owner} needs use_tokens=True: the unfrozen "
                 "layers run on token states."
             )
         self.n_encoder_layers = 0
         self.top_layers = None
         if self.unfreeze_top:
-            self.top_layers, self.n_encoder_layers = _load_top_layers(encoder, self.unfreeze_top, self.input_dim)
+            self.top_layers, self.n_encoder_layers = _load_top_layers(encoder, self.unfreeze_top, self.input_dim, owner)
         self.token_attention = TokenAttention(self.input_dim)
         self.project = nn.Linear(self.input_dim, self.hidden_size)
         self.post_query = nn.Parameter(torch.randn(self.hidden_size) * 0.02)
@@ -227,12 +231,27 @@ class SHERBERT(nn.Module):
         Returns:
             ``logits``, or ``(logits, attention)`` when ``return_attention``.
         """
-        batch = history_batch(x, self.input_dim, "SHERBERT", self.use_tokens)
+        history, attention = self.history(x)
+        logits = self.out(self.drop(history)).squeeze(-1)
+        return (logits, attention) if return_attention else logits
+
+    def history(self, x: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The history vector before the classifier (before its dropout), and the attention weights.
+
+        Args:
+            x: a history batch dict (see the module docstring).
+
+        Returns:
+            ``(history, attention)``: float (B, hidden_size), and ``{"posts": (B, P)}`` post weights
+            plus ``{"tokens": (B, P, L)}`` token weights when tokens were used.
+        """
+        owner = type(self).__name__
+        batch = history_batch(x, self.input_dim, owner, self.use_tokens)
         attention: dict[str, torch.Tensor] = {}
         posts = batch.posts
         if self.top_layers is not None and batch.tokens is None:
             raise ValueError(
-                "SHERBERT with unfreeze_top > 0 needs token states: serve the representation "
+                f"{owner} with unfreeze_top > 0 needs token states: serve the representation "
                 "'post_tokens' (with data.encoder_layer = n_layers - unfreeze_top)."
             )
         if batch.tokens is not None:
@@ -245,9 +264,7 @@ class SHERBERT(nn.Module):
         scores = h @ self.post_query / math.sqrt(self.hidden_size)
         weights = masked_softmax(scores, batch.post_mask, dim=-1)
         attention["posts"] = weights
-        history = torch.einsum("bp,bph->bh", weights, h)
-        logits = self.out(self.drop(history)).squeeze(-1)
-        return (logits, attention) if return_attention else logits
+        return torch.einsum("bp,bph->bh", weights, h), attention
 
     def data_requirements(self) -> Optional[dict[str, Any]]:
         """The data settings this network needs, or None when any data will do (a frozen SHERBERT).
@@ -299,7 +316,48 @@ class SHERBERT(nn.Module):
         return out.reshape(b, p, length, d)
 
 
-def _load_top_layers(encoder: Optional[str], k: int, input_dim: int) -> tuple[nn.ModuleList, int]:
+class JointSHERBERT(SHERBERT):
+    """SHERBERT's history representation with three heads: the propensity and the two outcome heads.
+
+    The history vector is SHERBERT's (:meth:`SHERBERT.history`: the same token and post attention,
+    the same ``unfreeze_top`` fine-tuning of the top encoder layers and its
+    :meth:`~SHERBERT.data_requirements`); dropout and one linear layer with three outputs give, per
+    user, ``[propensity logit, outcome head for T=0, outcome head for T=1]`` (CausalBERT's g, Q0, Q1
+    on a shared representation). The outcome heads are logits of P(Y=1 | T, history) for a binary
+    outcome or means of Y for a continuous one: the LightningModule
+    (:class:`~textcause.models.joint.JointModel`) decides which and trains them.
+
+    Args: those of :class:`SHERBERT`.
+    """
+
+    def __init__(
+        self,
+        input_dim: Optional[int] = None,
+        hidden_size: int = 1000,
+        use_tokens: bool = True,
+        dropout: float = 0.1,
+        unfreeze_top: int = 0,
+        encoder: Optional[str] = None,
+    ) -> None:
+        super().__init__(input_dim, hidden_size, use_tokens, dropout, unfreeze_top, encoder)
+        self.out = nn.Linear(self.hidden_size, 3)
+
+    def forward(self, x: Mapping[str, torch.Tensor], return_attention: bool = False) -> Output:
+        """Return the three heads, shape (B, 3): column 0 the propensity logit, 1 / 2 the outcome heads for T=0 / T=1.
+
+        Args:
+            x: a history batch dict (see the module docstring).
+            return_attention: also return the attention weights (as :meth:`SHERBERT.forward`).
+
+        Returns:
+            ``heads``, or ``(heads, attention)`` when ``return_attention``.
+        """
+        history, attention = self.history(x)
+        heads = self.out(self.drop(history))
+        return (heads, attention) if return_attention else heads
+
+
+def _load_top_layers(encoder: Optional[str], k: int, input_dim: int, owner: str) -> tuple[nn.ModuleList, int]:
     """The top ``k`` pretrained transformer layers of ``encoder`` (BERT-like), trainable, and its layer count."""
     from transformers import AutoModel
 
@@ -309,17 +367,17 @@ def _load_top_layers(encoder: Optional[str], k: int, input_dim: int) -> tuple[nn
     layers = getattr(getattr(model, "encoder", None), "layer", None)
     if not isinstance(layers, nn.ModuleList):
         raise ValueError(
-            f"The 'unfreeze_top' parameter of SHERBERT needs a BERT-like encoder (model.encoder.layer). "
+            f"The 'unfreeze_top' parameter of {owner} needs a BERT-like encoder (model.encoder.layer). "
             f"Got {type(model).__name__} instead."
         )
     if k > len(layers):
         raise ValueError(
-            f"The 'unfreeze_top' parameter of SHERBERT must be an int in [0, {len(layers)}] for this "
+            f"The 'unfreeze_top' parameter of {owner} must be an int in [0, {len(layers)}] for this "
             f"encoder. Got {k} instead."
         )
     if int(model.config.hidden_size) != input_dim:
         raise ValueError(
-            f"The encoder's width {model.config.hidden_size} does not match SHERBERT's input_dim "
+            f"The encoder's width {model.config.hidden_size} does not match {owner}'s input_dim "
             f"{input_dim}: the token states must come from the same encoder."
         )
     return nn.ModuleList(list(layers[-k:])).train().requires_grad_(True), len(layers)

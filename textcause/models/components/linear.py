@@ -1,5 +1,7 @@
 """Logistic regression on bag-of-n-gram or topic features: one linear layer -> a logit.
 
+:class:`JointLinear` adds per-arm outcome regressions beside the logistic regression (three heads).
+
 Accepts dense float tensors and torch sparse tensors (COO or CSR) of shape (batch, input_dim);
 a sparse batch is never densified. Its product with the weight runs in CSR form, and the weight's
 gradient ``x.T @ grad`` is a CSR product with the batch's transpose, built once per batch and kept
@@ -122,3 +124,29 @@ class LogisticRegression(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Return the logits, shape (batch,), for a dense or sparse (batch, input_dim) tensor."""
         return linear_forward(self.linear, x).squeeze(-1)
+
+
+class JointLinear(nn.Module):
+    """Three linear heads on the same features: the propensity and one outcome regression per arm.
+
+    ``heads = x @ W.T + b`` with ``W`` of shape (3, input_dim): column 0 is the logit of
+    P(T=1 | x) (a logistic regression, the same model as :class:`LogisticRegression`), columns 1 and 2
+    are the outcome regressions for T=0 and T=1 (logits of P(Y=1 | T, x) for a binary outcome, means
+    of Y for a continuous one), fitted by :class:`~textcause.models.joint.JointModel` on the units of
+    each arm only: a T-learner. The heads share no parameters, so with full-batch L-BFGS each solves
+    its own L2-regularised regression. Sparse n-gram batches stay sparse (:func:`linear_forward`).
+
+    Args:
+        input_dim: the number of features; the CLI fills it from the data module's feature width.
+        bias: learn an intercept per head (False: no intercepts).
+    """
+
+    def __init__(self, input_dim: Optional[int] = None, bias: bool = True) -> None:
+        super().__init__()
+        self.input_dim = check_int(input_dim, "input_dim", "JointLinear", low=1)
+        self.bias = bool(bias)
+        self.linear = nn.Linear(self.input_dim, 3, bias=self.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Return the heads, shape (batch, 3), for a dense or sparse (batch, input_dim) tensor."""
+        return linear_forward(self.linear, x)
