@@ -159,6 +159,10 @@ def test_coverage_and_false_discovery_rate_on_placebo():
     s = seed_summary(pd.DataFrame(rows)).iloc[0]
     assert s["false_discovery_rate"] == pytest.approx(0.5)
     assert s["coverage"] == pytest.approx(0.5)
+    # each rate carries its exact binomial interval over the 4 seeds (2 of 4)
+    expected = stats.binomtest(2, 4).proportion_ci(method="exact")
+    for name in ("false_discovery", "coverage"):
+        assert (s[f"{name}_ci_low"], s[f"{name}_ci_high"]) == pytest.approx((expected.low, expected.high))
 
 
 # ---------------------------------------------------------------- compare
@@ -374,3 +378,17 @@ def test_store_shaped_rows_use_the_config_name_and_grid(tmp_path):
         load_results(db, grid="g3")
     pytest.importorskip("sqlalchemy")
     assert len(load_results(f"sqlite+pysqlite:///{db}")) == 4
+
+
+def test_binomial_ci_is_clopper_pearson():
+    from scipy.stats import beta
+
+    from textcause.analysis.inference import binomial_ci
+
+    low, high = binomial_ci(1, 5)
+    # the exact interval's ends are beta quantiles (Clopper & Pearson 1934)
+    assert low == pytest.approx(beta.ppf(0.025, 1, 5)) and high == pytest.approx(beta.ppf(0.975, 2, 4))
+    assert binomial_ci(0, 5) == (0.0, pytest.approx(1 - 0.025 ** (1 / 5)))  # 0.522: "0 of 5" is weak evidence
+    assert all(np.isnan(binomial_ci(0, 0)))
+    with pytest.raises(ValueError, match="whole numbers 0 <= k <= n"):
+        binomial_ci(6, 5)

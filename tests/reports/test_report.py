@@ -90,8 +90,8 @@ def test_markdown_tables_and_numbers(report, results):
         & (summary["estimator"] == "ipw")
     ].iloc[0]
     assert (
-        f"| reddit | Oracle | IPTW | Placebo Test 1 | 3 | {placebo['mean_ate']:+.3f} | {placebo['false_discovery_rate']:.2f} |"
-        in md
+        f"| reddit | Oracle | IPTW | Placebo Test 1 | 3 | {placebo['mean_ate']:+.3f} | {placebo['false_discovery_rate']:.2f} "
+        f"[{placebo['false_discovery_ci_low']:.2f}, {placebo['false_discovery_ci_high']:.2f}] |" in md
     )
     bounds = bound_tightness(results).iloc[-1]
     assert f"narrower than the heuristic's interval in {bounds['text']}" in md and "not a bound" in md
