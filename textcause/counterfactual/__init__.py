@@ -15,7 +15,10 @@
   :mod:`~textcause.counterfactual.models` (:class:`CounterfactualClassifier`,
   :class:`CounterfactualSpanModel`), :mod:`~textcause.counterfactual.spans` (offsets <-> tokens,
   valid-span decoding) and :mod:`~textcause.counterfactual.finetuned` (threshold or "no
-  consequent" margin chosen on validation, the test file scored once).
+  consequent" margin chosen on validation, the test file scored once);
+* the subtask-1 baselines as the same kind of run (``configs/counterfactual/subtask1_svm.yaml``,
+  ``subtask1_minilm_lr.yaml``): :mod:`~textcause.counterfactual.fitted`
+  (:class:`FittedTextClassifier`: fitted once by ``trainer.fit``, saved as tensors and plain values).
 
 Names are imported lazily, so ``import textcause.counterfactual`` imports neither pandas,
 scikit-learn nor torch.
@@ -49,6 +52,7 @@ _EXPORTS = {
     "SemEvalDataModule": "datamodule",
     "CounterfactualClassifier": "models",
     "CounterfactualSpanModel": "models",
+    "FittedTextClassifier": "fitted",
     "decode": "spans",
     "evaluate_finetuned": "finetuned",
 }

@@ -19,6 +19,8 @@ sentence; ``context`` is True at the sentence's own tokens (not [CLS], [SEP] or 
 Training batches come in a seeded random order re-drawn every epoch, bucketed by length (each run of
 ``length_buckets`` batches sorted by length, then the batches shuffled) so a batch pads little.
 Evaluation splits are served sorted by length (``index`` says which sentence each row is).
+The raw sentences of each split are ``splits[name].sentences`` (the fit part is ``"train"``): the
+scikit-learn baselines of :mod:`textcause.counterfactual.fitted` fit and score on them.
 """
 
 from __future__ import annotations
@@ -96,6 +98,11 @@ class Split:
 
     def __len__(self) -> int:
         return len(self.frame)
+
+    @property
+    def sentences(self) -> list[str]:
+        """The raw sentences, in the split's order (the fitted baselines read these, not the token ids)."""
+        return self.frame["sentence"].tolist()
 
 
 def load_tokenizer(encoder: Optional[str]) -> Any:

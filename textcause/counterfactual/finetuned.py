@@ -10,6 +10,11 @@ test split with a trained model, then:
   the "no consequent" margin on validation (the one with the best mean token F1) and scores the
   test offsets (:func:`~textcause.counterfactual.scoring.score_subtask2`: exact match and F1).
 
+A fitted subtask-1 baseline (:class:`~textcause.counterfactual.fitted.FittedTextClassifier`)
+is scored the same way, on its ``decision`` of the raw sentences, at the threshold (and C) its fit
+already chose on the same validation part; ``results.json`` then also holds ``C``, ``threshold``
+and the validation grid, beside the same keys.
+
 Nothing is chosen on the test split: it is predicted after the choice, and its labels are read by
 the scorer only. The test predictions are written in the official format (``subtask1.csv``:
 ``sentenceID,pred_label``; ``subtask2.csv``: ``sentenceID`` and the four END-INCLUSIVE offsets)
@@ -38,7 +43,12 @@ from textcause.io import atomic_write_json
 
 
 def predict(trainer: Any, model: Any, data: Any, split: str) -> dict[str, Any]:
-    """Model outputs on one split, in the split's order: ``{"logit": (n,)}`` or ``{"logits": [(4, L_i)]}``."""
+    """Model outputs on one split, in the split's order: ``{"logit": (n,)}`` or ``{"logits": [(4, L_i)]}``.
+
+    A model with a ``decision`` of raw sentences (a fitted baseline) scores the split's sentences directly.
+    """
+    if callable(getattr(model, "decision", None)):
+        return {"logit": np.asarray(model.decision(data.splits[split].sentences), dtype=np.float64)}
     outputs = trainer.predict(model, dataloaders=data.loader(split))
     index = np.concatenate([o["index"].cpu().numpy() for o in outputs])
     order = np.argsort(index, kind="stable")
@@ -83,7 +93,8 @@ def evaluate_finetuned(
     Args:
         trainer: a Lightning trainer to predict with.
         model: a trained :class:`~textcause.counterfactual.models.CounterfactualClassifier` or
-            :class:`~textcause.counterfactual.models.CounterfactualSpanModel`.
+            :class:`~textcause.counterfactual.models.CounterfactualSpanModel`, or a fitted
+            :class:`~textcause.counterfactual.fitted.FittedTextClassifier`.
         data: its :class:`~textcause.counterfactual.datamodule.SemEvalDataModule`.
         out: the folder of ``subtask<k>.csv`` and ``results.json``.
         meta: more entries for the summary (the checkpoint evaluated, ...).
@@ -96,6 +107,11 @@ def evaluate_finetuned(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     subtask = data.settings.subtask
+    if subtask != 1 and callable(getattr(model, "chosen", None)):
+        raise ValueError(
+            f"{type(model).__name__} is a subtask-1 model, but the data module serves subtask {subtask}: "
+            "set data.init_args.subtask to 1."
+        )
     val, test = data.splits["val"], data.splits["test"]
     val_out = predict(trainer, model, data, "val")
     test_out = predict(trainer, model, data, "test")  # predicted after nothing is left to choose
@@ -103,14 +119,16 @@ def evaluate_finetuned(
     summary: dict[str, Any] = {"task": f"semeval2020-task5-subtask{subtask}", "model": type(model).__name__}
     if subtask == 1:
         y_val = val.frame["gold_label"].to_numpy()
-        threshold, _ = choose_threshold(y_val, val_out["logit"])
+        chosen = model.chosen() if callable(getattr(model, "chosen", None)) else {}  # a fitted baseline's choice
+        threshold = chosen["threshold"] if "threshold" in chosen else choose_threshold(y_val, val_out["logit"])[0]
         val_pred = (val_out["logit"] >= threshold).astype(np.int8)
         test_pred = (test_out["logit"] >= threshold).astype(np.int8)
         val_frame = pd.DataFrame({"sentenceID": val.frame["sentenceID"].to_numpy(), "pred_label": val_pred})
         summary["validation"] = score_subtask1(val.frame, val_frame, source="validation")
         test_frame = pd.DataFrame({"sentenceID": test_ids, "pred_label": test_pred})
         summary["test"] = score_subtask1(test.frame, test_frame, source="test predictions")
-        summary["threshold_logit"] = float(threshold)
+        summary["threshold_logit"] = float(threshold)  # on the model's score (a baseline's: SVM margin, LR logit)
+        summary |= chosen
         path = write_subtask1_predictions(out / "subtask1.csv", test_ids, test_pred)
     else:
         max_tokens = int(getattr(model, "max_span_tokens", 64))
@@ -126,7 +144,7 @@ def evaluate_finetuned(
         path = write_subtask2_predictions(out / "subtask2.csv", test_ids, test_offsets)
     summary["info"] = data.info
     summary["predictions"] = str(path)
-    summary["timings"] = {"evaluate_seconds": time.perf_counter() - started}
+    summary["timings"] = {**summary.get("timings", {}), "evaluate_seconds": time.perf_counter() - started}
     summary |= dict(meta or {})
     atomic_write_json(out / "results.json", summary)
     return summary

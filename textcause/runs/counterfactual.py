@@ -1,10 +1,13 @@
-"""``evaluate.py RUN_DIR`` for a fine-tuned SemEval-2020 Task 5 run (subtask 1 or 2).
+"""``evaluate.py RUN_DIR`` for a SemEval-2020 Task 5 run: fine-tuned (subtask 1 or 2) or a fitted subtask-1 baseline.
 
 A run trained by ``train.py fit --config configs/counterfactual/<...>.yaml`` is reloaded from its
 ``config.yaml`` (checked by :func:`~textcause.runs.lightning_cli.check_class_paths` before anything
 it names is imported) and its best checkpoint, and evaluated by
 :func:`textcause.counterfactual.finetuned.evaluate_finetuned`: the threshold (subtask 1) or the
 "no consequent" margin (subtask 2) chosen on the validation split, then the test file scored once.
+A fitted baseline (``configs/counterfactual/subtask1_svm.yaml``, ``subtask1_minilm_lr.yaml``) is
+rebuilt from its checkpoint's tensors and plain values (read with ``weights_only=True``, like every
+checkpoint here) and scored at the C and threshold its fit chose on the same validation part.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def evaluate_counterfactual_run(
     out: Optional[str | Path] = None,
     allow_modules: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Reload a fine-tuned run and score the official test file (see the module docstring).
+    """Reload a fine-tuned or fitted run and score the official test file (see the module docstring).
 
     Args:
         run_dir: the run's log folder (``config.yaml`` and ``checkpoints/``).
@@ -63,7 +66,7 @@ def evaluate_counterfactual_run(
     checkpoint = Path(ckpt) if ckpt else find_checkpoint(run_dir)
     if checkpoint is None or not checkpoint.is_file():
         raise FileNotFoundError(
-            f"No checkpoint in '{run_dir}' (or at '{checkpoint}'): a fine-tuned model must be trained before it "
+            f"No checkpoint in '{run_dir}' (or at '{checkpoint}'): a model must be trained (or fitted) before it "
             "is evaluated; run train.py fit, or pass --ckpt."
         )
     saved = read_config(config_path)
