@@ -5,6 +5,8 @@
 * :class:`SklearnPropensity`, :class:`ConfigPropensity`, :class:`FunctionEffect` and
   :func:`as_method`: :mod:`textcause.methods.adapters`.
 * the inputs of each representation: :mod:`textcause.methods.inputs`.
+* ready-made effect methods, cross-fitted AIPW and TMLE on n-grams (double machine learning):
+  :class:`CrossFitAIPW`, :class:`CrossFitTMLE`, :class:`CrossFitEffect` in :mod:`textcause.methods.crossfit`.
 
 :func:`textcause.evaluate` (in :mod:`textcause.runs.methods`) runs a method over task levels and
 seeds; one cell: :mod:`textcause.runs.method_cell`.
@@ -13,11 +15,15 @@ Importing this package is cheap (no torch, Lightning, pandas or scikit-learn).
 """
 
 from textcause.methods.adapters import ConfigPropensity, FunctionEffect, SklearnPropensity, as_method
+from textcause.methods.crossfit import CrossFitAIPW, CrossFitEffect, CrossFitTMLE
 from textcause.methods.protocols import REPRESENTATIONS, EffectMethod, EffectResult, PropensityMethod
 
 __all__ = [
     "REPRESENTATIONS",
     "ConfigPropensity",
+    "CrossFitAIPW",
+    "CrossFitEffect",
+    "CrossFitTMLE",
     "EffectMethod",
     "EffectResult",
     "FunctionEffect",

@@ -363,6 +363,17 @@ def _source(obj: Any) -> str:
         return getattr(obj, "__qualname__", type(obj).__qualname__)
 
 
+def _class_source(cls: type) -> str:
+    """The source of ``cls`` and of its base classes defined in the same module.
+
+    A thin subclass (``class CrossFitAIPW(CrossFitEffect)``) then changes its fingerprint when the
+    shared base changes; a class whose bases live elsewhere (scikit-learn's) keeps the fingerprint
+    of its own source alone.
+    """
+    bases = [c for c in cls.__mro__[1:] if c.__module__ == cls.__module__]
+    return "".join(_source(c) for c in (cls, *bases))
+
+
 def _describe(value: Any, depth: int = 0) -> Any:
     """A stable description of a parameter value: estimators by their own parameters (scikit-learn's
     reprs elide long parameter lists), containers item by item, anything else by its repr."""
@@ -406,7 +417,7 @@ def describe_method(method: Any) -> MethodInfo:
     fingerprint = content_key(
         METHOD_HASH_VERSION,
         f"{cls.__module__}.{cls.__qualname__}",
-        _source(cls),
+        _class_source(cls),
         _params(method),
         method_representation(method),
         representation_options(method),

@@ -48,6 +48,8 @@ DATA_KEYS = (
     "encoder",
     "max_tokens",
     "token_cap",
+    "meta_filter",
+    "held_out_bank",
 )
 
 
