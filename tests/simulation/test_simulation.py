@@ -361,13 +361,26 @@ def test_insertion_strategies(corpus, insertion):
             assert real == kept
 
 
-def test_order_of_text_2_prepends_f2_whatever_the_strategy(corpus):
-    t = make_task(corpus, "order_of_text", 2, insertion="replace", seed=0)
+def test_order_of_text_2_puts_f2_first_whatever_the_strategy(corpus):
+    t = make_task(corpus, "order_of_text", 2, seed=0)
     for h, texts, c, at in zip(corpus, t.texts, t.latent_class, t.info["inserted_at"]):
         if c == 2:
             assert at == (0,) and texts[1:] == list(h.posts)
-        else:
-            assert len(texts) == len(h)
+    # under replace f2's post overwrites the first real post: first place, and the length is kept
+    t = make_task(corpus, "order_of_text", 2, insertion="replace", seed=0)
+    assert "f2 replaces the first real post with a random Sickness Post" in t.info["description"]
+    for h, texts, c, at in zip(corpus, t.texts, t.latent_class, t.info["inserted_at"]):
+        assert len(texts) == len(h)
+        if c == 2:
+            assert at == (0,) and texts[1:] == list(h.posts[1:]) and KIND_OF[texts[0]] == "sickness"
+
+
+def test_insert_posts_keeping_the_length():
+    rng = np.random.default_rng(0)
+    assert insert_posts(["a", "b", "c"], ["X"], "prepend", rng, keep_length=True) == (["X", "b", "c"], (0,))
+    assert insert_posts(["a", "b", "c"], ["X", "Y"], "append", rng, keep_length=True) == (["a", "X", "Y"], (1, 2))
+    with pytest.raises(ValueError, match="needs histories of at least 2 posts"):
+        insert_posts(["a"], ["X", "Y"], "prepend", rng, keep_length=True)
 
 
 def test_insert_posts_directly():

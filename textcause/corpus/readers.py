@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from textcause.corpus.filters import sample_indices
 from textcause.corpus.hf import DataFiles, dataset_records, is_saved_dataset, load_hf_dataset
 from textcause.corpus.jsonl import Record, first_json_line, history_record, iter_json_lines, unique_users
 from textcause.corpus.tables import csv_na_options, read_table, table_records
@@ -149,7 +150,7 @@ def load_histories(
                 f"Only {len(histories)} users in '{resolved}' have at least min_posts={min_posts} "
                 f"non-empty posts, fewer than n_users={n_users}: lower n_users or min_posts."
             )
-        keep = np.sort(np.random.default_rng(seed).choice(len(histories), size=n_users, replace=False))
+        keep = sample_indices(len(histories), n_users, seed)
         histories = [histories[i] for i in keep]
     return Corpus(tuple(histories), resolved)
 

@@ -25,11 +25,12 @@ from typing import Any, Optional
 
 import numpy as np
 
+from textcause.corpus.filters import check_meta_filter
 from textcause.data.distributed import one_build_at_a_time
 from textcause.data.featurizer import apply_scale, embed_histories, featurizer_state, maxabs_factor
 from textcause.features.kinds import EMBEDDING_KINDS, NGRAM_KINDS, REPRESENTATIONS
 from textcause.io import content_key
-from textcause.validation import check_int, check_options
+from textcause.validation import check_int, check_options, check_real
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,12 @@ SIMULATION_FIELDS = (
     "text_col",
     "time_col",
     "drop_duplicates",
+    "meta_filter",
+    "held_out_bank",
 )
+#: Settings added after grids had run, left out of :meth:`DataSettings.key` at their defaults (so
+#: every setting that existed before keeps its key) and recorded in the task's info when set.
+ROBUSTNESS_DEFAULTS: dict[str, Any] = {"meta_filter": None, "held_out_bank": 0.0}
 _MEMO_SIZE = 4
 
 
@@ -85,6 +91,14 @@ class DataSettings:
             a Hugging Face dataset) holding the author, the text and the time (None: keep the
             table's order); history JSONL files ignore them.
         drop_duplicates: drop a post whose text and time repeat an earlier post of the same user.
+        meta_filter: keep only the users whose ``meta`` has these values, e.g. ``{"kind": "human"}``
+            (PAN 2019's human accounts; a value may be a list of accepted values), before the task
+            is drawn; ``n_users`` then samples among them. None: every user. Recorded in the task's
+            info (``meta_filter``, ``n_users_before_meta_filter``).
+        held_out_bank: the share of each synthetic post kind reserved for the test users (0: one
+            bank for everyone, the paper's design). In (0, 1), training and validation users receive
+            posts of one part of the bank and test users of the other, divided with ``seed``
+            (:func:`textcause.simulation.bank.split_bank`): no inserted string is in both.
     """
 
     corpus: str = "twitter"
@@ -108,10 +122,15 @@ class DataSettings:
     text_col: str = "text"
     time_col: Optional[str] = "time"
     drop_duplicates: bool = False
+    meta_filter: Optional[dict[str, Any]] = None
+    held_out_bank: float = 0.0
 
     def __post_init__(self) -> None:
         owner = "DataSettings"
         check_options(self.representation, "representation", owner, REPRESENTATIONS)
+        if self.meta_filter is not None:
+            check_meta_filter(self.meta_filter, owner)
+        check_real(self.held_out_bank, "held_out_bank", owner, low=0.0, high=1.0, high_open=True)
         check_options(self.scale, "scale", owner, SCALES)
         check_int(self.min_users, "min_users", owner, low=1)
         check_int(self.max_tokens, "max_tokens", owner, low=1)
@@ -127,7 +146,11 @@ class DataSettings:
 
     def key(self) -> str:
         """A key of everything that decides the build (a study config counts by its content)."""
-        parts: list[Any] = [dataclasses.asdict(self)]
+        fields = dataclasses.asdict(self)
+        for name, default in ROBUSTNESS_DEFAULTS.items():
+            if fields[name] == default:
+                del fields[name]
+        parts: list[Any] = [fields]
         study = Path(self.observational) if self.observational else None
         if study is not None and study.is_file():
             parts.append(study.read_bytes())
@@ -169,20 +192,43 @@ def build_task(settings: DataSettings) -> Any:
     from textcause.corpus import read_corpus
     from textcause.simulation import make_task
 
+    filtered = settings.meta_filter is not None
     corpus = read_corpus(
         settings.corpus,
         min_posts=settings.min_posts,
         max_posts=settings.max_posts,
-        n_users=settings.n_users,
+        n_users=None if filtered else settings.n_users,
         author_col=settings.author_col,
         text_col=settings.text_col,
         time_col=settings.time_col,
         drop_duplicates=settings.drop_duplicates,
     )
+    extra: dict[str, Any] = {}
+    if filtered:
+        corpus, extra = _filtered(corpus, settings)
     kwargs: dict[str, Any] = {"outcome": settings.outcome}
     if settings.insertion is not None:
         kwargs["insertion"] = settings.insertion
-    return make_task(corpus, settings.task, settings.level, seed=settings.seed, **kwargs)
+    if settings.held_out_bank:
+        kwargs["held_out_bank"] = settings.held_out_bank
+    task = make_task(corpus, settings.task, settings.level, seed=settings.seed, **kwargs)
+    return dataclasses.replace(task, info={**task.info, **extra}) if extra else task
+
+
+def _filtered(corpus: Any, settings: DataSettings) -> tuple[Any, dict[str, Any]]:
+    """The users of ``settings.meta_filter`` (then the ``n_users`` sample among them) and what to record."""
+    from textcause.corpus import filter_meta, sample_indices
+
+    kept = filter_meta(corpus, settings.meta_filter)
+    if settings.n_users is not None:
+        if settings.n_users > len(kept):
+            raise ValueError(
+                f"Only {len(kept)} users of '{corpus.source}' match meta_filter {settings.meta_filter!r}, "
+                f"fewer than n_users={settings.n_users}: lower n_users or widen the filter."
+            )
+        kept = kept.subset(sample_indices(len(kept), settings.n_users, seed=0))
+    info = {"meta_filter": dict(settings.meta_filter), "n_users_before_meta_filter": len(corpus)}
+    return kept, info
 
 
 #: The task's outcome setting -> the doubly robust estimators' outcome kind (TMLE's ``outcome``).

@@ -79,6 +79,12 @@ class CausalTextDataModule(L.LightningDataModule):
             (CSV, Parquet, NDJSON or a Hugging Face dataset; ``time_col: null`` keeps the table's
             order); history JSONL files ignore them.
         drop_duplicates: drop a post whose text and time repeat an earlier post of the same user.
+        meta_filter: keep only the users whose ``meta`` has these values before the task is drawn,
+            e.g. ``{kind: human}`` for PAN 2019's human accounts (a value may be a list of accepted
+            values); None keeps every user.
+        held_out_bank: the share of each synthetic post kind reserved for the test users, so that
+            no inserted post of a test user was inserted into a training or validation user (0: one
+            bank for everyone, the paper's design).
     """
 
     def __init__(
@@ -108,6 +114,8 @@ class CausalTextDataModule(L.LightningDataModule):
         text_col: str = _D.text_col,
         time_col: Optional[str] = _D.time_col,
         drop_duplicates: bool = _D.drop_duplicates,
+        meta_filter: Optional[dict[str, Any]] = _D.meta_filter,
+        held_out_bank: float = _D.held_out_bank,
     ) -> None:
         super().__init__()
         owner = "CausalTextDataModule"

@@ -9,6 +9,8 @@
     seeds: [0, 1, 2]                  # or an int n: seeds 0 .. n-1
     overrides: {data.n_users: 300}    # any train.py option, for every cell
     model_overrides: {order_count: {trainer.max_epochs: 2}}   # per model, after `overrides`
+    variants: {human: {data.meta_filter: {kind: human}}}   # per variant, after `overrides`: every
+                                      # corpus runs once per variant, as corpus "<corpus>_<variant>"
     tune: {lr_bigram_binary: {model.init_args.weight_decay: [0.002, 0.02]}}   # per model: options
                                       # chosen on each cell's validation split (textcause.runs.tuning)
     evaluation: {n_boot: 1000, split: test, estimators: [ipw, stratified, matching], effect_n_boot: 0}
@@ -56,6 +58,9 @@ METHOD_CELL_HASH_VERSION = "textcause-method-cell/v1"
 TASKS_DOC = "'all', a list of task names or a mapping {task: [levels]}"
 CORPORA_DOC = f"a non-empty list of corpus names or paths, or a mapping {{name: path}}, with distinct names {NAME_DOC}"
 METHODS_DOC = "a non-empty list of 'package.module:Name' specs or a mapping {name: spec}"
+VARIANTS_DOC = (
+    f"a non-empty mapping from variant names {NAME_DOC} to train.py options (each corpus runs once per variant)"
+)
 TUNE_DOC = (
     "a mapping from model names of 'models' to search spaces {train.py option: [value, ...]} "
     "(non-empty lists of distinct scalar values)"
@@ -201,6 +206,10 @@ def _tune_ok(value: Any) -> bool:
     return isinstance(value, Mapping) and all(isinstance(k, str) and space_ok(v) for k, v in value.items())
 
 
+def _variants_ok(value: Any) -> bool:
+    return bool(value) and all(is_name(k) for k in value) and per_model_ok(value)
+
+
 def _methods_ok(value: Any) -> bool:
     if isinstance(value, Mapping):
         return bool(value) and all(is_name(k) for k in value)
@@ -219,6 +228,7 @@ class GridConfig(Plan):
     overrides: dict = key(holds(options_ok), default={}, doc=OPTIONS_DOC)
     model_overrides: dict[str, Optional[dict]] = key(holds(per_model_ok), default={}, doc=PER_MODEL_DOC)
     tune: dict = key(holds(_tune_ok), default={}, doc=TUNE_DOC)
+    variants: Optional[dict[str, Optional[dict]]] = key(holds(_variants_ok), default=None, doc=VARIANTS_DOC)
     threads: Optional[int] = key(ints(low=1), default=None)
 
 
@@ -381,6 +391,13 @@ def grid_from_dict(
         raise file.fail("the key 'models' is required.")
     name = file.name_or(config.name, default_name)
     corpora, tasks, seeds = _corpus_items(config.corpora), config.task_levels, config.seed_list
+    variants = {v: dict(options(o)) for v, o in (config.variants or {}).items()}
+    # a variant is a corpus of its own name (its cells, ids and rows), with its own train.py options
+    corpora = (
+        [(f"{c}_{v}", s, o) for c, s in corpora for v, o in variants.items()]
+        if variants
+        else [(c, s, {}) for c, s in corpora]
+    )
     entries = _models(config.models, source) + _methods(config.methods, source)
     entries += [method_entry(m, "--method") for m in methods]
     names = [e.name for e in entries]
@@ -411,10 +428,10 @@ def grid_from_dict(
 
     defaults_text = [_read_text(p) for p in default_configs()]
     cells = []
-    for corpus, corpus_source in corpora:
+    for corpus, corpus_source, variant in corpora:
         for task, level in tasks:
             for entry in entries:
-                merged = {**overrides, **dict(entry.overrides), **per_model.get(entry.name, {})}
+                merged = {**overrides, **variant, **dict(entry.overrides), **per_model.get(entry.name, {})}
                 extra: dict[str, Any] = {}
                 cell_estimators = estimators
                 if entry.method is None:
@@ -456,7 +473,7 @@ def grid_from_dict(
                         )
                     )
     space = {
-        "corpus": [c for c, _ in corpora],
+        "corpus": [c for c, _, _ in corpora],
         "task": [f"{t}-{lv}" for t, lv in tasks],
         "model": names,
         "seed": seeds,

@@ -7,7 +7,7 @@ edits f1 / f2, treatment and outcome draws with known truth, and the task regist
     0.4
 """
 
-from textcause.simulation.bank import PostBank, PostKind, bank_from_dict, load_bank, save_bank
+from textcause.simulation.bank import PostBank, PostKind, bank_from_dict, load_bank, save_bank, split_bank
 from textcause.simulation.dgp import (
     NORMAL_SD,
     PLACEBO_OUTCOME,
@@ -58,4 +58,5 @@ __all__ = [
     "population_unadjusted",
     "register_task",
     "save_bank",
+    "split_bank",
 ]

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from textcause.io import atomic_write_text
+from textcause.validation import check_real
 
 #: The slot a template's word goes into.
 SLOT = "{x}"
@@ -102,6 +103,43 @@ class PostBank:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "kinds": {k: v.to_dict() for k, v in self.kinds.items()}}
+
+
+def split_bank(bank: PostBank, held_out: float, rng: np.random.Generator) -> tuple[PostBank, PostBank]:
+    """Divide every kind's distinct posts into two disjoint banks: one for training, one held out.
+
+    Each kind's distinct posts (:meth:`PostBank.posts`: a template kind's every template-word pair)
+    are permuted by ``rng``; ``round(held_out * n)`` of them (at least one, at most ``n - 1``) go to
+    the held-out bank and the rest to the training bank, each as a kind of complete posts drawn
+    uniformly (a template kind's posts are all distinct pairs, so this is its template-then-word
+    draw restricted to the half). No post string is in both banks.
+
+    Args:
+        bank: the bank to divide (not modified).
+        held_out: the share of each kind's posts held out, in (0, 1).
+        rng: the split's Generator.
+
+    Returns:
+        ``(training bank, held-out bank)``, named ``<name>[train]`` and ``<name>[held-out]``.
+
+    Raises:
+        ValueError: ``held_out`` outside (0, 1), or a kind with fewer than two distinct posts.
+    """
+    held_out = check_real(held_out, "held_out", "split_bank", low=0.0, high=1.0, low_open=True, high_open=True)
+    train: dict[str, PostKind] = {}
+    test: dict[str, PostKind] = {}
+    for kind in bank.kinds:
+        posts = bank.posts(kind)
+        if len(posts) < 2:
+            raise ValueError(
+                f"The post bank {bank.name!r} has {len(posts)} distinct post(s) of kind {kind!r}: a held-out "
+                "bank needs at least two per kind (one for training users, one for test users)."
+            )
+        order = rng.permutation(len(posts))
+        n_test = min(max(1, int(round(held_out * len(posts)))), len(posts) - 1)
+        test[kind] = PostKind(posts=tuple(posts[int(i)] for i in np.sort(order[:n_test])))
+        train[kind] = PostKind(posts=tuple(posts[int(i)] for i in np.sort(order[n_test:])))
+    return PostBank(f"{bank.name}[train]", train), PostBank(f"{bank.name}[held-out]", test)
 
 
 def bank_from_dict(data: Any, *, source: str = "the post bank") -> PostBank:

@@ -35,7 +35,9 @@ class Insert:
         fixed: draw the ``count`` posts once per task and give every user the same ones
             (Linguistic Complexity level 1).
         where: force ``append``, ``prepend`` or ``replace`` whatever the task's insertion strategy
-            (Order of Text level 2 prepends f2's post); None follows the strategy.
+            (Order of Text level 2 prepends f2's post); None follows the strategy. Under the
+            ``replace`` strategy a forced ``append`` / ``prepend`` overwrites the last / first real
+            posts instead, so every history keeps its length.
     """
 
     kinds: tuple[str, ...] = ("sickness",)
@@ -70,6 +72,9 @@ class Insert:
             what = f"the same {f'{self.count} {kinds} Posts' if many else f'{kinds} Post'} (drawn once per task)"
         else:
             what = f"{self.count} random {kinds} Posts (with replacement)" if many else f"a random {kinds} Post"
+        if self.where in ("append", "prepend") and insertion == "replace":  # the length is kept (insert_posts)
+            end = "last" if self.where == "append" else "first"
+            return f"replaces the {f'{end} {self.count} real posts' if many else f'{end} real post'} with {what}"
         verb = {
             "append": "appends",
             "prepend": "prepends",
@@ -84,7 +89,12 @@ def check_insertion(insertion: Any, owner: str = "make_task") -> str:
 
 
 def insert_posts(
-    posts: Sequence[str], new: Sequence[str], where: str, rng: np.random.Generator
+    posts: Sequence[str],
+    new: Sequence[str],
+    where: str,
+    rng: np.random.Generator,
+    *,
+    keep_length: bool = False,
 ) -> tuple[list[str], tuple[int, ...]]:
     """Insert ``new`` posts into a history.
 
@@ -95,6 +105,9 @@ def insert_posts(
             (``len(new)`` distinct real posts chosen uniformly are replaced, so the history keeps its
             length; the new posts fill the chosen positions in order).
         rng: used by ``replace`` only.
+        keep_length: ``append`` / ``prepend`` overwrite the last / first ``len(new)`` real posts
+            instead of adding posts, so the history keeps its length and the new posts keep their
+            place (a task's forced position under the ``replace`` strategy: Order of Text level 2).
 
     Returns:
         The new history and the positions of the inserted posts in it.
@@ -102,22 +115,32 @@ def insert_posts(
     posts, new = list(posts), list(new)
     if not new:
         return posts, ()
+    if keep_length and where in ("append", "prepend"):
+        _check_room(posts, new, where)
+        start = len(posts) - len(new) if where == "append" else 0
+        posts[start : start + len(new)] = new
+        return posts, tuple(range(start, start + len(new)))
     if where == "append":
         return posts + new, tuple(range(len(posts), len(posts) + len(new)))
     if where == "prepend":
         return new + posts, tuple(range(len(new)))
     if where == "replace":
-        if len(new) > len(posts):
-            raise ValueError(
-                f"The 'replace' insertion needs histories of at least {len(new)} posts to replace; "
-                f"a history has {len(posts)}. Use insertion='append' or filter short histories."
-            )
+        _check_room(posts, new, "replace")
         at = np.sort(rng.choice(len(posts), size=len(new), replace=False))
         for i, text in zip(at, new):
             posts[int(i)] = text
         return posts, tuple(int(i) for i in at)
     check_insertion(where, "insert_posts")
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _check_room(posts: list[str], new: list[str], where: str) -> None:
+    """A history must hold as many real posts as the length-keeping insertion overwrites."""
+    if len(new) > len(posts):
+        raise ValueError(
+            f"The 'replace' insertion needs histories of at least {len(new)} posts to replace; "
+            f"a history has {len(posts)}. Use insertion='append' or filter short histories."
+        )
 
 
 class WordRules:

@@ -2,9 +2,10 @@
 
 Randomness: every draw comes from its own numpy Generator derived from ``seed`` (a
 ``SeedSequence(seed, spawn_key=(stream,))`` per stream: classes, fixed posts, edits, treatment,
-outcomes, split, training subsample). So with the same seed every task and level of a corpus gives
-the same users the same latent class, treatment uniforms, outcome uniforms and split (common random
-numbers): levels differ only in what they change. The corpus is never modified.
+outcomes, split, training subsample, a held-out bank's division). So with the same seed every task
+and level of a corpus gives the same users the same latent class, treatment uniforms, outcome
+uniforms and split (common random numbers): levels differ only in what they change. The corpus is
+never modified.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 
 from textcause.corpus.splits import PAPER_FRACTIONS, split_users
 from textcause.corpus.types import Corpus, History, Split
-from textcause.simulation.bank import PostBank, load_bank
+from textcause.simulation.bank import PostBank, load_bank, split_bank
 from textcause.simulation.dgp import (
     NORMAL_SD,
     STANDARD_OUTCOME,
@@ -41,13 +42,13 @@ from textcause.simulation.edits import (
 )
 from textcause.simulation.tasks import TaskSpec, get_spec
 from textcause.simulation.types import SemiSyntheticTask
-from textcause.validation import check_int
+from textcause.validation import check_int, check_real
 
 #: Fewer users than this cannot hold two balanced classes with treated and untreated users in each split.
 MIN_USERS = 20
 
 # One random stream per purpose, so changing one part of a task never shifts another's draws.
-_CLASSES, _FIXED, _EDITS, _TREATMENT, _OUTCOMES, _SPLIT, _SUBSAMPLE = range(7)
+_CLASSES, _FIXED, _EDITS, _TREATMENT, _OUTCOMES, _SPLIT, _SUBSAMPLE, _BANK_SPLIT = range(8)
 
 
 def stream(seed: int, purpose: int) -> np.random.Generator:
@@ -66,6 +67,7 @@ def make_task(
     outcome: str = "binary",
     split_fractions: tuple[float, float, float] = PAPER_FRACTIONS,
     rewrite: Sequence[Rewrite] | Mapping[str, Rewrite] | None = None,
+    held_out_bank: float = 0.0,
 ) -> SemiSyntheticTask:
     """Draw one semi-synthetic task (section 5.2 / Appendix H) on a corpus of real histories.
 
@@ -76,7 +78,8 @@ def make_task(
         seed: the seed of every draw (classes, posts, treatment, outcomes, split).
         insertion: where synthetic posts go: ``append`` (None, the paper's choice), ``prepend`` or
             ``replace`` (a random real post per inserted post, keeping the history's length). A task's
-            own choice wins: Order of Text level 2 always prepends f2's post.
+            own position wins: Order of Text level 2 always puts f2's post first (under ``replace`` by
+            overwriting the first real post, so every history keeps its length).
         bank: a :class:`PostBank`, a bank file path, or None for the paper's Appendix C bank.
         outcome: ``binary`` (Y ~ Bernoulli of the task's table) or ``normal`` (Y ~ Normal with the
             table's entries as means and sd sqrt(0.3), section 5.3).
@@ -84,6 +87,11 @@ def make_task(
         rewrite: optional rewriting edits ``(f1, f2)`` or ``{"f1": ..., "f2": ...}``, each a callable
             (posts -> posts), a mapping of whole-word rules like ``{"happy": "sad"}``, or None. They
             rewrite the real posts of class-1 / class-2 users before the synthetic posts go in.
+        held_out_bank: the share of each post kind held out for the test users (0: one bank for
+            everyone, the paper's design). With a share in (0, 1) the bank's distinct posts are divided
+            with the task's seed (:func:`~textcause.simulation.bank.split_bank`): training and validation
+            users receive posts of one part, test users of the other, so no inserted post string of a
+            test user was seen in training (detection, not memorisation).
 
     Returns:
         The task with its texts, classes, treatments, potential outcomes, truth and split.
@@ -91,7 +99,8 @@ def make_task(
     spec = get_spec(task, level)
     return build_task(
         corpus, spec, task=task, level=int(level), seed=seed, insertion=insertion, bank=bank,
-        outcome=outcome, split_fractions=split_fractions, rewrite=rewrite, owner="make_task",
+        outcome=outcome, split_fractions=split_fractions, rewrite=rewrite, held_out_bank=held_out_bank,
+        owner="make_task",
     )  # fmt: skip
 
 
@@ -149,6 +158,7 @@ def build_task(
     outcome: str = "binary",
     split_fractions: tuple[float, float, float] = PAPER_FRACTIONS,
     rewrite: Sequence[Rewrite] | Mapping[str, Rewrite] | None = None,
+    held_out_bank: float = 0.0,
     owner: str = "build_task",
 ) -> SemiSyntheticTask:
     """Draw a task from any :class:`TaskSpec` (registered or not); see :func:`make_task` for the arguments."""
@@ -165,21 +175,29 @@ def build_task(
         for kind in edit.kinds if edit is not None else ():
             bank.check_kind(kind)
     rewrites = _check_rewrite(rewrite, owner)
+    held_out = check_real(held_out_bank, "held_out_bank", owner, low=0.0, high=1.0, high_open=True)
     n = len(histories)
+
+    # The split comes from its own stream (step 5), so it is known before the posts are drawn.
+    split_seed, full, split = _split(n, spec.train_fraction, seed, split_fractions)
+    banks = {"train": bank}
+    if held_out > 0.0:
+        banks["train"], banks["test"] = split_bank(bank, held_out, stream(seed, _BANK_SPLIT))
+    is_test = np.zeros(n, dtype=bool)
+    is_test[full.test] = True
 
     # 1. Latent classes, exactly balanced (a random permutation of n//2 ones and the rest twos).
     latent = assign_classes(n, stream(seed, _CLASSES), class1_share=spec.class1_share)
 
     # 2. Class-specific edits: rewrite real posts, then insert synthetic posts.
-    texts, inserted_at, fixed = _edit_histories(histories, latent, spec, bank, rewrites, where, seed)
+    texts, inserted_at, fixed = _edit_histories(histories, latent, spec, banks, is_test, rewrites, where, seed)
 
     # 3. Treatment given class; 4. both potential outcomes given class; observed outcome.
     t, propensity = draw_treatment(latent, spec.treat_probs, stream(seed, _TREATMENT))
     y0, y1 = draw_potential_outcomes(latent, spec.outcome_probs, stream(seed, _OUTCOMES), outcome=outcome)
     y = observed_outcome(t, y0, y1)
 
-    # 5. Split, with the training part subsampled (nested across fractions) for the Sample Size task.
-    split_seed, full, split = _split(n, spec.train_fraction, seed, split_fractions)
+    # 5. The split (drawn above), with the training part subsampled (nested) for the Sample Size task.
 
     info = {
         "description": spec.describe(where, outcome),
@@ -193,7 +211,7 @@ def build_task(
         "f2": "identity" if spec.f2 is None else spec.f2.describe(where),
         "rewrite": {"f1": describe_rewrite(rewrites[0]), "f2": describe_rewrite(rewrites[1])},
         "bank": bank.name,
-        "fixed_posts": {f"f{c}": posts for c, posts in fixed.items() if posts is not None},
+        "fixed_posts": {f"f{c}": posts for c, posts in fixed["train"].items() if posts is not None},
         "inserted_at": inserted_at,
         "train_fraction": spec.train_fraction,
         "n_train_full": len(full.train),
@@ -203,6 +221,10 @@ def build_task(
     }
     if outcome == "normal":
         info["outcome_sd"] = NORMAL_SD
+    if "test" in banks:  # absent by default: a task without a held-out bank is what it always was
+        info["held_out_bank"] = held_out
+        info["bank_posts"] = {part: {k: list(v.posts) for k, v in b.kinds.items()} for part, b in banks.items()}
+        info["fixed_posts_test"] = {f"f{c}": posts for c, posts in fixed["test"].items() if posts is not None}
     return SemiSyntheticTask(
         task=task,
         level=level,
@@ -227,28 +249,38 @@ def _edit_histories(
     histories: Sequence[History],
     latent: np.ndarray,
     spec: TaskSpec,
-    bank: PostBank,
+    banks: Mapping[str, PostBank],
+    is_test: np.ndarray,
     rewrites: Any,
     where: str,
     seed: int,
-) -> tuple[list[list[str]], list[tuple[int, ...]], dict[int, Any]]:
-    """Step 2: each class's edit of its users' histories (rewrites, then inserted synthetic posts)."""
+) -> tuple[list[list[str]], list[tuple[int, ...]], dict[str, dict[int, Any]]]:
+    """Step 2: each class's edit of its users' histories (rewrites, then inserted synthetic posts).
+
+    ``banks`` holds the ``train`` bank (everyone's, by default) and, for a held-out bank, the
+    ``test`` bank of the users marked in ``is_test``. Fixed posts are drawn once per bank.
+    """
     fixed_rng = stream(seed, _FIXED)
     fixed = {
-        c: (f.draw(bank, fixed_rng) if f is not None and f.fixed else None) for c, f in ((1, spec.f1), (2, spec.f2))
+        part: {
+            c: (f.draw(b, fixed_rng) if f is not None and f.fixed else None) for c, f in ((1, spec.f1), (2, spec.f2))
+        }
+        for part, b in banks.items()
     }
     edit_rng = stream(seed, _EDITS)
+    keep_length = where == "replace"
     texts: list[list[str]] = []
     inserted_at: list[tuple[int, ...]] = []
-    for h, c in zip(histories, latent.tolist()):
+    for h, c, test in zip(histories, latent.tolist(), is_test.tolist()):
+        part = "test" if test and "test" in banks else "train"
         posts = list(h.posts)
         if rewrites[c - 1] is not None:
             posts = apply_rewrite(rewrites[c - 1], posts, f"f{c}")
         f = spec.f1 if c == 1 else spec.f2
         at: tuple[int, ...] = ()
         if f is not None:
-            new = fixed[c] if f.fixed else f.draw(bank, edit_rng)
-            posts, at = insert_posts(posts, new, f.where or where, edit_rng)
+            new = fixed[part][c] if f.fixed else f.draw(banks[part], edit_rng)
+            posts, at = insert_posts(posts, new, f.where or where, edit_rng, keep_length=keep_length)
         texts.append(posts)
         inserted_at.append(at)
     return texts, inserted_at, fixed
