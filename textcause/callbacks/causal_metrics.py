@@ -21,6 +21,12 @@ columns of :mod:`textcause.metrics.schema`, both intervals labelled) are kept in
 A quantity that is undefined on the data (one treatment class in a tiny validation split, no
 match within the caliper, ...) is skipped with a warning that names it; training never stops and
 NaN is never logged.
+
+An evaluation whose collected outputs (and true ATE and outcome kind) are identical to the last
+one of the same prefix is not computed again: its numbers, a deterministic function of those
+inputs (the bootstrap is seeded), are logged again as they were. A converged full-batch L-BFGS
+fit (:class:`~textcause.models.propensity.ConvergedLBFGS`) no longer moves the weights, so its
+later validation epochs cost a forward pass and this comparison instead of the estimators.
 """
 
 from __future__ import annotations
@@ -104,6 +110,8 @@ class CausalMetricsCallback(L.Callback):
         #: The result rows of the last evaluation of each prefix (``val`` / ``test``), as
         #: :func:`~textcause.metrics.evaluation.evaluate_propensities` returned them.
         self.last_rows: dict[str, list[dict[str, Any]]] = {}
+        #: Per prefix, the inputs and numbers of the last evaluation (reused when the inputs repeat).
+        self._memo: dict[str, tuple[dict[str, np.ndarray], tuple[Any, ...], dict[str, float]]] = {}
 
     # ------------------------------------------------------------------ hooks
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
@@ -132,9 +140,15 @@ class CausalMetricsCallback(L.Callback):
         outcome = self.outcome
         if outcome is None:
             outcome = _datamodule_outcome(trainer.datamodule)
-        rows: list[dict[str, Any]] = []
-        metrics = self.compute(outputs, true_ate, outcome=outcome, rows=rows)
-        self.last_rows[prefix] = rows
+        key = (true_ate, outcome, self.estimators, self.n_strata, self.caliper, self.n_bins, self.n_boot)
+        memo = self._memo.get(prefix)
+        if memo is not None and memo[1] == key and _same_outputs(memo[0], outputs):
+            metrics = memo[2]  # the same inputs: the same numbers (last_rows[prefix] holds their rows)
+        else:
+            rows: list[dict[str, Any]] = []
+            metrics = self.compute(outputs, true_ate, outcome=outcome, rows=rows)
+            self.last_rows[prefix] = rows
+            self._memo[prefix] = (outputs, key, metrics)
         self.last_metrics = {f"{prefix}/{k}": v for k, v in metrics.items()}
         for name, value in self.last_metrics.items():
             # Every rank holds the same gathered data, hence the same value: the mean over ranks is
@@ -217,6 +231,19 @@ class CausalMetricsCallback(L.Callback):
             if _finite(name, result[0][name]):
                 out[name] = result[0][name]
         return out
+
+
+def _same_outputs(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    """Whether two sets of collected outputs hold the same arrays (NaN equal to NaN)."""
+    if a.keys() != b.keys():
+        return False
+    for key, x in a.items():
+        y = b[key]
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        if not np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"):
+            return False
+    return True
 
 
 def _datamodule_outcome(datamodule: Any) -> Optional[str]:

@@ -285,6 +285,54 @@ class PropensityModule(L.LightningModule):
 OPTIMIZERS = ("adam", "lbfgs")
 
 
+class ConvergedLBFGS(torch.optim.LBFGS):
+    """``torch.optim.LBFGS`` that, in a full-batch fit, stops moving once a step stopped on its own tolerances.
+
+    Full-batch L-BFGS inside the Trainer takes one optimizer step (up to ``max_iter`` iterations)
+    per epoch. A step that ends before ``max_iter`` iterations and ``max_eval`` evaluations has
+    stopped on ``tolerance_grad`` / ``tolerance_change`` (in float32: the loss no longer changes),
+    and the optimizer records ``converged`` in its state (saved in checkpoints). With
+    ``full_batch`` set (every step sees the same whole training split; :class:`PropensityModel`
+    sets it when an epoch has one batch), later steps then evaluate the closure once (the
+    ``training_step`` logs the loss, every DDP rank takes part in the same gradient all-reduce) and
+    leave the weights alone, instead of new line searches that move them by rounding noise only.
+    With mini-batches every step iterates, as ``torch.optim.LBFGS`` does.
+
+    Attributes:
+        full_batch: whether every step sees the whole training split (default False).
+        stop_when_converged: a class attribute; False restores ``torch.optim.LBFGS``'s behaviour
+            (every step iterates again and the Trainer runs every epoch), for benchmarks.
+    """
+
+    stop_when_converged: bool = True
+    full_batch: bool = False
+
+    @property
+    def converged(self) -> bool:
+        """Whether the last step stopped on the tolerances rather than on ``max_iter`` / ``max_eval``."""
+        return bool(self.state[self._params[0]].get("converged", False))
+
+    @property
+    def frozen(self) -> bool:
+        """Whether steps leave the weights alone: converged, in a full-batch fit, with the switch on."""
+        return self.stop_when_converged and self.full_batch and self.converged
+
+    def step(self, closure):  # type: ignore[override]
+        """One L-BFGS step, or (:attr:`frozen`) one evaluation of ``closure`` with the weights left as they are."""
+        if self.frozen:
+            with torch.enable_grad():
+                return closure()
+        state = self.state[self._params[0]]
+        iters, evals = state.get("n_iter", 0), state.get("func_evals", 0)
+        loss = super().step(closure)
+        state = self.state[self._params[0]]
+        group = self.param_groups[0]
+        state["converged"] = bool(
+            state["n_iter"] - iters < group["max_iter"] and state["func_evals"] - evals < group["max_eval"]
+        )
+        return loss
+
+
 class PropensityModel(PropensityModule):
     """A propensity model trained with binary cross-entropy on T (Adam, Weld et al. appendix E.3).
 
@@ -298,7 +346,8 @@ class PropensityModel(PropensityModule):
             to the loss for ``lbfgs`` (the same gradient).
         optimizer: ``adam`` (mini-batch, the paper's choice) or ``lbfgs`` (quasi-Newton: solves an
             L2-regularised logistic regression to convergence like scikit-learn; use it with a batch
-            size that holds the whole training split and a few epochs).
+            size that holds the whole training split and a few epochs). Full-batch L-BFGS
+            (:class:`ConvergedLBFGS`) ends the fit after the epoch whose step converged.
         lbfgs_max_iter: L-BFGS iterations per optimizer step (per batch).
     """
 
@@ -331,6 +380,24 @@ class PropensityModel(PropensityModule):
         if settings is not None:
             check_data_requirements(self.net, settings)
 
+    def on_train_epoch_start(self) -> None:
+        optimizer = self._lbfgs()
+        if optimizer is not None:  # one batch an epoch: every L-BFGS step sees the whole training split
+            optimizer.full_batch = self.trainer.num_training_batches == 1
+
+    def on_train_epoch_end(self) -> None:
+        # A converged full-batch L-BFGS fit no longer changes: later epochs would only repeat this
+        # epoch's validation numbers. The fit ends after this epoch's validation (its checkpoints and
+        # callbacks as for any stop; trainer.min_epochs still holds). Every rank decides alike.
+        optimizer = self._lbfgs()
+        if optimizer is not None and optimizer.frozen:
+            self.trainer.should_stop = True
+
+    def _lbfgs(self) -> Optional[ConvergedLBFGS]:
+        trainer = self._trainer
+        optimizers = trainer.optimizers if trainer is not None else []
+        return optimizers[0] if len(optimizers) == 1 and isinstance(optimizers[0], ConvergedLBFGS) else None
+
     def forward(self, x: Any) -> torch.Tensor:
         """Logits of P(T=1 | x), shape (B,)."""
         return self.net(x)
@@ -357,7 +424,7 @@ class PropensityModel(PropensityModule):
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         if self.optimizer_name == "lbfgs":
-            return torch.optim.LBFGS(
+            return ConvergedLBFGS(
                 self.parameters(),
                 lr=self.lr,
                 max_iter=self.lbfgs_max_iter,

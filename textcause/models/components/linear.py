@@ -8,7 +8,8 @@ gradient ``x.T @ grad`` is a CSR product with the batch's transpose, built once 
 on the batch tensor: full-batch L-BFGS evaluates the same batch dozens of times per step, and
 torch's own ``torch.sparse.mm`` backward re-derives the transpose every time (about 10x slower on
 the Twitter 1,2-gram matrix; bit-identical results on binary features, see
-``tests/models/test_sparse_linear.py``).
+``tests/models/test_sparse_linear.py``). A batch seen without gradient (validation, prediction)
+never builds the transpose (the same product, so the same numbers).
 """
 
 from __future__ import annotations
@@ -34,32 +35,47 @@ def is_sparse(x: torch.Tensor) -> bool:
 _CACHE = "_textcause_csr_pair"
 
 
-def _csr_pair(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The batch ``x`` and its transpose as CSR tensors, computed once and cached on ``x``."""
-    cached = getattr(x, _CACHE, None)
-    if cached is not None:
-        return cached
+def _as_csr(x: torch.Tensor) -> torch.Tensor:
     with warnings.catch_warnings():  # torch warns once that its CSR support is "beta"
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        csr = x if x.layout == torch.sparse_csr else x.coalesce().to_sparse_csr()
+        return x if x.layout == torch.sparse_csr else x.coalesce().to_sparse_csr()
+
+
+def _transpose(csr: torch.Tensor) -> torch.Tensor:
     if csr.device.type == "cpu":
         m = sp.csr_matrix(
             (csr.values().numpy(), csr.col_indices().numpy(), csr.crow_indices().numpy()), shape=tuple(csr.shape)
         ).T.tocsr()
-        transposed = torch.sparse_csr_tensor(
+        return torch.sparse_csr_tensor(
             torch.from_numpy(m.indptr.astype(np.int64)),
             torch.from_numpy(m.indices.astype(np.int64)),
             torch.from_numpy(m.data),
             size=m.shape,
             check_invariants=False,
         )
-    else:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-            transposed = csr.to_sparse_coo().t().coalesce().to_sparse_csr()
-    pair = (csr, transposed)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        return csr.to_sparse_coo().t().coalesce().to_sparse_csr()
+
+
+def _csr_pair(x: torch.Tensor, transposed: bool = True) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """The batch ``x`` as CSR and (when ``transposed``) its transpose, each computed once and cached on ``x``.
+
+    The transpose is only needed for the weight's gradient: evaluation and prediction batches
+    (no gradient) never build it.
+    """
+    cached = getattr(x, _CACHE, None)
+    if cached is not None and (cached[1] is not None or not transposed):
+        return cached
+    csr = cached[0] if cached is not None else _as_csr(x)
+    pair = (csr, _transpose(csr) if transposed else None)
     setattr(x, _CACHE, pair)
     return pair
+
+
+def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` for a CSR ``a`` and a dense (k, n) ``b``."""
+    return a @ b.contiguous()
 
 
 class _SparseLinear(torch.autograd.Function):
@@ -69,16 +85,20 @@ class _SparseLinear(torch.autograd.Function):
     def forward(ctx, csr: torch.Tensor, transposed: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         ctx.transposed = transposed
         with torch.autocast(device_type=csr.device.type, enabled=False):
-            return csr @ weight.float().t().contiguous()
+            return _product(csr, weight.float().t())
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> tuple[None, None, torch.Tensor]:
         with torch.autocast(device_type=grad.device.type, enabled=False):
-            return None, None, (ctx.transposed @ grad.float().contiguous()).t()
+            return None, None, _product(ctx.transposed, grad.float()).t()
 
 
 def sparse_matmul(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """``x @ weight.T`` for a sparse (batch, in) ``x`` and a dense (out, in) ``weight``, with the weight's gradient."""
+    if not (weight.requires_grad and torch.is_grad_enabled()):
+        csr, _ = _csr_pair(x, transposed=False)
+        with torch.autocast(device_type=csr.device.type, enabled=False):
+            return _product(csr, weight.float().t())
     csr, transposed = _csr_pair(x)
     return _SparseLinear.apply(csr, transposed, weight)
 
