@@ -394,7 +394,8 @@ def test_benchmark_method_cells_report_and_compare(tiny_corpus, tmp_path, user_m
         return [ln for ln in body.splitlines() if all(f"| {w} |" in ln for w in words)]
 
     assert lines("Placebo test", "naive_dr", "effect") and lines("Placebo test", "wide", "effect")
-    assert any("1.00 (2)" in ln for ln in lines("Coverage of the true ATE", "wide"))
+    # 2 of 2 cells covered: the share with its exact binomial interval [0.025 ** (1 / 2), 1] and the count
+    assert any("1.00 [0.16, 1.00] (2)" in ln for ln in lines("Coverage of the true ATE", "wide"))
     summary = pd.read_csv(report["summary"])
     wide = summary[(summary.model == "wide") & (summary.estimator == "effect")].iloc[0]
     assert wide["false_discovery_rate"] == 0.0 and wide["coverage"] == 1.0 and wide["n_seeds"] == 2
@@ -416,9 +417,9 @@ def test_benchmark_method_cells_report_and_compare(tiny_corpus, tmp_path, user_m
         ({"tasks": {"placebo": [3]}}, r"^textcause.evaluate: 'tasks.placebo' must be one of \[1\]. Got 3 instead"),
         ({"seeds": []}, r"^textcause.evaluate: 'seeds' must be a list of distinct ints >= 0 or an int >= 1. Got \[\]"),
         (
-            {"estimators": ["aipw"]},
+            {"estimators": ["doubly_robust"]},
             r"^textcause.evaluate: 'evaluation.estimators' must be a non-empty list of distinct "
-            r"values among \['ipw', 'stratified', 'matching'\]. Got \['aipw'\] instead",
+            r"values among \['ipw', 'stratified', 'matching', 'aipw', 'tmle'\]. Got \['doubly_robust'\] instead",
         ),
         ({"n_boot": -1}, r"^textcause.evaluate: 'evaluation.n_boot' must be an int >= 0. Got -1 instead"),
         ({"effect_n_boot": -2}, r"^textcause.evaluate: 'evaluation.effect_n_boot' must be an int >= 0. Got -2 instead"),

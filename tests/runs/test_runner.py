@@ -219,8 +219,8 @@ def test_the_shipped_grids():
             r"'evaluation.n_boot' must be an int >= 0. Got True instead",
         ),
         (
-            {"corpora": ["t"], "models": ["m"], "evaluation": {"estimators": ["aipw"]}},
-            r"'evaluation.estimators' must be a non-empty list of distinct values among \['ipw', 'stratified', 'matching'\]",
+            {"corpora": ["t"], "models": ["m"], "evaluation": {"estimators": ["doubly_robust"]}},
+            r"'evaluation.estimators' must be a non-empty list of distinct values among \['ipw', 'stratified', 'matching', 'aipw', 'tmle'\]",
         ),
         (
             {"corpora": ["t"], "models": ["m"], "evaluation": {"estimators": ["ipw", "ipw"]}},
@@ -512,6 +512,10 @@ def test_a_sigterm_during_a_cell_leaves_it_for_the_resume(tmp_path, tiny_corpus,
     """Lightning turns SIGTERM into SIGTERMException (a SystemExit): the worker stops without
     recording the cell as failed, and a rerun runs it (not 'rejected options', not skipped)."""
     from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+    # the unadjusted cell below would skip the Trainer (textcause.runs.fit.untrained_config); this
+    # test is about the Trainer's SIGTERM handling, so send it through the Trainer
+    monkeypatch.setenv("TEXTCAUSE_FULL_PATH", "1")
 
     import textcause.runs.lightning_cli
     from textcause.runs.worker import run_cell

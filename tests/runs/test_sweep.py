@@ -292,6 +292,9 @@ def test_hyperband_prunes_and_a_pruned_trial_is_recorded_as_pruned(workspace):
         "hyperband",
         workspace.corpus,
         "--trainer.max_epochs=3",
+        # a converged full-batch L-BFGS fit ends after its first epoch; min_epochs keeps the trial
+        # running to the pruner's rung at epoch 1 (its later epochs only repeat the converged numbers)
+        "--trainer.min_epochs=3",
         method="grid",
         parameters=parameters,
         early_terminate={"type": "hyperband", "min_iter": 1, "max_iter": 1},

@@ -80,6 +80,8 @@ class RunResult:
         train_seconds, eval_seconds: wall time of training and of evaluation.
         monitor, best_score: the checkpoint callback's monitored metric and its best value (the
             best ``val_loss`` of the run by default; None when evaluating a finished run).
+        via_trainer: False for a model with nothing to train evaluated without the Trainer
+            (:func:`predict_untrained`): no Trainer left reference cycles behind for ``gc.collect()``.
     """
 
     rows: list[dict[str, Any]]
@@ -92,6 +94,7 @@ class RunResult:
     eval_seconds: Optional[float] = None
     monitor: Optional[str] = None
     best_score: Optional[float] = None
+    via_trainer: bool = True
 
 
 # ---------------------------------------------------------------------------------------- evaluation
@@ -113,10 +116,46 @@ def predict_propensities(trainer: Any, model: Any, data: Any, ckpt: Optional[Pat
     if trainer.world_size > 1 or _forks(trainer):
         return _predict_gathered(trainer, model, data, ckpt)
     outputs = trainer.predict(model, datamodule=data, ckpt_path=str(ckpt) if ckpt else None)
+    return _by_index(outputs)
+
+
+def _by_index(outputs: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """Per-batch prediction outputs concatenated and sorted by unit index."""
     keys = outputs[0].keys()
     merged = {k: np.concatenate([o[k].detach().cpu().numpy().reshape(-1) for o in outputs]) for k in keys}
     order = np.argsort(merged["index"], kind="stable")
     return {k: v[order] for k, v in merged.items()}
+
+
+class _DataOnly:
+    """What a model with nothing to train reads of its trainer when it starts predicting: the data module."""
+
+    sanity_checking = False
+
+    def __init__(self, datamodule: Any) -> None:
+        self.datamodule = datamodule
+
+
+def predict_untrained(model: Any, data: Any) -> dict[str, np.ndarray]:
+    """:func:`predict_propensities` of a model with nothing to train (a baseline, no checkpoint), without a Trainer.
+
+    The model predicts the data module's predict split batch by batch as ``trainer.predict`` has it
+    do (evaluation mode, inference mode, ``on_predict_start`` first: the unadjusted baseline reads
+    its training share of treated units from the data module there), so the outputs are the
+    Trainer's, value for value.
+    """
+    import torch
+
+    data.setup("predict")
+    model.trainer = _DataOnly(data)
+    try:
+        model.eval()
+        model.on_predict_start()
+        with torch.inference_mode():
+            outputs = [model.predict_step(batch, i) for i, batch in enumerate(data.predict_dataloader())]
+    finally:
+        model.trainer = None
+    return _by_index(outputs)
 
 
 def _forks(trainer: Any) -> bool:
