@@ -390,15 +390,10 @@ def _untrained_class(class_path: Any) -> Optional[type]:
     """The baseline class a ``class_path`` names, if it is one with nothing to train; else None."""
     if not isinstance(class_path, str) or not class_path.startswith("textcause.models."):
         return None
-    import importlib
-
     from textcause.models.baselines import OracleModel, UnadjustedModel
+    from textcause.runs.lightning_cli import class_from_path
 
-    module, _, name = class_path.rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return None
+    cls = class_from_path(class_path)
     return cls if cls in (OracleModel, UnadjustedModel) and not cls.requires_training else None
 
 

@@ -29,7 +29,7 @@ import re
 import sys
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Optional
 
 import lightning as L
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
@@ -316,17 +316,22 @@ def _input_dim(data: CausalTextDataModule) -> int:
     return data.input_dim
 
 
-def _accepts(net: Any, arg: str) -> bool:
-    """Whether the class named by a ``class_path`` namespace takes ``arg`` in its ``__init__``."""
-    class_path = getattr(net, "class_path", None)
-    if not class_path:
-        return False
+def class_from_path(class_path: Any) -> Optional[type]:
+    """The class a dotted ``class_path`` names (importing its module), or None if there is none."""
+    if not isinstance(class_path, str) or "." not in class_path:
+        return None
     module, _, name = class_path.rpartition(".")
     try:
         cls = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError):
-        return False
-    return arg in inspect.signature(cls.__init__).parameters
+        return None
+    return cls if isinstance(cls, type) else None
+
+
+def _accepts(net: Any, arg: str) -> bool:
+    """Whether the class named by a ``class_path`` namespace takes ``arg`` in its ``__init__``."""
+    cls = class_from_path(getattr(net, "class_path", None))
+    return cls is not None and arg in inspect.signature(cls.__init__).parameters
 
 
 def _seed_to_int(seed: Any) -> int:
