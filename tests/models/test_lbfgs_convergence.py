@@ -1,4 +1,4 @@
-"""Full-batch L-BFGS (issue 18): converges to scikit-learn's solution and stops there.
+"""Full-batch L-BFGS (issue 18): converges to scikit-learn's solution and stops there; refits alike (issue 15).
 
 The objective of ``PropensityModel(optimizer="lbfgs")`` is the mean log-loss plus
 ``weight_decay / 2 * ||w||^2`` over every parameter, i.e. scikit-learn's L2 logistic regression with
@@ -23,7 +23,7 @@ from sklearn.linear_model import LogisticRegression as SkLogisticRegression
 from toydata import ToyData
 
 from textcause.callbacks import CausalMetricsCallback
-from textcause.models import LogisticRegression, PropensityModel
+from textcause.models import MLP, LogisticRegression, PropensityModel
 from textcause.models.propensity import ConvergedLBFGS
 
 TRAINER = dict(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False)
@@ -162,6 +162,58 @@ def test_the_converged_flag_is_kept_in_the_optimizer_state():
     fresh = ConvergedLBFGS(model.parameters(), lr=1.0)
     fresh.load_state_dict(state)
     assert fresh.converged and not fresh.full_batch  # the fit loop sets full_batch again
+
+
+# ------------------------------------------------------------------ refit (the refitting interval)
+# PropensityModel.refit runs the model's own recipe on resampled users. A refit on users drawn with
+# replacement solves the same L2 logistic regression with each user weighted by how often it was
+# drawn: scikit-learn's solution with ``sample_weight`` = the counts is the reference.
+
+
+def sklearn_probabilities(dm, rows: np.ndarray) -> np.ndarray:
+    train, val = dm.split["train"], dm.split["val"]
+    x = np.hstack([dm.x, np.ones((len(dm.x), 1), np.float32)])  # the intercept is penalised too
+    counts = np.bincount(rows, minlength=len(train)).astype(float)
+    c = 1.0 / (WEIGHT_DECAY * len(train))
+    sk = SkLogisticRegression(C=c, fit_intercept=False, tol=1e-10, max_iter=10000)
+    sk.fit(x[train], dm.t[train], sample_weight=counts)
+    return sk.predict_proba(x[val])[:, 1]
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    dm = toy()
+    return dm, fit(dm, bias=True)
+
+
+def test_a_refit_on_all_training_users_is_the_trainer_fit(fitted):
+    dm, model = fitted
+    train, val = dm.split["train"], dm.split["val"]
+    before = [p.detach().clone() for p in model.parameters()]
+    p = model.refit(dm.collate(train.tolist()), dm.collate(val.tolist()), dm.collate(val.tolist()), max_steps=8)
+    with torch.no_grad():
+        trainer_p = torch.sigmoid(model(dm.collate(val.tolist())["x"])).numpy()
+    np.testing.assert_allclose(p.numpy(), trainer_p, atol=1e-3)
+    np.testing.assert_allclose(p.numpy(), sklearn_probabilities(dm, np.arange(len(train))), atol=1e-3)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # the model is left as it was
+
+
+def test_a_refit_on_a_resample_weights_users_by_their_draws(fitted):
+    dm, model = fitted
+    train, val = dm.split["train"], dm.split["val"]
+    rows = np.random.default_rng(1).integers(0, len(train), len(train))
+    p = model.refit(dm.collate(train[rows].tolist()), dm.collate(val.tolist()), dm.collate(val.tolist()), max_steps=8)
+    ref = sklearn_probabilities(dm, rows)
+    np.testing.assert_allclose(p.numpy(), ref, atol=1e-3)
+    assert np.abs(ref - sklearn_probabilities(dm, np.arange(len(train)))).max() > 0.02  # a different fit
+
+
+def test_only_an_lbfgs_model_refits():
+    adam = PropensityModel(MLP(input_dim=4), optimizer="adam")
+    assert not adam.refittable
+    assert PropensityModel(LogisticRegression(4), optimizer="lbfgs").refittable
+    with pytest.raises(ValueError, match="PropensityModel trains with adam, not full-batch L-BFGS"):
+        adam.refit({}, {}, {}, max_steps=1)
 
 
 @pytest.mark.slow

@@ -221,3 +221,55 @@ def test_report_when_every_cell_failed(tmp_path):
     assert "**No cell produced an estimate**" in md
     assert "| reddit | placebo | 1 | oracle | 1 | - | CUDA error |" in md
     assert not list(tmp_path.glob("*.png"))
+
+
+def test_report_has_the_findings_and_their_rules(report, results):
+    from textcause.analysis.findings import RULES, findings_table
+
+    _, _, md, page = report
+    assert "## Findings" in md and "| Finding | Corpus | Verdict | Evidence |" in md
+    table = findings_table(results)
+    first = table.iloc[0]
+    assert f"| {first['finding']} | {first['corpus']} | **{first['verdict']}** |" in md
+    assert md.index("## Findings") < md.index("## Results on reddit")
+    for key, rule in RULES.items():
+        assert f"- ({key}) {rule}" in md
+    assert "<h2>Findings</h2>" in page
+
+
+@pytest.fixture(scope="module")
+def two_corpora_db(results, tmp_path_factory):
+    db = tmp_path_factory.mktemp("db") / "results.db"
+    with sqlite3.connect(db) as con:
+        results.to_sql("results", con, index=False)
+    return db
+
+
+def test_report_main_keeps_only_the_named_corpus(two_corpora_db, tmp_path, capsys):
+    out = tmp_path / "rep"
+    result = report_main(["--db", str(two_corpora_db), "--corpus", "twitter", "--out", str(out), "--formats", "png"])
+    assert "wrote" in capsys.readouterr().out
+    assert sorted(result["figures"]) == [
+        f"{fig}_twitter" for fig in ("fig11_order_of_text", "fig4_tasks", "fig6_estimators", "fig7_propensity")
+    ]
+    md = result["markdown"].read_text(encoding="utf-8")
+    assert "corpora: twitter;" in md and "(corpora twitter)" in md
+    assert "reddit" not in md and "Appendix G" not in md
+    summary = pd.read_csv(result["summary"])
+    assert set(summary["corpus"]) == {"twitter"}
+    both = write_report(two_corpora_db, tmp_path / "both", formats=("png",), corpora=["reddit", "twitter"])
+    assert "## Appendix G: reddit vs twitter" in both["markdown"].read_text(encoding="utf-8")
+
+
+def test_report_of_an_unknown_corpus_is_one_sentence(two_corpora_db, tmp_path, capsys):
+    from textcause.cli.main import main
+
+    code = main(["report", "--db", str(two_corpora_db), "--corpus", "blogs", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == "error: No results for corpus 'blogs'; the table has the corpora ['reddit', 'twitter'].\n"
+    assert not (tmp_path / "r").exists()  # nothing written
+    with pytest.raises(ValueError, match=r"No results for corpora \['blogs', 'x'\]; the table has the corpora"):
+        write_report(two_corpora_db, tmp_path / "r", corpora=["blogs", "twitter", "x"])
+    with pytest.raises(ValueError, match="The 'corpora' parameter of write_report must be a non-empty list"):
+        write_report(two_corpora_db, tmp_path / "r", corpora=[])

@@ -38,6 +38,16 @@ def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
         "--n_boot", type=int, dest="n_boot", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )  # old spelling
     parser.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the run's seed)")
+    parser.add_argument(
+        "--refit-reps",
+        type=int,
+        default=0,
+        help="replicates of a refitting interval: the propensity model refit on resampled training users "
+        "(L-BFGS models only; 0: none)",
+    )
+    parser.add_argument(
+        "--refit-kind", default="basic", choices=["basic", "percentile"], help="the refitting interval's kind"
+    )
     parser.add_argument("--out", default=None, help="folder for results.csv (default: the run folder)")
     add_allow_module(parser)
     return parser
@@ -70,7 +80,12 @@ def main(argv: Sequence[str], *, prog: str = "evaluate.py") -> dict[str, Any]:
     from textcause.runs.fit import EvaluationSettings, evaluate_run
 
     evaluation = EvaluationSettings(
-        n_boot=args.n_boot, split=args.split, estimators=tuple(args.estimators), seed=args.seed
+        n_boot=args.n_boot,
+        split=args.split,
+        estimators=tuple(args.estimators),
+        seed=args.seed,
+        refit_reps=args.refit_reps,
+        refit_kind=args.refit_kind,
     )
     result = evaluate_run(args.run_dir, evaluation, ckpt=args.ckpt, csv_dir=args.out, allow_modules=args.allow_module)
     m = result.meta

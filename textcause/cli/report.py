@@ -1,5 +1,9 @@
 """``textcause report``: figures and a Markdown / HTML report of a results database (:func:`textcause.reports.report.write_report`).
 
+    textcause report --db runs/benchmark/weld/results.db --corpus blogs --out docs/reports/weld-blogs
+
+``--corpus NAME [NAME ...]`` keeps only those corpora (an unknown one is named, with the corpora there are).
+
 A database that also holds the masked-gender selection experiment (table ``gender_selection``)
 gets its dose-response table and figure too (:func:`textcause.reports.gender.write_selection_report`);
 one that holds only that experiment gets only those.
@@ -28,6 +32,9 @@ def report_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--estimator", default="stratified", help="estimator compared with the unadjusted estimate")
     parser.add_argument("--formats", nargs="+", default=["png", "svg"])
     parser.add_argument("--grid", default=None, help="only this grid (a database may hold several)")
+    parser.add_argument(
+        "--corpus", nargs="+", default=None, metavar="NAME", help="only these corpora (default: every corpus)"
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
     from textcause.reports.gender import has_benchmark_results, selection_url, write_selection_report
     from textcause.reports.report import write_report
@@ -39,7 +46,13 @@ def report_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if not has_benchmark_results(url):
             return {"selection": selection}
     result = write_report(
-        args.db, args.out, interval=args.interval, estimator=args.estimator, formats=args.formats, grid=args.grid
+        args.db,
+        args.out,
+        interval=args.interval,
+        estimator=args.estimator,
+        formats=args.formats,
+        grid=args.grid,
+        corpora=args.corpus,
     )
     if selection is not None:
         result["selection"] = selection

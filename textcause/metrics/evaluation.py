@@ -192,13 +192,22 @@ def format_table(rows: Sequence[dict[str, Any]], *, title: str = "") -> str:
             return "-".rjust(width)
         return f"{v:+.3f}".rjust(width) if isinstance(v, float) else str(v).rjust(width)
 
+    def interval(r: dict[str, Any], prefix: str) -> str:
+        low, high = r.get(f"{prefix}ci_low"), r.get(f"{prefix}ci_high")
+        return f"[{num(low)}, {num(high)}]" if low is not None else "-".center(17)
+
+    # The refitting interval (training users resampled, model refit) beside the test-sample one when a row has it.
+    refit = any(r.get("refit_ci_low") is not None for r in rows)
     lines = [title] if title else []
-    lines.append(f"{'estimator':<11} {'ATE':>7}  {'95% interval':^17} {'bias':>7} {'n_used':>7}")
+    head = f"{'estimator':<11} {'ATE':>7}  {'95% interval':^17}"
+    if refit:
+        head = f"{'estimator':<11} {'ATE':>7}  {'95% test-sample':^17}  {'95% refitting':^17}"
+    lines.append(f"{head} {'bias':>7} {'n_used':>7}")
     for r in rows:
         if "error" in r:
             lines.append(f"{r['estimator']:<11} failed: {r['error']}")
             continue
-        ci = f"[{num(r.get('ci_low'))}, {num(r.get('ci_high'))}]" if r.get("ci_low") is not None else "-".center(17)
+        ci = interval(r, "") + (f"  {interval(r, 'refit_')}" if refit else "")
         lines.append(f"{r['estimator']:<11} {num(r['ate'])}  {ci} {num(r.get('bias'))} {r['n_used']:>7}")
     if rows:
         r0 = rows[0]

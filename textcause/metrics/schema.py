@@ -7,7 +7,7 @@ a benchmark cell that tuned its model on validation data records the chosen valu
 ``evaluate.py`` writes these columns to ``results.csv``, the benchmark's results store makes one
 database column of each, and ``textcause.evaluate`` returns them as its table's first columns.
 
-Two intervals, each in its own columns and labelled by its own ``*ci_method`` column:
+Three intervals, each in its own columns and labelled by its own ``*ci_method`` column:
 
 - ``ci_low``, ``ci_high``, ``covers_truth``, ``ci_tighter_than_bound``, ``ci_method``: the percentile
   bootstrap over the evaluation units, for every estimator (None when ``n_boot=0``). This is what
@@ -16,6 +16,11 @@ Two intervals, each in its own columns and labelled by its own ``*ci_method`` co
 - ``influence_ci_low``, ``influence_ci_high``, ``influence_covers_truth``, ``influence_ci_method``:
   the influence-function (normal-approximation) interval of the doubly robust estimators (``aipw``,
   ``tmle``), computed from the same units; None for every other estimator and in older rows.
+- ``refit_ci_low``, ``refit_ci_high``, ``refit_covers_truth``, ``refit_ci_method``, ``refit_reps``:
+  the refitting interval (:mod:`textcause.estimators.refit`): training and evaluation users both
+  resampled and the propensity model refit on each replicate, so it describes the method (fit,
+  then estimate) rather than one fitted model; only when asked for (``refit_reps > 0``) and only for
+  models that refit cheaply (full-batch L-BFGS), on the propensity estimators' rows.
 
 :data:`ADDED_COLUMNS` are the columns added after results stores were first written: a store that
 lacks them gains them empty (NULL) when it is opened for writing (:func:`textcause.runs.store.connect`),
@@ -57,6 +62,11 @@ RESULT_SCHEMA: dict[str, type] = {
     "influence_ci_high": float,
     "influence_covers_truth": bool,
     "influence_ci_method": str,
+    "refit_ci_low": float,
+    "refit_ci_high": float,
+    "refit_covers_truth": bool,
+    "refit_ci_method": str,
+    "refit_reps": int,
     "tuned": str,
     "error": str,
 }
@@ -64,4 +74,14 @@ RESULT_SCHEMA: dict[str, type] = {
 #: The result columns, in table order.
 RESULT_COLUMNS = tuple(RESULT_SCHEMA)
 #: Columns added after the first results stores were written (all nullable: older rows hold None).
-ADDED_COLUMNS = ("influence_ci_low", "influence_ci_high", "influence_covers_truth", "influence_ci_method")
+ADDED_COLUMNS = (
+    "influence_ci_low",
+    "influence_ci_high",
+    "influence_covers_truth",
+    "influence_ci_method",
+    "refit_ci_low",
+    "refit_ci_high",
+    "refit_covers_truth",
+    "refit_ci_method",
+    "refit_reps",
+)

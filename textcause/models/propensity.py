@@ -24,8 +24,10 @@ component never looks at a data module.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import inspect
+import math
 import sys
 import warnings
 from collections.abc import Mapping
@@ -421,6 +423,71 @@ class PropensityModel(PropensityModule):
             mean = self.trainer.strategy.reduce(loss.detach().clone(), reduce_op="mean")  # the reduce is in place
             loss = loss + (mean - loss.detach())
         return loss
+
+    @property
+    def refittable(self) -> bool:
+        """Whether :meth:`refit` can refit this model cheaply: it trains with full-batch L-BFGS."""
+        return self.optimizer_name == "lbfgs"
+
+    def _penalised_loss(self, net: nn.Module, batch: Batch) -> torch.Tensor:
+        loss = F.binary_cross_entropy_with_logits(net(batch["x"]).float(), batch["t"].float())
+        if self.weight_decay > 0:
+            loss = loss + 0.5 * self.weight_decay * sum((w**2).sum() for w in net.parameters())
+        return loss
+
+    def refit(self, train: Batch, val: Batch, predict: Batch, *, max_steps: int, seed: int = 0) -> torch.Tensor:
+        """Fit a fresh copy of this model's network by its own recipe and return its propensities on ``predict``.
+
+        The recipe of a full-batch L-BFGS fit in the Trainer: the network re-initialised (seeded by
+        ``seed``), then up to ``max_steps`` steps (the Trainer's epochs) of :class:`ConvergedLBFGS`
+        on the whole ``train`` batch, each followed by the loss on ``val``; the weights with the
+        lowest validation loss are kept (the best checkpoint), and the fit ends once a step
+        converges. Hyperparameters (``weight_decay``, ``lr``, ``lbfgs_max_iter``) are this
+        model's, as tuned. This model is left unchanged. Used by refitting intervals
+        (:func:`textcause.estimators.refit.refit_interval`), which call it once per replicate on
+        resampled training users.
+
+        Raises:
+            ValueError: a model that does not train with L-BFGS (its refit would be a whole
+                mini-batch training run).
+        """
+        if not self.refittable:
+            raise ValueError(
+                f"{type(self).__name__} trains with {self.optimizer_name}, not full-batch L-BFGS: only an L-BFGS "
+                "model refits cheaply enough for a refitting interval (one refit per replicate)."
+            )
+        max_steps = check_int(max_steps, "max_steps", "refit", low=1)
+        net = copy.deepcopy(self.net)
+        net.train()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            for module in net.modules():
+                if module is not net and hasattr(module, "reset_parameters"):
+                    module.reset_parameters()
+        optimizer = ConvergedLBFGS(
+            net.parameters(), lr=self.lr, max_iter=self.lbfgs_max_iter, history_size=20, line_search_fn="strong_wolfe"
+        )
+        optimizer.full_batch = True
+
+        def closure() -> torch.Tensor:
+            optimizer.zero_grad()
+            loss = self._penalised_loss(net, train)
+            loss.backward()
+            return loss
+
+        best, best_state = math.inf, None
+        for _ in range(max_steps):
+            optimizer.step(closure)
+            with torch.no_grad():
+                val_loss = float(F.binary_cross_entropy_with_logits(net(val["x"]).float(), val["t"].float()))
+            if val_loss < best or best_state is None:
+                best, best_state = val_loss, copy.deepcopy(net.state_dict())
+            if optimizer.frozen:
+                break
+        net.load_state_dict(best_state)
+        net.eval()
+        with torch.no_grad():
+            return clamp_propensity(torch.sigmoid(net(predict["x"]).float()))
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         if self.optimizer_name == "lbfgs":

@@ -7,7 +7,9 @@ Writes ``report.md``, ``report.html``, ``seed_summary.csv`` and, per corpus, ``f
 (``.png`` and ``.svg``; a figure is skipped when its tasks are absent), plus
 ``fig10_agreement_<a>_<b>`` for each pair of corpora. ``report.md`` links the figure files;
 ``report.html`` embeds them (base64 PNG, or SVG when no PNG is written), so the page is one file
-that opens in a browser anywhere.
+that opens in a browser anywhere. Its "Findings" section gives the verdict on each of the paper's
+findings per corpus, with the rules (:mod:`textcause.analysis.findings`); ``corpora`` (``textcause
+report --corpus NAME ...``) restricts the whole report to some corpora.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from textcause.analysis.agreement import bound_tightness, cross_corpus_agreement
+from textcause.analysis.findings import RULES, findings_table
 from textcause.analysis.frame import ci_label, load_results, task_order
 from textcause.analysis.headline import bias_rows, placebo_table
 from textcause.analysis.inference import binomial_ci, compare, seed_summary
@@ -31,6 +34,7 @@ from textcause.reports.doubly_robust import doubly_robust_models, doubly_robust_
 from textcause.reports.figures import INTERVAL_LABELS, agreement_figure, draw_figures, resolve_interval, save_figure
 from textcause.reports.markup import Block, Bullets, Heading, Image, Para, Table, to_html, to_markdown
 from textcause.simulation.tasks import list_tasks, same_draw_groups, task_label
+from textcause.validation import check_that
 
 
 def fmt(x: Any, digits: int = 3, sign: bool = False) -> str:
@@ -206,6 +210,29 @@ def headline_section(summary: pd.DataFrame, estimator: str = "stratified") -> li
                 Table(["Model"] + list(placebo.columns), body, ["l"] + ["r"] * len(placebo.columns)),
             ]
     return blocks
+
+
+def findings_block(table: pd.DataFrame) -> Table:
+    """:func:`~textcause.analysis.findings.findings_table` as a report table (finding, corpus, verdict, evidence)."""
+    rows = [[r.finding, r.corpus, f"**{r.verdict}**", r.evidence] for r in table.itertuples()]
+    return Table(["Finding", "Corpus", "Verdict", "Evidence"], rows, ["l", "l", "l", "l"])
+
+
+def findings_section(data: pd.DataFrame) -> list[Block]:
+    """The paper's findings, one verdict per corpus, and the rules that gave them."""
+    return [
+        Heading(2, "Findings"),
+        Para(
+            "Weld et al.'s conclusions checked on each corpus of these results: every verdict (reproduced, "
+            "refuted, mixed, or no data when the finding's models or task levels are missing) is its rule "
+            "applied to the numbers (`textcause.analysis.findings`). Twin levels count once; the estimators "
+            "are IPTW and stratification; a method is judged on a level only with 2 or more seeds; across-seed intervals use the corrected variance (1/J + n_test/n_train) "
+            "sd^2; 'significantly' means the corrected resampled t-test on |bias|, Holm-adjusted, alpha = 0.05."
+        ),
+        findings_block(findings_table(data)),
+        Para("Rules:"),
+        Bullets([f"({key}) {rule}" for key, rule in RULES.items()]),
+    ]
 
 
 def placebo_section(summary: pd.DataFrame) -> list[Block]:
@@ -443,7 +470,7 @@ def build_report(
             ]
         ),
     ]
-    blocks += headline_section(summary, estimator)
+    blocks += headline_section(summary, estimator) + findings_section(data)
     written: dict[str, list[Path]] = {}
     if summary.empty:
         blocks.append(Para("**No cell produced an estimate**: see the failed cells below."))
@@ -496,6 +523,7 @@ def write_report(
     estimator: str = "stratified",
     formats: Sequence[str] = ("png", "svg"),
     grid: str | None = None,
+    corpora: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Write the figures, ``report.md``, ``report.html`` and ``seed_summary.csv`` into ``out_dir``.
 
@@ -506,17 +534,46 @@ def write_report(
         estimator: the estimator compared with the unadjusted estimate in the comparison table.
         formats: figure formats.
         grid: only this grid's rows (a database may hold several grids).
+        corpora: only these corpora's rows (default: every corpus).
 
     Returns:
         ``{"markdown": path, "html": path, "summary": path, "figures": {stem: [paths]}}``.
+
+    Raises:
+        ValueError: a corpus of ``corpora`` has no rows (the sentence names it and lists the corpora there are).
     """
     data = load_results(source, grid=grid)
+    if corpora is not None:
+        data = only_corpora(data, corpora)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     label = "" if isinstance(source, pd.DataFrame) else str(source)
     label += f" (grid {grid})" if grid else ""
+    label += f" (corpora {', '.join(sorted(set(data['corpus'])))})" if corpora is not None else ""
     blocks, figures = build_report(data, out_dir, interval=interval, estimator=estimator, formats=formats, source=label)
     md = atomic_write_text(out_dir / "report.md", to_markdown(blocks))
     page = atomic_write_text(out_dir / "report.html", to_html(blocks, "textcause benchmark report", base_dir=out_dir))
     summary = atomic_write_text(out_dir / "seed_summary.csv", seed_summary(data).to_csv(index=False))
     return {"markdown": md, "html": page, "summary": summary, "figures": figures}
+
+
+def only_corpora(data: pd.DataFrame, corpora: Sequence[str]) -> pd.DataFrame:
+    """The rows of ``data`` whose corpus is one of ``corpora``.
+
+    Raises:
+        ValueError: ``corpora`` is empty or not names, or names a corpus without rows.
+    """
+    names = [corpora] if isinstance(corpora, str) else corpora
+    check_that(
+        isinstance(names, (list, tuple)) and bool(names) and all(isinstance(c, str) for c in names),
+        corpora,
+        "corpora",
+        "write_report",
+        "a non-empty list of corpus names",
+    )
+    have = sorted(set(data["corpus"]))
+    missing = [c for c in names if c not in have]
+    if missing:
+        what = f"corpus {missing[0]!r}" if len(missing) == 1 else f"corpora {missing}"
+        raise ValueError(f"No results for {what}; the table has the corpora {have}.")
+    return data[data["corpus"].isin(names)]

@@ -58,6 +58,7 @@ class Cell:
         effect_n_boot: bootstrap resamples re-running an effect method that gives no interval (0: none).
         search: options tuned on the cell's validation split before it is evaluated
             (:mod:`textcause.runs.tuning`; empty: none), as ``((dotted key, (value, ...)), ...)``.
+        refit_reps: replicates of the refitting interval (:mod:`textcause.runs.refitting`; 0: none).
     """
 
     grid: str
@@ -76,6 +77,7 @@ class Cell:
     method: str | None = None
     effect_n_boot: int = 0
     search: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    refit_reps: int = 0
 
     @property
     def cell_id(self) -> str:
@@ -102,7 +104,7 @@ class Cell:
             "seed_everything": self.seed,
         }
         evaluation = EvaluationSettings(
-            n_boot=self.n_boot, split=self.split, estimators=self.estimators, seed=self.seed
+            n_boot=self.n_boot, split=self.split, estimators=self.estimators, seed=self.seed, refit_reps=self.refit_reps
         )
         return RunSettings(
             configs=(self.model_path,), overrides=overrides, run_dir=Path(run_dir), evaluation=evaluation, quiet=True

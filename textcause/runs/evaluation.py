@@ -24,6 +24,7 @@ from typing import Any, Optional
 import numpy as np
 
 from textcause.corpus.types import SPLITS
+from textcause.estimators.refit import REFIT_KINDS
 from textcause.estimators.registry import DEFAULT_ESTIMATORS, OUTCOME_ESTIMATORS, PROPENSITY_ESTIMATORS
 from textcause.io import atomic_write_json, atomic_write_text
 from textcause.metrics.schema import RESULT_COLUMNS
@@ -46,12 +47,17 @@ class EvaluationSettings:
             robust ``aipw`` / ``tmle``, run for a model that gives outcome predictions and skipped
             with a warning for one that does not.
         seed: the bootstrap's seed (None: the run's seed).
+        refit_reps: replicates of the refitting interval (0, the default: none), for models that
+            refit cheaply (:mod:`textcause.runs.refitting`).
+        refit_kind: ``basic`` (default) or ``percentile`` (:mod:`textcause.estimators.refit`).
     """
 
     n_boot: int = 1000
     split: str = "test"
     estimators: tuple[str, ...] = DEFAULT_ESTIMATORS
     seed: Optional[int] = None
+    refit_reps: int = 0
+    refit_kind: str = "basic"
 
     def __post_init__(self) -> None:
         owner = "EvaluationSettings"
@@ -64,6 +70,10 @@ class EvaluationSettings:
         )
         if self.seed is not None:
             check_int(self.seed, "seed", owner, low=0)
+        check_int(self.refit_reps, "refit_reps", owner, low=0)
+        check_options(self.refit_kind, "refit_kind", owner, REFIT_KINDS)
+        if self.refit_reps == 1:
+            raise ValueError("EvaluationSettings' refit_reps must be 0 (no refitting interval) or at least 2. Got 1 instead.")
 
 
 @dataclass
@@ -210,6 +220,21 @@ def evaluate_model(
     """
     pred = predict_propensities(trainer, model, data, ckpt)
     rows, meta = evaluate_predictions(pred, model, data, evaluation, run_label)
+    if evaluation.refit_reps:
+        from textcause.runs.refitting import add_refit_intervals
+
+        seed = data.hparams.seed if evaluation.seed is None else evaluation.seed
+        rows = add_refit_intervals(
+            rows,
+            pred,
+            model,
+            data,
+            n_reps=evaluation.refit_reps,
+            kind=evaluation.refit_kind,
+            max_steps=int(trainer.max_epochs or 1),
+            seed=seed,
+            world_size=int(trainer.world_size),
+        )
     return rows, meta, pred
 
 

@@ -14,7 +14,8 @@
     tune: {lr_bigram_binary: {model.init_args.weight_decay: [0.002, 0.02]}}   # per model: options
                                       # chosen on each cell's validation split (textcause.runs.tuning)
     evaluation: {n_boot: 1000, split: test, estimators: [ipw, stratified, matching], effect_n_boot: 0}
-                                      # (also aipw, tmle: run for models with outcome predictions)
+                                      # (also aipw, tmle: run for models with outcome predictions;
+                                      # refit_reps: 100 adds refitting intervals for L-BFGS models)
     threads: 1                        # torch threads per worker (default: cores // workers)
 
 Each :class:`Cell` knows its train.py arguments and its ``config_hash`` (the model YAML text, the
@@ -153,6 +154,11 @@ class GridEvaluation(Evaluation):
     """``evaluation``: a study's block, plus the bootstrap of effect methods that give no interval."""
 
     effect_n_boot: int = key(ints(low=0), default=0)
+    refit_reps: int = key(
+        holds(lambda v: isinstance(v, int) and not isinstance(v, bool) and (v == 0 or v >= 2)),
+        default=0,
+        doc="0 (no refitting interval) or an int >= 2",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -325,9 +331,11 @@ def model_config_hash(
     *,
     defaults_text: list[str] | None = None,
     search: Search = (),
+    refit_reps: int = 0,
 ) -> str:
     """The config hash of a model config cell: the YAML text, the default configs and every setting
-    (and its search space, when it has one: an untuned cell's hash is what it always was)."""
+    (and its search space and refitting replicates, when it has them: a cell without is what it
+    always was)."""
     defaults_text = [_read_text(p) for p in default_configs()] if defaults_text is None else defaults_text
     parts: list[Any] = [
         CONFIG_HASH_VERSION,
@@ -341,6 +349,8 @@ def model_config_hash(
     ]
     if search:
         parts.append(["tune", [[k, list(v)] for k, v in search]])
+    if refit_reps:
+        parts.append(["refit_reps", refit_reps])
     return content_key(*parts)
 
 
@@ -425,6 +435,7 @@ def grid_from_dict(
     per_model = {m: dict(options(v)) for m, v in config.model_overrides.items()}
     n_boot, split, estimators = config.evaluation.n_boot, config.evaluation.split, config.evaluation.estimators
     effect_n_boot, threads = config.evaluation.effect_n_boot, config.threads
+    refit_reps = config.evaluation.refit_reps
 
     defaults_text = [_read_text(p) for p in default_configs()]
     cells = []
@@ -437,6 +448,8 @@ def grid_from_dict(
                 if entry.method is None:
                     search = searches.get(entry.name, ())
                     extra = {"search": search} if search else {}
+                    if refit_reps:
+                        extra["refit_reps"] = refit_reps
                     config_hash = model_config_hash(
                         entry.path,
                         corpus_source,
@@ -446,6 +459,7 @@ def grid_from_dict(
                         estimators,
                         defaults_text=defaults_text,
                         search=search,
+                        refit_reps=refit_reps,
                     )
                 else:
                     cell_estimators = (entry.estimator,) if entry.kind == "effect" else estimators

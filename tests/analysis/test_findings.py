@@ -1,0 +1,261 @@
+"""The findings table: each verdict from its rule on small frames with known answers, flipping with the numbers."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from textcause.analysis.findings import COLUMNS, FINDINGS, RULES, VERDICTS, distinct_levels, findings_table
+from textcause.analysis.inference import binomial_ci
+
+#: Per-seed noise of an estimate (mean 0, sd 0.008); each method takes it in its own rotation, so
+#: paired differences vary across seeds and the corrected t-test is a real test.
+NOISE = (0.0, 0.01, -0.01, 0.005, -0.005)
+
+
+def cells(task, level, model, estimator, bias, *, truth=0.4, half=0.02, corpus="reddit", shift=0, seeds=5):
+    """One result row per seed: estimate ``truth + bias`` plus noise, a per-cell interval of ``± half``."""
+    out = []
+    for s in range(seeds):
+        ate = truth + bias + NOISE[(s + shift) % len(NOISE)]
+        out.append(
+            {
+                "corpus": corpus,
+                "task": task,
+                "level": level,
+                "model": model,
+                "seed": s,
+                "estimator": estimator,
+                "ate": ate,
+                "ci_low": ate - half,
+                "ci_high": ate + half,
+                "true_ate": truth,
+                "treatment_accuracy": 0.7,
+                "n_used": 400,
+                "n_dropped": 0,
+                "n_train": 320,
+                "n_test": 400,
+            }
+        )
+    return out
+
+
+def method(task, level, model, biases, *, shift=0, **kw):
+    """Rows of several estimators of one model: ``biases`` maps estimator -> bias (each its own noise rotation)."""
+    return [
+        row
+        for k, (est, b) in enumerate(biases.items())
+        for row in cells(task, level, model, est, b, shift=shift + k, **kw)
+    ]
+
+
+def finding(rows, key, corpus="reddit"):
+    table = findings_table(pd.DataFrame(rows))
+    hit = table[(table["key"] == key) & (table["corpus"] == corpus)]
+    assert len(hit) == 1
+    return hit["verdict"].iloc[0], hit["evidence"].iloc[0]
+
+
+# ----------------------------------------------------------------------------- (a) the oracle
+def oracle(bias_lc3):
+    return method("linguistic_complexity", 1, "oracle", {"ipw": 0.0, "stratified": 0.0}) + method(
+        "linguistic_complexity", 3, "oracle", {"ipw": bias_lc3, "stratified": 0.0}
+    )
+
+
+@pytest.mark.parametrize("bias, verdict", [(0.0, "reproduced"), (0.06, "mixed"), (0.2, "refuted")])
+def test_oracle_verdict_follows_its_bias(bias, verdict):
+    got, evidence = finding(oracle(bias), "a")
+    assert got == verdict
+    assert f"largest IPTW on Linguistic Complexity 3: {bias:+.3f}" in evidence or bias == 0.0
+    assert "over 2 distinct levels" in evidence
+
+
+# ----------------------------------------------------------------------------- (b) LDA
+def lda(bias_lc, *, only_lc1_stratified=False):
+    rows = []
+    for level in (1, 3):
+        for est in ("ipw", "stratified"):
+            better = not only_lc1_stratified or (level, est) == (1, "stratified")
+            rows += cells("linguistic_complexity", level, "lr_lda", est, bias_lc if better else -0.3, shift=1)
+        rows += cells("linguistic_complexity", level, "lr_lda", "unadjusted", -0.3, shift=0)
+    # Signal Intensity: LDA well ahead of the unadjusted estimate, which the rule sets aside.
+    rows += method("signal_intensity", 1, "lr_lda", {"unadjusted": -0.3, "ipw": -0.05, "stratified": -0.05})
+    return rows
+
+
+def test_lda_no_better_than_unadjusted_is_reproduced():
+    verdict, evidence = finding(lda(-0.3), "b")
+    assert verdict == "reproduced"
+    assert "significantly smaller in 0 of 4 comparisons" in evidence
+    assert "on Signal Intensity (not judged) -0.250, significantly smaller in 2 of 2" in evidence
+
+
+def test_lda_better_than_unadjusted_is_refuted_or_mixed():
+    assert finding(lda(-0.05), "b")[0] == "refuted"
+    verdict, evidence = finding(lda(-0.05, only_lc1_stratified=True), "b")
+    assert verdict == "mixed" and "significantly smaller in 1 of 4 comparisons" in evidence
+
+
+# ----------------------------------------------------------------------------- (c) Signal Intensity
+def signal(ngram, sherbert):
+    rows = []
+    for level in (1, 2):
+        rows += method("signal_intensity", level, "lr_bigram_binary", {"ipw": ngram, "stratified": ngram})
+        rows += [
+            r
+            for k, e in enumerate(("ipw", "stratified"))
+            for r in cells("signal_intensity", level, "sherbert", e, sherbert, shift=k + 2)
+        ]
+    return rows
+
+
+@pytest.mark.parametrize(
+    "ngram, sherbert, verdict, ahead, behind",
+    [(-0.02, -0.2, "reproduced", 4, 0), (-0.2, -0.02, "refuted", 0, 4), (-0.1, -0.1, "mixed", 0, 0)],
+)
+def test_ngrams_ahead_of_sherbert_on_signal_intensity(ngram, sherbert, verdict, ahead, behind):
+    got, evidence = finding(signal(ngram, sherbert), "c")
+    assert got == verdict
+    assert f"ahead of sherbert in {ahead} of 4 paired comparisons, behind in {behind}" in evidence
+    assert f"Stratified sherbert {abs(sherbert):.3f} vs n-gram {abs(ngram):.3f}" in evidence
+
+
+# ----------------------------------------------------------------------------- (d) Order of Text 2
+def order(paper_bias, *, only_one=False):
+    rows = []
+    for k, model in enumerate(("lr_bigram_binary", "sherbert")):
+        for est in ("ipw", "stratified"):
+            bias = paper_bias if not only_one or (model, est) == ("sherbert", "stratified") else -0.3
+            rows += cells("order_of_text", 2, model, est, bias, shift=k + 1)
+        rows += cells("order_of_text", 2, model, "unadjusted", -0.3)
+    rows += method("order_of_text", 2, "order_count", {"unadjusted": -0.3, "ipw": 0.01, "stratified": -0.02})
+    return rows
+
+
+def test_every_model_at_chance_on_order_of_text():
+    verdict, evidence = finding(order(-0.3), "d")
+    assert verdict == "reproduced"
+    assert "significantly smaller |bias| in 0 of 4 (model, estimator) pairs" in evidence
+    # OrderCountNet breaks it, is said to be built to, and does not count.
+    assert "not counted: OrderCountNet (ours) (built to read post order, so designed to break this finding)" in evidence
+    assert "bias IPTW +0.010, Stratified -0.020, significantly smaller |bias| in 2 of 2" in evidence
+    assert finding(order(-0.02), "d")[0] == "refuted"
+    assert finding(order(-0.02, only_one=True), "d")[0] == "mixed"
+
+
+def test_order_of_text_without_order_count_says_so():
+    rows = [r for r in order(-0.3) if r["model"] != "order_count"]
+    assert "order_count (ours, built to break this finding) has no rows here" in finding(rows, "d")[1]
+
+
+# ----------------------------------------------------------------------------- (e) placebo
+def placebo(biased_models):
+    rows = []
+    for k, model in enumerate(("oracle", "lr_bigram_binary", "lr_lda", "sherbert")):
+        bias = 0.1 if model in biased_models else 0.0
+        rows += method("placebo", 1, model, {"ipw": bias, "stratified": bias}, truth=0.0, shift=k)
+    return rows
+
+
+@pytest.mark.parametrize(
+    "biased, verdict, fails",
+    [
+        (("lr_bigram_binary", "lr_lda", "sherbert"), "reproduced", 6),
+        (("lr_bigram_binary",), "mixed", 2),
+        ((), "refuted", 0),
+    ],
+)
+def test_placebo_failures(biased, verdict, fails):
+    got, evidence = finding(placebo(biased), "e")
+    assert got == verdict
+    assert evidence.startswith(f"{fails} of 6 of the paper's methods fail ({fails / 6:.3f})")
+    low, high = binomial_ci(5, 5)
+    if biased:
+        assert f"LR 1,2-gram: Stratified 1.000 [{low:.3f}, {high:.3f}] fails" in evidence
+    assert "Oracle (reference): Stratified 0.000 [0.000, 0.522], IPTW 0.000 [0.000, 0.522]" in evidence
+
+
+def test_a_method_fails_from_two_false_discoveries_in_five():
+    """1 of 5 seeds is compatible with a 5% rate (interval from 0.005); 2 of 5 is not (from 0.053)."""
+    rows = placebo(())
+    for k in (1, 2):
+        for r in rows:
+            if r["model"] == "lr_lda" and r["estimator"] == "stratified" and r["seed"] < k:
+                r["ci_low"], r["ci_high"] = 0.01, 0.05
+        evidence = finding(rows, "e")[1]
+        assert (f"LR LDA: Stratified {k / 5:.3f}" in evidence) and (("fails, IPTW" in evidence) == (k == 2))
+
+
+# ----------------------------------------------------------------------------- (f) SHERBERT IPTW
+def sherbert_ipw(biases):
+    levels = [("linguistic_complexity", 1), ("signal_intensity", 1), ("signal_intensity", 2)]
+    return [r for (t, lv), b in zip(levels, biases) for r in cells(t, lv, "sherbert_pooled", "ipw", b)]
+
+
+@pytest.mark.parametrize(
+    "biases, verdict",
+    [((0.1, 0.11, 0.12), "reproduced"), ((0.1, 0.0, 0.0), "mixed"), ((-0.3, 0.0, 0.01), "refuted")],
+)
+def test_sherbert_iptw_band(biases, verdict):
+    got, evidence = finding(sherbert_ipw(biases), "f")
+    assert got == verdict
+    assert f"Linguistic Complexity 1 {biases[0]:+.3f} [" in evidence
+    inside = sum(0.08 <= b <= 0.14 for b in biases)
+    assert f"{inside} of 3 means in [+0.080, +0.140]" in evidence
+
+
+# ----------------------------------------------------------------------------- shared
+def test_no_data_per_corpus_and_the_table_shape():
+    rows = oracle(0.0) + lda(-0.3)
+    rows += [{**r, "corpus": "twitter_human"} for r in oracle(0.0)]
+    table = findings_table(pd.DataFrame(rows))
+    assert list(table.columns) == COLUMNS
+    assert list(table["key"]) == [k for k, _, _ in FINDINGS for _ in range(2)]
+    assert list(table["corpus"]) == ["reddit", "twitter_human"] * len(FINDINGS)
+    assert set(table["verdict"]) <= set(VERDICTS)
+    got = table.set_index(["key", "corpus"])["verdict"]
+    assert got[("a", "twitter_human")] == "reproduced" and got[("b", "reddit")] == "reproduced"
+    assert got[("b", "twitter_human")] == "no data"
+    for key in "cdef":
+        assert got[(key, "reddit")] == got[(key, "twitter_human")] == "no data"
+    evidence = table.set_index(["key", "corpus"])["evidence"]
+    assert evidence[("b", "twitter_human")] == "no LDA model (lr_lda, nn_lda) in this corpus (with at least 2 seeds)"
+
+
+def test_every_cell_failed_gives_no_data():
+    rows = oracle(0.0)
+    for r in rows:
+        r.update(ate=float("nan"), estimator=None, error="CUDA error", status="failed")
+    table = findings_table(pd.DataFrame(rows))
+    assert len(table) == len(FINDINGS) and set(table["verdict"]) == {"no data"}
+
+
+def test_one_seed_is_not_judged():
+    """With one seed there is no interval and no paired test: no data, not a verdict from a point."""
+    rows = [r for r in oracle(0.0) + placebo(("lr_bigram_binary",)) if r["seed"] == 0]
+    table = findings_table(pd.DataFrame(rows)).set_index("key")
+    assert set(table["verdict"]) == {"no data"}
+    assert table.loc["a", "evidence"] == "no oracle rows with IPTW or stratified estimates (with at least 2 seeds)"
+    two = [r for r in oracle(0.0) + placebo(("lr_bigram_binary",)) if r["seed"] < 2]
+    assert finding(two, "a")[0] == "reproduced" and finding(two, "e")[1].startswith(
+        "2 of 6 of the paper's methods fail"
+    )
+
+
+def test_twin_levels_count_once():
+    rows = method("linguistic_complexity", 2, "oracle", {"ipw": 0.0})
+    rows += method("order_of_text", 1, "oracle", {"ipw": 0.0}) + method("order_of_text", 2, "oracle", {"ipw": 0.0})
+    rows += [{**r, "corpus": "blogs"} for r in method("order_of_text", 1, "oracle", {"ipw": 0.0})]
+    kept = distinct_levels(pd.DataFrame(rows))
+    assert sorted(set(zip(kept["corpus"], kept["task"], kept["level"]))) == [
+        ("blogs", "order_of_text", 1),
+        ("reddit", "linguistic_complexity", 2),
+        ("reddit", "order_of_text", 2),
+    ]
+    assert "over 2 distinct levels" in finding(rows, "a")[1]
+
+
+def test_rules_are_the_docstrings():
+    assert list(RULES) == [k for k, _, _ in FINDINGS]
+    assert "±0.05" in RULES["a"] and "[+0.08, +0.14]" in RULES["f"] and "\\" not in "".join(RULES.values())
