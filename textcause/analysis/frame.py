@@ -26,6 +26,9 @@ NUMERIC_COLUMNS = (
     "ci_high",
     "influence_ci_low",
     "influence_ci_high",
+    "refit_ci_low",
+    "refit_ci_high",
+    "refit_reps",
     "bias",
     "true_ate",
     "sample_ate",
@@ -43,7 +46,7 @@ NUMERIC_COLUMNS = (
     "n_test",
 )
 #: Yes / no columns, kept as floats 1.0 / 0.0 / NaN so that a mean is a share.
-FLAG_COLUMNS = ("ci_tighter_than_bound", "covers_truth", "influence_covers_truth")
+FLAG_COLUMNS = ("ci_tighter_than_bound", "covers_truth", "influence_covers_truth", "refit_covers_truth")
 #: A cell: one model trained and evaluated on one draw of one task level of one corpus.
 CELL = ["corpus", "task", "level", "model", "seed"]
 #: A method on a task level, summarised over seeds.

@@ -66,6 +66,15 @@ SUMMARY_COLUMNS = METHOD + [
     "coverage_ci_high",
     "false_discovery_ci_low",
     "false_discovery_ci_high",
+    "n_refit_ci",
+    "refit_coverage",
+    "refit_coverage_ci_low",
+    "refit_coverage_ci_high",
+    "refit_false_discovery_rate",
+    "refit_false_discovery_ci_low",
+    "refit_false_discovery_ci_high",
+    "mean_ci_width",
+    "mean_refit_ci_width",
 ]
 #: The level of the binomial intervals of the summary's rates (coverage, false discoveries).
 RATE_LEVEL = 0.95
@@ -206,6 +215,10 @@ def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
     ``coverage_ci_low`` / ``_high`` and ``false_discovery_ci_low`` / ``_high`` are the exact binomial
     (Clopper-Pearson) 95% intervals of those two rates over the seeds (:func:`binomial_ci`): a rate
     over a handful of seeds is a coarse estimate of the method's rate, and they say how coarse.
+    The ``refit_*`` columns are the same rates of the refitting interval (``refit_ci_low``,
+    ``refit_ci_high``: the propensity model refit on resampled training users,
+    :mod:`textcause.estimators.refit`) over the ``n_refit_ci`` seeds that have one (NaN for the
+    others); ``mean_ci_width`` and ``mean_refit_ci_width`` are the two intervals' mean widths.
     """
     data = load_results(df)
     data["has_ci"] = np.isfinite(data["ci_low"]) & np.isfinite(data["ci_high"])
@@ -215,6 +228,12 @@ def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
     inside_if = (data["influence_ci_low"] <= data["true_ate"]) & (data["true_ate"] <= data["influence_ci_high"])
     data["covers_if"] = np.where(data["has_if"] & np.isfinite(data["true_ate"]), inside_if, np.nan)
     data["excludes_zero"] = np.where(data["has_ci"], (data["ci_low"] > 0) | (data["ci_high"] < 0), np.nan)
+    data["has_refit"] = np.isfinite(data["refit_ci_low"]) & np.isfinite(data["refit_ci_high"])
+    inside_refit = (data["refit_ci_low"] <= data["true_ate"]) & (data["true_ate"] <= data["refit_ci_high"])
+    data["covers_refit"] = np.where(data["has_refit"] & np.isfinite(data["true_ate"]), inside_refit, np.nan)
+    data["refit_excludes_zero"] = np.where(
+        data["has_refit"], (data["refit_ci_low"] > 0) | (data["refit_ci_high"] < 0), np.nan
+    )
     data["ratio"] = data["n_test"] / data["n_train"]
     data = data[data["estimator"] != ""]  # whole-cell failures: listed by the report, no method to summarise
     rows = []
@@ -248,6 +267,16 @@ def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
         row["coverage_ci_low"], row["coverage_ci_high"] = binomial_ci(covered.sum(), len(covered))
         excluded = ok["excludes_zero"].dropna() if null else ok["excludes_zero"].iloc[:0]
         row["false_discovery_ci_low"], row["false_discovery_ci_high"] = binomial_ci(excluded.sum(), len(excluded))
+        refit = ok[ok["has_refit"]]
+        row["n_refit_ci"] = len(refit)
+        hits = refit["covers_refit"].dropna()
+        row["refit_coverage"] = hits.mean() if len(hits) else np.nan
+        row["refit_coverage_ci_low"], row["refit_coverage_ci_high"] = binomial_ci(hits.sum(), len(hits))
+        found = refit["refit_excludes_zero"].dropna() if null else refit["refit_excludes_zero"].iloc[:0]
+        row["refit_false_discovery_rate"] = found.mean() if len(found) else np.nan
+        row["refit_false_discovery_ci_low"], row["refit_false_discovery_ci_high"] = binomial_ci(found.sum(), len(found))
+        row["mean_ci_width"] = (ok["ci_high"] - ok["ci_low"]).mean()
+        row["mean_refit_ci_width"] = (refit["refit_ci_high"] - refit["refit_ci_low"]).mean() if len(refit) else np.nan
         rows.append(row)
     return _paper_sorted(pd.DataFrame(rows, columns=SUMMARY_COLUMNS), ["corpus", "task", "level", "model", "estimator"])
 

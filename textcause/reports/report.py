@@ -32,6 +32,7 @@ from textcause.estimators.registry import ESTIMATOR_LABELS
 from textcause.io import atomic_write_text
 from textcause.reports.doubly_robust import doubly_robust_models, doubly_robust_section
 from textcause.reports.figures import INTERVAL_LABELS, agreement_figure, draw_figures, resolve_interval, save_figure
+from textcause.reports.intervals import intervals_section
 from textcause.reports.markup import Block, Bullets, Heading, Image, Para, Table, to_html, to_markdown
 from textcause.simulation.tasks import list_tasks, same_draw_groups, task_label
 from textcause.validation import check_that
@@ -492,6 +493,7 @@ def build_report(
         blocks += [Heading(3, f"Tables by task ({corpus}): mean ± sd over seeds")] + task_tables(summary, corpus)
     blocks += comparison_section(data, estimator)
     blocks += placebo_section(summary) + (coverage_section(summary) if len(summary) else [])
+    blocks += intervals_section(summary) if len(summary) else []
     blocks += doubly_robust_section(summary, data) + bounds_section(data)
     agreement, figs = agreement_section(data, out_dir, formats)
     written.update(figs)
