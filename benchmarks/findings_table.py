@@ -8,8 +8,9 @@
 The databases' rows are put together (each corpus must come from one database only: the variant
 grid's corpora are ``twitter_<variant>``) and judged by
 :func:`textcause.analysis.findings.findings_table`: one row per (finding, corpus) with its verdict
-and evidence. ``--rules`` prints the rules that gave the verdicts under the table. The databases are
-opened read only.
+and evidence. ``--rules`` prints the rules that gave the verdicts under the table; ``--matrix``
+prints only the verdicts, one row per finding and one column per corpus (README's table). The
+databases are opened read only.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ def main() -> None:
 
     from textcause.analysis.findings import RULES, findings_table
     from textcause.analysis.frame import load_results
-    from textcause.reports.markup import Bullets, to_markdown
+    from textcause.reports.markup import Bullets, Table, to_markdown
     from textcause.reports.report import findings_block
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", action="append", required=True, help="a results database (repeatable)")
     parser.add_argument("--rules", action="store_true", help="print the verdicts' rules under the table")
+    parser.add_argument("--matrix", action="store_true", help="only the verdicts: findings x corpora")
     args = parser.parse_args()
     frames, seen = [], {}
     for path in args.db:
@@ -45,6 +47,16 @@ def main() -> None:
             seen[corpus] = path
         frames.append(frame)
     table = findings_table(pd.concat(frames, ignore_index=True))
+    if args.matrix:
+        corpora = sorted(set(table["corpus"]), key=lambda c: (c != "twitter", not c.startswith("twitter"), c))
+        rows = [
+            [finding]
+            + [group.set_index("corpus").at[c, "verdict"] if c in set(group["corpus"]) else "-" for c in corpora]
+            for finding, group in table.groupby("finding", sort=False)
+        ]
+        blocks = [Table(["Finding"] + corpora, rows, ["l"] + ["l"] * len(corpora))]
+        print(to_markdown(blocks).strip())
+        return
     blocks = [findings_block(table)]
     if args.rules:
         blocks.append(Bullets([f"({key}) {rule}" for key, rule in RULES.items()]))

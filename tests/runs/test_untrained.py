@@ -170,12 +170,12 @@ def test_a_sigterm_during_an_untrained_cell_is_re_raised(tiny_corpus, tmp_path, 
     """A SIGTERMException (the worker was told to stop) is not the cell's failure, with or without the Trainer."""
     from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-    import textcause.runs.fit
+    import textcause.runs.untrained
 
     def stopped(*args, **kwargs):
         raise SIGTERMException()
 
-    monkeypatch.setattr(textcause.runs.fit, "predict_untrained", stopped)
+    monkeypatch.setattr(textcause.runs.untrained, "predict_untrained", stopped)
     (cell,) = cells(tiny_corpus, models=("unadjusted",))
     with pytest.raises(SIGTERMException):
         run_config_cell(cell, tmp_path / "out")

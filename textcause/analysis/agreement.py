@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from textcause.analysis.findings import distinct_levels
 from textcause.analysis.frame import load_results, task_order
 from textcause.analysis.names import estimator_order, model_order
 
@@ -74,7 +75,10 @@ def cross_corpus_agreement(df: Any, corpus_a: str | None = None, corpus_b: str |
     """Agreement between two corpora's results (Appendix G, Table 2 and Fig. 10).
 
     Each quantity (treatment accuracy, stratified ATE, IPTW ATE) is first averaged over seeds per
-    (task, level, model); the two corpora's values are then paired on (task, level, model).
+    (task, level, model); the two corpora's values are then paired on (task, level, model). Twin
+    levels (one task spec, so one draw per seed: Linguistic Complexity 2 = Strength of Selection 1 =
+    Sample Size 1 = Order of Text 1) count once, under their first name
+    (:func:`textcause.analysis.findings.distinct_levels`), so a repeated draw does not weigh four times.
 
     Args:
         df: the results.
@@ -96,7 +100,7 @@ def cross_corpus_agreement(df: Any, corpus_a: str | None = None, corpus_b: str |
             raise ValueError(f"No results for corpus {name!r}; the table has {corpora}.")
     if corpus_a == corpus_b:
         raise ValueError(f"Compare two different corpora; both are {corpus_a!r}.")
-    means = _cell_means(data)
+    means = _cell_means(distinct_levels(data))
     keys = ["task", "level", "model", "quantity"]
     paired = (
         means[means["corpus"] == corpus_a][keys + ["value"]]

@@ -73,7 +73,9 @@ class EvaluationSettings:
         check_int(self.refit_reps, "refit_reps", owner, low=0)
         check_options(self.refit_kind, "refit_kind", owner, REFIT_KINDS)
         if self.refit_reps == 1:
-            raise ValueError("EvaluationSettings' refit_reps must be 0 (no refitting interval) or at least 2. Got 1 instead.")
+            raise ValueError(
+                "EvaluationSettings' refit_reps must be 0 (no refitting interval) or at least 2. Got 1 instead."
+            )
 
 
 @dataclass
