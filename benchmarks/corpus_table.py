@@ -1,0 +1,70 @@
+#!/usr/bin/env python
+"""Two corpora of one grid side by side: bias and treatment accuracy per task level and model, in Markdown.
+
+    python benchmarks/corpus_table.py                       # blogs beside twitter, runs/benchmark/weld/results.db
+    python benchmarks/corpus_table.py --estimator ipw --corpora twitter blogs
+
+For every task level the second corpus has (twin levels once: Linguistic Complexity 2 stands for
+Strength of Selection 1, Sample Size 1 and Order of Text 1, the same draw) and every model both
+corpora ran, the mean over seeds of the estimator's bias and of the treatment accuracy, with the
+number of seeds, from :func:`textcause.analysis.inference.seed_summary` (the database is read only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    from textcause.analysis.findings import distinct_levels
+    from textcause.analysis.frame import load_results
+    from textcause.analysis.inference import seed_summary
+    from textcause.analysis.names import model_labels, model_order
+    from textcause.simulation.tasks import task_label
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", default="runs/benchmark/weld/results.db", help="the grid's results database")
+    parser.add_argument("--corpora", nargs=2, default=["twitter", "blogs"], metavar=("A", "B"))
+    parser.add_argument("--estimator", default="stratified")
+    args = parser.parse_args()
+    if not Path(args.db).is_file():
+        sys.exit(f"error: no results database at {args.db!r}: run the grid first.")
+    a, b = args.corpora
+    data = load_results(args.db)
+    data = distinct_levels(data[data["corpus"].isin([a, b])])
+    summary = seed_summary(data)
+    summary = summary[summary["estimator"] == args.estimator]
+    for name in (a, b):
+        if not (summary["corpus"] == name).any():
+            sys.exit(f"error: no {args.estimator} rows for corpus {name!r} in {args.db!r}.")
+    both = set(summary.loc[summary["corpus"] == a, "model"]) & set(summary.loc[summary["corpus"] == b, "model"])
+    models = model_order(both)
+    labels = model_labels(models)
+    levels = summary.loc[summary["corpus"] == b, ["task", "level"]].drop_duplicates().itertuples(index=False)
+    print(f"| Task level | Model | {a} | {b} |")
+    print("| :--- | :--- | ---: | ---: |")
+    for task, level in levels:
+        for model in models:
+            cells = []
+            for corpus in (a, b):
+                row = summary[
+                    (summary["corpus"] == corpus)
+                    & (summary["task"] == task)
+                    & (summary["level"] == level)
+                    & (summary["model"] == model)
+                ]
+                if row.empty:
+                    cells.append("-")
+                    continue
+                r = row.iloc[0]
+                cells.append(f"{r.mean_bias:+.3f} / {r.mean_treatment_accuracy:.3f} ({int(r.n_seeds)})")
+            print(f"| {task_label(task)} {level} | {labels[model]} | {cells[0]} | {cells[1]} |")
+
+
+if __name__ == "__main__":
+    main()
