@@ -247,12 +247,18 @@ def test_twin_levels_count_once():
     rows = method("linguistic_complexity", 2, "oracle", {"ipw": 0.0})
     rows += method("order_of_text", 1, "oracle", {"ipw": 0.0}) + method("order_of_text", 2, "oracle", {"ipw": 0.0})
     rows += [{**r, "corpus": "blogs"} for r in method("order_of_text", 1, "oracle", {"ipw": 0.0})]
+    rows += [{**r, "corpus": "blogs"} for r in method("sample_size", 1, "oracle", {"ipw": 0.5})]
     kept = distinct_levels(pd.DataFrame(rows))
+    # a twin is counted under the draw's first name in the registry, whichever twins a corpus ran, so the
+    # blog draw (run as Order of Text 1 and Sample Size 1) pairs with the reddit Linguistic Complexity 2
     assert sorted(set(zip(kept["corpus"], kept["task"], kept["level"]))) == [
-        ("blogs", "order_of_text", 1),
+        ("blogs", "linguistic_complexity", 2),
         ("reddit", "linguistic_complexity", 2),
         ("reddit", "order_of_text", 2),
     ]
+    assert len(kept) == 3 * len(method("order_of_text", 1, "oracle", {"ipw": 0.0}))  # each draw's rows once
+    blog = kept[kept["corpus"] == "blogs"]
+    assert blog["ate"].mean() > 0.7  # of two twins, the registry's first: Sample Size 1 before Order of Text 1
     assert "over 2 distinct levels" in finding(rows, "a")[1]
 
 

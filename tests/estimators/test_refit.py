@@ -124,6 +124,19 @@ def test_bad_inputs_are_one_sentence():
         raise ValueError("one treatment class")
 
     with pytest.raises(
-        ValueError, match=r"Only 0 of 3 refitting replicates of ipw were usable \(3 raised ValueError\)"
+        ValueError, match=r"Only 0 of 3 replicates of ipw were usable \(first error: one treatment class\)"
     ):
         refit_interval(failing, len(ta), tb, yb, p_hat, n_reps=3)
+
+
+def test_an_estimator_without_usable_replicates_is_left_out_with_a_warning():
+    xa, ta, xb, tb, yb, p_hat, fp = _cell()
+
+    def picky(t, y, p):  # defined on the full sample only: every resample raises
+        if len(np.unique(p)) < len(p):
+            raise ValueError("tied propensities")
+        return bootstrap_ci("ipw", t, y, p, n_boot=2)
+
+    with pytest.warns(UserWarning, match=r"No refitting interval for 0 of 4 replicates of .*picky.* usable"):
+        out = refit_interval(fp, len(ta), tb, yb, p_hat, ["ipw", picky], n_reps=4)
+    assert list(out) == ["ipw"] and out["ipw"].n_failed == 0

@@ -113,19 +113,36 @@ RULES = _rules(__doc__ or "")
 
 
 def distinct_levels(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` without the rows of twin levels: per corpus, each draw under its first registered name."""
-    order = {tl: i for i, tl in enumerate(list_tasks())}
-    drop = pd.Series(False, index=df.index)
-    for corpus in set(df["corpus"]):
-        here = df["corpus"] == corpus
-        present = set(zip(df.loc[here, "task"], df.loc[here, "level"].astype(int)))
-        seen: set[Any] = set()
-        for task, level in sorted(present, key=lambda tl: (order.get(tl, len(order)), tl)):
-            key = spec_key(task, level) or (task, level)
-            if key in seen:
-                drop |= here & (df["task"] == task) & (df["level"] == level)
-            seen.add(key)
-    return df[~drop]
+    """``df`` with each draw once: a twin level's rows under the first name of its task spec in the registry.
+
+    Twin levels share one task spec, so under a seed they are one draw (Linguistic Complexity 2 =
+    Strength of Selection 1 = Sample Size 1 = Order of Text 1). Every row is mapped to the first of its
+    twins in the task registry's order, whichever of them the results hold; a twin's row is dropped
+    when the same corpus, model, seed and estimator already has a row under that first name, and is
+    renamed to it otherwise (so two corpora, or two models, that ran different twins still pair);
+    among several such twins the first in the registry's order is kept.
+    """
+    canonical: dict[Any, tuple[str, int]] = {}
+    for task, level in list_tasks():
+        canonical.setdefault(spec_key(task, level) or (task, level), (task, level))
+    pairs = list(zip(df["task"], df["level"].astype(int)))
+    target = [canonical.get(spec_key(t, lv) or (t, lv), (t, lv)) for t, lv in pairs]
+    is_first = np.array([p == q for p, q in zip(pairs, target)], dtype=bool)
+    out = df.copy()
+    out["task"] = [t for t, _ in target]
+    out["level"] = np.array([lv for _, lv in target], dtype=df["level"].dtype)
+    keys = [c for c in ("corpus", "model", "seed", "estimator", "task", "level") if c in out]
+    present = set(map(tuple, out.loc[is_first, keys].astype(str).to_numpy()))
+    twin_keys = map(tuple, out.loc[~is_first, keys].astype(str).to_numpy())
+    drop = np.zeros(len(out), dtype=bool)
+    drop[np.flatnonzero(~is_first)] = [k in present for k in twin_keys]
+    # Several twins of one draw without a row under the first name: the first of them in the registry.
+    rank = {tl: i for i, tl in enumerate(list_tasks())}
+    out["_rank"] = [rank.get(p, len(rank)) for p in pairs]
+    out = out[~drop]
+    twins = out[~is_first[~drop]].sort_values("_rank", kind="stable")
+    extra = twins.index[twins.duplicated(keys)]
+    return out.drop(index=extra).drop(columns="_rank")
 
 
 def _level(task: str, level: int) -> str:

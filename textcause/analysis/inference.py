@@ -75,6 +75,13 @@ SUMMARY_COLUMNS = METHOD + [
     "refit_false_discovery_ci_high",
     "mean_ci_width",
     "mean_refit_ci_width",
+    "paired_coverage",
+    "paired_coverage_ci_low",
+    "paired_coverage_ci_high",
+    "paired_false_discovery_rate",
+    "paired_false_discovery_ci_low",
+    "paired_false_discovery_ci_high",
+    "paired_ci_width",
 ]
 #: The level of the binomial intervals of the summary's rates (coverage, false discoveries).
 RATE_LEVEL = 0.95
@@ -218,7 +225,9 @@ def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
     The ``refit_*`` columns are the same rates of the refitting interval (``refit_ci_low``,
     ``refit_ci_high``: the propensity model refit on resampled training users,
     :mod:`textcause.estimators.refit`) over the ``n_refit_ci`` seeds that have one (NaN for the
-    others); ``mean_ci_width`` and ``mean_refit_ci_width`` are the two intervals' mean widths.
+    others); ``mean_ci_width`` and ``mean_refit_ci_width`` are the two intervals' mean widths, and the
+    ``paired_*`` columns are the test-sample interval's coverage, false discoveries and width over
+    those same seeds only (the comparison of the two intervals on one set of seeds).
     """
     data = load_results(df)
     data["has_ci"] = np.isfinite(data["ci_low"]) & np.isfinite(data["ci_high"])
@@ -268,7 +277,17 @@ def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
         excluded = ok["excludes_zero"].dropna() if null else ok["excludes_zero"].iloc[:0]
         row["false_discovery_ci_low"], row["false_discovery_ci_high"] = binomial_ci(excluded.sum(), len(excluded))
         refit = ok[ok["has_refit"]]
-        row["n_refit_ci"] = len(refit)
+        row["n_refit_ci"] = int(refit["seed"].nunique())
+        same = refit[refit["has_ci"]]
+        pair_hits = same["covers"].dropna()
+        row["paired_coverage"] = pair_hits.mean() if len(pair_hits) else np.nan
+        row["paired_coverage_ci_low"], row["paired_coverage_ci_high"] = binomial_ci(pair_hits.sum(), len(pair_hits))
+        pair_found = same["excludes_zero"].dropna() if null else same["excludes_zero"].iloc[:0]
+        row["paired_false_discovery_rate"] = pair_found.mean() if len(pair_found) else np.nan
+        row["paired_false_discovery_ci_low"], row["paired_false_discovery_ci_high"] = binomial_ci(
+            pair_found.sum(), len(pair_found)
+        )
+        row["paired_ci_width"] = (same["ci_high"] - same["ci_low"]).mean() if len(same) else np.nan
         hits = refit["covers_refit"].dropna()
         row["refit_coverage"] = hits.mean() if len(hits) else np.nan
         row["refit_coverage_ci_low"], row["refit_coverage_ci_high"] = binomial_ci(hits.sum(), len(hits))

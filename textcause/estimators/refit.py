@@ -21,13 +21,16 @@ models whose refit is cheap (full-batch L-BFGS linear models; see
 :meth:`textcause.models.PropensityModel.refit`), with 50-200 replicates.
 
 What it leaves out: choices made once per cell before the fit (a tuned penalty is refit as chosen,
-not chosen again per replicate), and any bias of the method that does not shrink with the training
+not chosen again per replicate; the representation, such as an n-gram vocabulary, LDA topics or a
+scaling fitted on the training users, is held as it was, which understates the method's variability
+most for LDA), and any bias of the method that does not shrink with the training
 sample (a representation that cannot see the confounder is biased on every resample alike: no
 interval built from the same representation shows that).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -118,11 +121,14 @@ def refit_interval(
         progress: called with the number of replicates done, after each.
 
     Returns:
-        ``{estimator: RefitInterval}``.
+        ``{estimator: RefitInterval}`` for the estimators with at least two usable replicates (a
+        replicate is unusable when its refit or its estimate raises ``ValueError`` or gives a
+        non-finite value); the others are left out with a warning that names them.
 
     Raises:
         ValueError: bad arguments, a ``fit_predict`` that returns the wrong number of
-            propensities, or fewer than two usable replicates for an estimator.
+            propensities, or no estimator with two usable replicates (the message quotes the first
+            error a replicate raised).
     """
     owner = "refit_interval"
     n_train = check_int(n_train, "n_train", owner, low=1)
@@ -141,12 +147,14 @@ def refit_interval(
     rng = np.random.default_rng(seed)
     values: dict[str, list[float]] = {name: [] for name in fns}
     failed = dict.fromkeys(fns, 0)
+    first_error: Optional[str] = None
     for b in range(n_reps):
         train_rows = rng.integers(0, n_train, size=n_train)
         eval_rows = rng.integers(0, n_eval, size=n_eval)
         try:
             p = np.asarray(fit_predict(train_rows), dtype=np.float64)
-        except ValueError:
+        except ValueError as err:
+            first_error = first_error or str(err)
             for name in fns:
                 failed[name] += 1
             p = None
@@ -158,24 +166,34 @@ def refit_interval(
                 )
             for name, (fn, kwargs) in fns.items():
                 try:
-                    est = fn(t[eval_rows], y[eval_rows], p[eval_rows], **kwargs)
-                except ValueError:
+                    ate = float(fn(t[eval_rows], y[eval_rows], p[eval_rows], **kwargs).ate)
+                except ValueError as err:
+                    first_error = first_error or str(err)
+                    ate = float("nan")
+                if not np.isfinite(ate):
                     failed[name] += 1
                     continue
-                values[name].append(float(est.ate))
+                values[name].append(ate)
         if progress is not None:
             progress(b + 1)
     alpha = (1.0 - level) / 2.0
     out = {}
+    short = []
     for name in fns:
         reps = np.asarray(values[name])
-        if reps.size < 2 or not np.all(np.isfinite(reps)):
-            raise ValueError(
-                f"Only {reps.size} of {n_reps} refitting replicates of {name} were usable "
-                f"({failed[name]} raised ValueError): no refitting interval can be formed."
-            )
+        if reps.size < 2:
+            short.append(f"{reps.size} of {n_reps} replicates of {name}")
+            continue
         q_lo, q_hi = (float(q) for q in np.quantile(reps, [alpha, 1.0 - alpha]))
         ate = points[name]
         lo, hi = (2.0 * ate - q_hi, 2.0 * ate - q_lo) if kind == "basic" else (q_lo, q_hi)
         out[name] = RefitInterval(name, ate, lo, hi, kind, n_reps, failed[name], level, reps)
+    cause = f" (first error: {first_error})" if first_error else ""
+    if not out:
+        raise ValueError(f"Only {' and '.join(short)} were usable{cause}: no refitting interval can be formed.")
+    if short:
+        warnings.warn(
+            f"No refitting interval for {', '.join(short)} usable{cause}; the other estimators have theirs.",
+            stacklevel=2,
+        )
     return out

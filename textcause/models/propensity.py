@@ -404,16 +404,29 @@ class PropensityModel(PropensityModule):
         """Logits of P(T=1 | x), shape (B,)."""
         return self.net(x)
 
-    def propensity_and_loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = self(batch["x"]).float()  # float32 even under bf16 autocast: 1 - 1e-6 must stay < 1
-        t = batch["t"].float()
-        loss = F.binary_cross_entropy_with_logits(logits, t)
+    @staticmethod
+    def _propensity_and_loss(net: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = net(batch["x"]).float()  # float32 even under bf16 autocast: 1 - 1e-6 must stay < 1
+        loss = F.binary_cross_entropy_with_logits(logits, batch["t"].float())
         return clamp_propensity(torch.sigmoid(logits)), loss
+
+    def propensity_and_loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._propensity_and_loss(self.net, batch)
+
+    def _penalty(self, parameters: Any) -> Any:
+        """L-BFGS's L2 term ``weight_decay / 2 * ||w||^2`` over ``parameters`` (Adam applies its own decay)."""
+        if self.optimizer_name != "lbfgs" or self.weight_decay <= 0:
+            return 0.0
+        return 0.5 * self.weight_decay * sum((w**2).sum() for w in parameters)
+
+    def _new_lbfgs(self, parameters: Any) -> ConvergedLBFGS:
+        return ConvergedLBFGS(
+            parameters, lr=self.lr, max_iter=self.lbfgs_max_iter, history_size=20, line_search_fn="strong_wolfe"
+        )
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         _, loss = self.propensity_and_loss(batch)
-        if self.optimizer_name == "lbfgs" and self.weight_decay > 0:
-            loss = loss + 0.5 * self.weight_decay * sum((w**2).sum() for w in self.parameters())
+        loss = loss + self._penalty(self.parameters())
         self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True, batch_size=int(batch["t"].shape[0]))
         if self.optimizer_name == "lbfgs" and world_size(self) > 1:
             # L-BFGS decides its line search and its stopping from the loss value: every rank must see
@@ -426,35 +439,45 @@ class PropensityModel(PropensityModule):
 
     @property
     def refittable(self) -> bool:
-        """Whether :meth:`refit` can refit this model cheaply: it trains with full-batch L-BFGS."""
-        return self.optimizer_name == "lbfgs"
+        """Whether :meth:`refit` repeats this model's fit: L-BFGS on this class's own loss.
 
-    def _penalised_loss(self, net: nn.Module, batch: Batch) -> torch.Tensor:
-        loss = F.binary_cross_entropy_with_logits(net(batch["x"]).float(), batch["t"].float())
-        if self.weight_decay > 0:
-            loss = loss + 0.5 * self.weight_decay * sum((w**2).sum() for w in net.parameters())
-        return loss
+        A subclass with a loss of its own (the joint model's propensity and outcome heads) is not
+        refit: :meth:`refit` reproduces only the propensity loss of :class:`PropensityModel`.
+        """
+        own_loss = type(self).propensity_and_loss is PropensityModel.propensity_and_loss
+        return self.optimizer_name == "lbfgs" and own_loss and type(self).training_step is PropensityModel.training_step
 
-    def refit(self, train: Batch, val: Batch, predict: Batch, *, max_steps: int, seed: int = 0) -> torch.Tensor:
+    def refit(
+        self,
+        train: Batch,
+        val: Batch,
+        predict: Batch,
+        *,
+        max_steps: int,
+        patience: Optional[int] = None,
+        seed: int = 0,
+    ) -> torch.Tensor:
         """Fit a fresh copy of this model's network by its own recipe and return its propensities on ``predict``.
 
         The recipe of a full-batch L-BFGS fit in the Trainer: the network re-initialised (seeded by
         ``seed``), then up to ``max_steps`` steps (the Trainer's epochs) of :class:`ConvergedLBFGS`
-        on the whole ``train`` batch, each followed by the loss on ``val``; the weights with the
-        lowest validation loss are kept (the best checkpoint), and the fit ends once a step
-        converges. Hyperparameters (``weight_decay``, ``lr``, ``lbfgs_max_iter``) are this
-        model's, as tuned. This model is left unchanged. Used by refitting intervals
-        (:func:`textcause.estimators.refit.refit_interval`), which call it once per replicate on
-        resampled training users.
+        on the whole ``train`` batch with the training step's loss and penalty, each followed by the
+        loss on ``val``; the weights with the lowest validation loss are kept (the best checkpoint);
+        the fit ends once a step converges or, with ``patience``, after that many steps without a
+        lower validation loss (early stopping). Hyperparameters (``weight_decay``, ``lr``,
+        ``lbfgs_max_iter``) are this model's, as tuned. This model is left unchanged. Used by
+        refitting intervals (:func:`textcause.estimators.refit.refit_interval`), which call it once
+        per replicate on resampled training users.
 
         Raises:
-            ValueError: a model that does not train with L-BFGS (its refit would be a whole
-                mini-batch training run).
+            ValueError: a model that is not :attr:`refittable` (its refit would be a whole
+                mini-batch training run, or another loss).
         """
         if not self.refittable:
             raise ValueError(
-                f"{type(self).__name__} trains with {self.optimizer_name}, not full-batch L-BFGS: only an L-BFGS "
-                "model refits cheaply enough for a refitting interval (one refit per replicate)."
+                f"{type(self).__name__} trains with {self.optimizer_name}"
+                f"{' and a loss of its own' if self.optimizer_name == 'lbfgs' else ', not full-batch L-BFGS'}: "
+                "only a PropensityModel trained by L-BFGS refits cheaply enough for a refitting interval."
             )
         max_steps = check_int(max_steps, "max_steps", "refit", low=1)
         net = copy.deepcopy(self.net)
@@ -464,38 +487,32 @@ class PropensityModel(PropensityModule):
             for module in net.modules():
                 if module is not net and hasattr(module, "reset_parameters"):
                     module.reset_parameters()
-        optimizer = ConvergedLBFGS(
-            net.parameters(), lr=self.lr, max_iter=self.lbfgs_max_iter, history_size=20, line_search_fn="strong_wolfe"
-        )
+        optimizer = self._new_lbfgs(net.parameters())
         optimizer.full_batch = True
 
         def closure() -> torch.Tensor:
             optimizer.zero_grad()
-            loss = self._penalised_loss(net, train)
+            loss = self._propensity_and_loss(net, train)[1] + self._penalty(net.parameters())
             loss.backward()
             return loss
 
-        best, best_state = math.inf, None
+        best, best_state, since_best = math.inf, None, 0
         for _ in range(max_steps):
             optimizer.step(closure)
             with torch.no_grad():
-                val_loss = float(F.binary_cross_entropy_with_logits(net(val["x"]).float(), val["t"].float()))
+                val_loss = float(self._propensity_and_loss(net, val)[1])
             if val_loss < best or best_state is None:
-                best, best_state = val_loss, copy.deepcopy(net.state_dict())
-            if optimizer.frozen:
+                best, best_state, since_best = val_loss, copy.deepcopy(net.state_dict()), 0
+            else:
+                since_best += 1
+            if optimizer.frozen or (patience is not None and since_best >= patience):
                 break
         net.load_state_dict(best_state)
         net.eval()
         with torch.no_grad():
-            return clamp_propensity(torch.sigmoid(net(predict["x"]).float()))
+            return self._propensity_and_loss(net, predict)[0]
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         if self.optimizer_name == "lbfgs":
-            return ConvergedLBFGS(
-                self.parameters(),
-                lr=self.lr,
-                max_iter=self.lbfgs_max_iter,
-                history_size=20,
-                line_search_fn="strong_wolfe",
-            )
+            return self._new_lbfgs(self.parameters())
         return torch.optim.Adam(self.parameters(), lr=self.lr, weight_decay=self.weight_decay)

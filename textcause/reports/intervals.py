@@ -25,8 +25,10 @@ INTERVAL_KINDS = (
     "test-sample noise: a new draw of training users gives a new model whose estimate can fall outside it.",
     "**Refitting interval** (`refit_ci_low`, `refit_ci_high`; cells run with `refit_reps`, L-BFGS models "
     "only): each replicate refits the propensity model by its own recipe on a bootstrap resample of the "
-    "training users and resamples the test users; the basic bootstrap interval of those replicates. It "
-    "describes the method (fit, then estimate) at this training size; a tuned penalty stays as chosen.",
+    "training users and resamples the test users; the basic (default) or percentile bootstrap interval of "
+    "those replicates, as each row's `refit_ci_method` says. It describes the method (fit, then estimate) "
+    "at this training size; a tuned penalty and the fitted representation (vocabulary, topics, scaling) "
+    "stay as they were.",
     "**Influence-function interval** (`influence_ci_low`, `influence_ci_high`; AIPW and TMLE only): the "
     "normal approximation from the efficient influence curve, with the fitted nuisances held fixed.",
     "**Across-seed intervals** (the comparisons, findings and figures): over the seeds' redraws of the "
@@ -71,22 +73,24 @@ def intervals_section(summary: pd.DataFrame) -> list[Block]:
                     ESTIMATOR_LABELS.get(r.estimator, r.estimator),
                     f"{task_label(r.task)} {r.level}",
                     str(int(r.n_refit_ci)),
-                    _rate(r.coverage, r.coverage_ci_low, r.coverage_ci_high),
+                    _rate(r.paired_coverage, r.paired_coverage_ci_low, r.paired_coverage_ci_high),
                     _rate(r.refit_coverage, r.refit_coverage_ci_low, r.refit_coverage_ci_high),
-                    _rate(r.false_discovery_rate, r.false_discovery_ci_low, r.false_discovery_ci_high)
+                    _rate(
+                        r.paired_false_discovery_rate, r.paired_false_discovery_ci_low, r.paired_false_discovery_ci_high
+                    )
                     if placebo
                     else "-",
                     _rate(r.refit_false_discovery_rate, r.refit_false_discovery_ci_low, r.refit_false_discovery_ci_high)
                     if placebo
                     else "-",
-                    f"{r.mean_ci_width:.3f}",
+                    f"{r.paired_ci_width:.3f}",
                     f"{r.mean_refit_ci_width:.3f}",
                 ]
             )
     blocks += [
         Heading(3, "Test-sample vs refitting intervals"),
         Para(
-            "Per method and task level, over the seeds whose cell has both intervals: the share of seeds whose "
+            "Per method and task level, over the seeds whose cell has both intervals (both columns on the same seeds): the share of seeds whose "
             "interval covers the true ATE and, on the placebo test (true ATE 0), the share whose interval "
             "excludes 0 (a false discovery), each with its exact binomial (Clopper-Pearson) 95% interval; then "
             "the mean widths. A method whose test-sample interval under-covers while its refitting interval "

@@ -31,7 +31,18 @@ from textcause.metrics.schema import RESULT_COLUMNS
 from textcause.validation import check_int, check_options, check_subset
 
 #: The numeric columns of a result row that :func:`log_results` logs, per estimator.
-LOGGED_COLUMNS = ("ate", "ci_low", "ci_high", "influence_ci_low", "influence_ci_high", "bias", "n_used", "n_dropped")
+LOGGED_COLUMNS = (
+    "ate",
+    "ci_low",
+    "ci_high",
+    "influence_ci_low",
+    "influence_ci_high",
+    "refit_ci_low",
+    "refit_ci_high",
+    "bias",
+    "n_used",
+    "n_dropped",
+)
 #: The propensity metrics of a result row (the same on every row of a run), logged once.
 LOGGED_METRICS = ("treatment_accuracy", "ece", "brier", "iptw_weight_mse", "spearman")
 
@@ -223,9 +234,10 @@ def evaluate_model(
     pred = predict_propensities(trainer, model, data, ckpt)
     rows, meta = evaluate_predictions(pred, model, data, evaluation, run_label)
     if evaluation.refit_reps:
-        from textcause.runs.refitting import add_refit_intervals
+        from textcause.runs.refitting import add_refit_intervals, recipe
 
         seed = data.hparams.seed if evaluation.seed is None else evaluation.seed
+        max_steps, patience = recipe(trainer)
         rows = add_refit_intervals(
             rows,
             pred,
@@ -233,7 +245,8 @@ def evaluate_model(
             data,
             n_reps=evaluation.refit_reps,
             kind=evaluation.refit_kind,
-            max_steps=int(trainer.max_epochs or 1),
+            max_steps=max_steps,
+            patience=patience,
             seed=seed,
             world_size=int(trainer.world_size),
         )
@@ -323,6 +336,8 @@ def write_results(result: RunResult, log_dir: Path, csv_dir: Path, evaluation: E
         **result.meta,
         "checkpoint": str(result.checkpoint) if result.checkpoint else None,
         "n_boot": evaluation.n_boot,
+        "refit_reps": evaluation.refit_reps,
+        "refit_kind": evaluation.refit_kind,
         "seconds": round(result.eval_seconds or 0.0, 3),
     }
     json_path = atomic_write_json(Path(log_dir) / "results.json", {"meta": meta, "rows": result.rows})

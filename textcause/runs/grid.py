@@ -354,6 +354,24 @@ def model_config_hash(
     return content_key(*parts)
 
 
+def refits_cheaply(path: Path, overrides: Mapping[str, Any]) -> bool:
+    """Whether a model config trains a ``PropensityModel`` by L-BFGS: the models that get a refitting
+    interval (:mod:`textcause.runs.refitting`). Only their cells take ``refit_reps`` (and a new config
+    hash); every other cell of a grid with ``refit_reps`` stays the cell it was."""
+    import yaml
+
+    try:
+        config = yaml.safe_load(_read_text(path)) or {}
+    except yaml.YAMLError:
+        return False
+    model = config.get("model") if isinstance(config, dict) else None
+    if not isinstance(model, dict):
+        return False
+    init = model.get("init_args") if isinstance(model.get("init_args"), dict) else {}
+    optimizer = overrides.get("model.init_args.optimizer", init.get("optimizer", "adam"))
+    return str(model.get("class_path", "")).rsplit(".", 1)[-1] == "PropensityModel" and optimizer == "lbfgs"
+
+
 def method_config_hash(
     fingerprint: str,
     corpus_source: str,
@@ -448,8 +466,9 @@ def grid_from_dict(
                 if entry.method is None:
                     search = searches.get(entry.name, ())
                     extra = {"search": search} if search else {}
-                    if refit_reps:
-                        extra["refit_reps"] = refit_reps
+                    cell_refit = refit_reps if refit_reps and refits_cheaply(entry.path, merged) else 0
+                    if cell_refit:
+                        extra["refit_reps"] = cell_refit
                     config_hash = model_config_hash(
                         entry.path,
                         corpus_source,
@@ -459,7 +478,7 @@ def grid_from_dict(
                         estimators,
                         defaults_text=defaults_text,
                         search=search,
-                        refit_reps=refit_reps,
+                        refit_reps=cell_refit,
                     )
                 else:
                     cell_estimators = (entry.estimator,) if entry.kind == "effect" else estimators

@@ -284,7 +284,7 @@ def add_missing_columns(engine: sa.Engine) -> list[str]:
 
     A store written before those columns existed gains them empty (``ALTER TABLE ... ADD COLUMN``,
     nullable, no default): its rows keep every value they had and read None in the new columns, which
-    is what they mean (no influence-function interval was computed for them). Any other missing
+    is what they mean (no influence-function or refitting interval was computed for them). Any other missing
     column is left for :func:`connect` to refuse. Call it under :func:`schema_lock`.
 
     Returns:
