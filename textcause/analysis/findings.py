@@ -145,6 +145,12 @@ def distinct_levels(df: pd.DataFrame) -> pd.DataFrame:
     return out.drop(index=extra).drop(columns="_rank")
 
 
+def _seed_span(counts: Any) -> str:
+    """``5`` or ``5-20``: how many seeds the rates rest on."""
+    low, high = int(np.min(counts)), int(np.max(counts))
+    return str(high) if low == high else f"{low}-{high}"
+
+
 def _level(task: str, level: int) -> str:
     return f"{task_label(task)} {int(level)}"
 
@@ -339,7 +345,7 @@ def _placebo(data: pd.DataFrame, summary: pd.DataFrame) -> tuple[str, str]:
     share = fails / n
     verdict = "reproduced" if share > MOST else ("refuted" if share <= FEW else "mixed")
     return verdict, (
-        f"{fails} of {n} of the paper's methods fail ({share:.3f}); false-discovery rate over {int(rows['n_ci'].max())} "
+        f"{fails} of {n} of the paper's methods fail ({share:.3f}); false-discovery rate over {_seed_span(rows['n_ci'])} "
         f"seeds [exact 95% interval]: {'; '.join(cells)}"
     )
 
