@@ -24,6 +24,7 @@ from textcause.metrics import (
     brier_score,
     expected_calibration_error,
     iptw_weight_mse,
+    rank_agreement,
     spearman,
     treatment_accuracy,
 )
@@ -55,6 +56,7 @@ def direct(pred: dict[str, np.ndarray], true_ate: Optional[float]) -> dict[str, 
         "brier": brier_score(t, p),
         "iptw_weight_mse": iptw_weight_mse(t, p, q),
         "spearman": spearman(p, q),
+        "rank_agreement": rank_agreement(p, q),
     }
     if true_ate is not None:
         out.update({f"bias_{e}": out[f"ate_{e}"] - true_ate for e in ("ipw", "stratified", "matching")})
@@ -145,9 +147,7 @@ def test_undefined_quantities_are_skipped_not_nan(tmp_path):
     assert trainer.current_epoch == 2
     # evaluate.py refuses such data (one sentence); the callback, which evaluates them with the same
     # function, names every quantity it skipped and logs none of them.
-    skipped = (
-        "skipped ate_ipw, ate_stratified, ate_matching, treatment_accuracy, ece, brier, iptw_weight_mse, spearman: "
-    )
+    skipped = "skipped ate_ipw, ate_stratified, ate_matching, treatment_accuracy, ece, brier, iptw_weight_mse, spearman, rank_agreement: "
     messages = [str(w.message) for w in record]
     assert any(skipped + "The treatment 't' has only one class" in m for m in messages), messages
     assert any("AIPW needs outcome predictions" in m for m in messages)
@@ -263,7 +263,7 @@ def test_compute_uses_the_evaluation_function(monkeypatch):
     assert got["ece"] == expected_calibration_error(t, p, 5) != expected_calibration_error(t, p)
     assert "ate_unadjusted" not in got and "ate_ipw" not in got
     observational = dict(outputs, p_true=np.full(101, np.nan))  # no true propensities: no truth-based metrics
-    assert not {"iptw_weight_mse", "spearman"} & set(callback.compute(observational))
+    assert not {"iptw_weight_mse", "spearman", "rank_agreement"} & set(callback.compute(observational))
 
 
 def test_callback_errors():

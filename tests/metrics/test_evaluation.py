@@ -52,6 +52,7 @@ def test_rows_equal_direct_calls(units):
         "brier": met.brier_score(t, p),
         "iptw_weight_mse": met.iptw_weight_mse(t, p, q),
         "spearman": met.spearman(p, q),
+        "rank_agreement": met.rank_agreement(p, q),
     }
     assert set(metrics) == set(PROPENSITY_METRICS + TRUTH_METRICS)
     for row in rows:

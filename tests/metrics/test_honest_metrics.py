@@ -43,3 +43,21 @@ def test_the_spearman_ceiling_of_a_two_valued_truth():
     assert spearman_ceiling(skew) == pytest.approx(np.sqrt(3 * 0.2 * 0.8), abs=1e-4)
     assert spearman_ceiling(np.linspace(0.1, 0.9, 50)) == pytest.approx(1.0)  # no ties: no cap
     assert spearman_ceiling(np.full(10, 0.5)) == 0.0
+
+
+def test_the_tie_aware_rank_measure_is_one_for_a_perfect_ranking():
+    from scipy.stats import somersd
+
+    from textcause.metrics.propensity import rank_agreement, spearman
+
+    truth = np.repeat([0.1, 0.9], 500)
+    perfect = np.linspace(0.01, 0.99, 1000)  # every pair of classes ordered right, no ties
+    assert rank_agreement(perfect, truth) == pytest.approx(1.0, abs=1e-12) and spearman(perfect, truth) < 0.87
+    assert rank_agreement(perfect[::-1], truth) == pytest.approx(-1.0, abs=1e-12)
+    assert rank_agreement(truth, truth) == pytest.approx(1.0)  # the oracle
+    assert rank_agreement(np.full(1000, 0.5), truth) == 0.0 and rank_agreement(perfect, np.full(1000, 0.3)) == 0.0
+    rng = np.random.default_rng(0)
+    for _ in range(5):  # against scipy's contingency-table Somers' D, with ties on both sides
+        t = rng.choice([0.1, 0.5, 0.9], 300)
+        p = np.round(np.clip(t + rng.normal(0, 0.3, 300), 0, 1), 1)
+        assert rank_agreement(p, t) == pytest.approx(somersd(t, p).statistic, abs=1e-10)

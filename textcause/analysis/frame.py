@@ -39,6 +39,7 @@ NUMERIC_COLUMNS = (
     "brier",
     "iptw_weight_mse",
     "spearman",
+    "rank_agreement",
     "bound_low",
     "bound_high",
     "train_seconds",

@@ -6,7 +6,7 @@ Importing this package does not import torch.
 from textcause.metrics.bounds import Bounds, arbour_dimmery_bounds, interval_tighter_than_bounds
 from textcause.metrics.causal import bias
 from textcause.metrics.classification import brier_score, expected_calibration_error, treatment_accuracy
-from textcause.metrics.propensity import iptw_weight_mse, propensity_brier, spearman
+from textcause.metrics.propensity import iptw_weight_mse, propensity_brier, rank_agreement, spearman
 
 __all__ = [
     "Bounds",
@@ -17,6 +17,7 @@ __all__ = [
     "interval_tighter_than_bounds",
     "iptw_weight_mse",
     "propensity_brier",
+    "rank_agreement",
     "spearman",
     "treatment_accuracy",
 ]

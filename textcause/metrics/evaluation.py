@@ -40,13 +40,13 @@ OUTCOME_KINDS = ("binary", "continuous")
 ECE_BINS = 15
 #: The propensity metrics of every row, and those that also need the true propensity.
 PROPENSITY_METRICS = ("treatment_accuracy", "ece", "brier")
-TRUTH_METRICS = ("iptw_weight_mse", "spearman")
+TRUTH_METRICS = ("iptw_weight_mse", "spearman", "rank_agreement")
 
 
 def propensity_metrics(
     t: np.ndarray, propensity: np.ndarray, true_propensity: np.ndarray | None = None, *, n_bins: int = ECE_BINS
 ) -> dict[str, float]:
-    """Treatment accuracy, calibration and (given the truth) weight MSE and Spearman.
+    """Treatment accuracy, calibration and (given the truth) weight MSE, Spearman and Somers' D (``rank_agreement``).
 
     Args:
         t: observed treatments (0/1).
@@ -62,6 +62,7 @@ def propensity_metrics(
     if true_propensity is not None:
         out["iptw_weight_mse"] = float(met.iptw_weight_mse(t, propensity, true_propensity))
         out["spearman"] = float(met.spearman(propensity, true_propensity))
+        out["rank_agreement"] = float(met.rank_agreement(propensity, true_propensity))
     return out
 
 

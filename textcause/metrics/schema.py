@@ -67,6 +67,7 @@ RESULT_SCHEMA: dict[str, type] = {
     "refit_covers_truth": bool,
     "refit_ci_method": str,
     "refit_reps": int,
+    "rank_agreement": float,
     "tuned": str,
     "error": str,
 }
@@ -84,4 +85,5 @@ ADDED_COLUMNS = (
     "refit_covers_truth",
     "refit_ci_method",
     "refit_reps",
+    "rank_agreement",
 )

@@ -330,7 +330,8 @@ SPEARMAN_NOTE = (
     "Spearman's ceiling: the true propensity of every task takes two values (one per latent class), so a model "
     "whose scores have no ties correlates at most sqrt(3 pi (1 - pi)) with it, 0.866 at the paper's equal class "
     "shares, even when it ranks every pair of classes correctly; only the oracle, whose ties are the truth's, "
-    "reaches 1. Read 0.866 as a perfect ranking."
+    "reaches 1. Read 0.866 as a perfect ranking. Rows evaluated since the `rank_agreement` column exists also "
+    "carry Somers' D of the estimate given the truth (pairs the truth ties left out), which is 1 for such a ranking."
 )
 #: Why appendix A's quantity is reported as a heuristic (tests/metrics/test_honest_metrics.py).
 HEURISTIC_NOTE = (

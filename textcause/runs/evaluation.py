@@ -44,7 +44,7 @@ LOGGED_COLUMNS = (
     "n_dropped",
 )
 #: The propensity metrics of a result row (the same on every row of a run), logged once.
-LOGGED_METRICS = ("treatment_accuracy", "ece", "brier", "iptw_weight_mse", "spearman")
+LOGGED_METRICS = ("treatment_accuracy", "ece", "brier", "iptw_weight_mse", "spearman", "rank_agreement")
 
 
 @dataclass(frozen=True)

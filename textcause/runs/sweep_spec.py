@@ -101,7 +101,7 @@ class Objective:
 
 def _objectives() -> dict[str, Objective]:
     out = {"val_loss": Objective("val_loss", "minimize")}
-    goals = {"treatment_accuracy": "maximize", "spearman": "maximize"}
+    goals = {"treatment_accuracy": "maximize", "spearman": "maximize", "rank_agreement": "maximize"}
     for metric in (*PROPENSITY_METRICS, *TRUTH_METRICS):
         out[f"val/{metric}"] = Objective(
             f"val/{metric}", goals.get(metric, "minimize"), metric, oracle=metric in TRUTH_METRICS
