@@ -8,20 +8,11 @@ import pytest
 
 from textcause.estimators.refit import CI_REFIT
 from textcause.runs.cell import run_config_cell
-from textcause.runs.grid import grid_from_dict
+from tinygrid import tiny_cells
 
 
 def cells(corpus, models, **evaluation):
-    spec = {
-        "name": "g",
-        "corpora": {"tiny": corpus},
-        "tasks": {"linguistic_complexity": [2]},
-        "models": list(models),
-        "seeds": [1],
-        "overrides": {"trainer.max_epochs": 3},
-        "evaluation": {"n_boot": 30, **evaluation},
-    }
-    return grid_from_dict(spec).cells
+    return tiny_cells(corpus, models, epochs=3, evaluation=evaluation)
 
 
 def test_refit_reps_changes_only_the_cells_that_ask_for_it(tiny_corpus):

@@ -14,24 +14,14 @@ from textcause.paths import config_dir
 from textcause.runs import cell as cell_module
 from textcause.runs.cell import release_memory, run_config_cell
 from textcause.runs.fit import FULL_PATH_ENV, RunSettings, evaluate_run, fit_and_evaluate, run_config, untrained_config
-from textcause.runs.grid import grid_from_dict
+from tinygrid import tiny_cells
 
 # Columns that differ between two runs of the same cell: when and how long, and the folder it ran in.
 TIMING = ("train_seconds", "eval_seconds", "started_at", "finished_at", "run")
 
 
 def cells(corpus, models=("oracle", "unadjusted"), **extra):
-    spec = {
-        "name": "g",
-        "corpora": {"tiny": corpus},
-        "tasks": {"linguistic_complexity": [2]},
-        "models": list(models),
-        "seeds": [1],
-        "overrides": {"trainer.max_epochs": 2},
-        "evaluation": {"n_boot": 30},
-        **extra,
-    }
-    return grid_from_dict(spec).cells
+    return tiny_cells(corpus, models, **extra)
 
 
 def numbers(rows):

@@ -96,6 +96,9 @@ def add_refit_intervals(
     if reason is not None:
         warnings.warn(reason + "; its rows have no refitting interval.", stacklevel=2)
         return rows
+    wanted = [r["estimator"] for r in rows if r.get("estimator") in PROPENSITY_ESTIMATORS and r.get("error") is None]
+    if not wanted:
+        return rows
     from textcause.data.batches import FeatureCollate
 
     task = data.task
@@ -103,9 +106,6 @@ def add_refit_intervals(
     train_idx = np.array(task.split["train"], dtype=np.int64)  # copies: the memoised build's arrays are read-only
     val = collate(np.array(task.split["val"], dtype=np.int64))
     predict = collate(np.array(pred["index"], dtype=np.int64))
-    wanted = [r["estimator"] for r in rows if r.get("estimator") in PROPENSITY_ESTIMATORS and r.get("error") is None]
-    if not wanted:
-        return rows
 
     def fit_predict(train_rows: np.ndarray) -> np.ndarray:
         p = model.refit(collate(train_idx[train_rows]), val, predict, max_steps=max_steps, patience=patience, seed=seed)
