@@ -15,6 +15,13 @@ matmul count against the fraction.
 
 ``--all`` encodes every distinct post of the corpus's users (first 60 posts each) and of the
 synthetic post bank into ``textcause.paths.cache_root()/embeddings`` (resumable: rerun after a kill).
+
+Without ``--all`` the same run also times the peer a user would pick instead, on the identical
+posts and token cap: sentence-transformers' ``SentenceTransformer.encode`` with the model in bf16
+and batch 128 (its own length sorting), after a warm-up, and prints the ratio and the cosine of
+its vectors to the cache's (1st percentile). ``--processes 1`` is the in-process encode of before
+issue 18's worker processes (two torch threads in one process). It also reports the truncation:
+the share of posts longer than the token cap, from the untruncated token counts.
 """
 
 from __future__ import annotations
@@ -75,6 +82,33 @@ def corpus_posts(corpus: str, max_posts: int, with_bank: bool) -> list[str]:
     return list(posts)
 
 
+def peer_run(cache, posts: list[str], max_tokens: int, batch_size: int, rate: float) -> dict:
+    """sentence-transformers on the same posts: posts/s, the ratio textcause / peer, cosine to the cache."""
+    import numpy as np
+    import torch
+
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        return {"skipped": "sentence-transformers is not installed (pip install --no-deps sentence-transformers)"}
+    model = SentenceTransformer(str(cache.spec.path), device="cpu").to(torch.bfloat16)
+    model.max_seq_length = max_tokens
+    torch.set_num_threads(os.cpu_count() or 1)
+    model.encode(posts[:256], batch_size=batch_size, show_progress_bar=False)  # warm-up
+    t0 = time.perf_counter()
+    vec = model.encode(posts, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True)
+    seconds = time.perf_counter() - t0
+    ours = cache.embed(posts)
+    vec = vec.astype(np.float32)
+    cos = (vec * ours).sum(1) / np.linalg.norm(vec, axis=1) / np.linalg.norm(ours, axis=1)
+    return {
+        "what": f"sentence-transformers {__import__('sentence_transformers').__version__}, bf16, batch {batch_size}",
+        "posts_per_s": round(len(posts) / seconds, 1),
+        "textcause_over_peer": round(rate / (len(posts) / seconds), 2),
+        "cosine_to_cache_p1": round(float(np.percentile(cos, 1)), 5),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default="twitter", help="a corpus name or path for load_histories")
@@ -93,6 +127,11 @@ def main() -> None:
     parser.add_argument("--precision", default="auto", choices=("auto", "bf16", "bf16-full", "fp32"))
     parser.add_argument("--store-tokens", action="store_true", help="also store token states")
     parser.add_argument("--token-cap", type=int, default=32)
+    parser.add_argument(
+        "--processes", type=int, default=None, help="encoder worker processes (default: one per core; 1: none)"
+    )
+    parser.add_argument("--no-peer", action="store_true", help="skip the sentence-transformers peer")
+    parser.add_argument("--peer-batch-size", type=int, default=128)
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args()
 
@@ -120,10 +159,15 @@ def main() -> None:
         token_cap=args.token_cap,
         cache_dir=None if tmp is None else tmp.name,
         progress=False if args.no_progress else None,
+        processes=args.processes,
     )
     c0 = time.process_time()
+    children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     stats = cache.ensure(posts)
-    encode_cpu_s = time.process_time() - c0
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the encoder's worker processes, once reaped
+    encode_cpu_s = (
+        time.process_time() - c0 + children.ru_utime + children.ru_stime - children0.ru_utime - children0.ru_stime
+    )
     # The load changes while we run: the ceiling uses the mean of the peaks before and after.
     after = {p: matmul_peak(p) for p in ("fp32", "bf16")}
     peak_cpu = {p: (peak[p][1] + after[p][1]) / 2 for p in peak}
@@ -173,6 +217,16 @@ def main() -> None:
                 "minutes": round(n_corpus / rate / 60, 1),
                 "gb": round(per_post * n_corpus / 1e9, 2),
             }
+    full = cache.encoder.tokenizer(posts, truncation=False, padding=False, return_attention_mask=False)["input_ids"]
+    full_len = np.fromiter(map(len, full), dtype=np.int64, count=len(full))
+    out["truncation"] = {
+        "token_cap": args.max_tokens,
+        "share_longer_than_cap": round(float((full_len > args.max_tokens).mean()), 4),
+        "mean_tokens_untruncated": round(float(full_len.mean()), 1),
+        "share_of_tokens_cut": round(float(np.maximum(full_len - args.max_tokens, 0).sum() / full_len.sum()), 4),
+    }
+    if not args.all and not args.no_peer and stats["n_encoded"]:
+        out["peer"] = peer_run(cache, posts, args.max_tokens, args.peer_batch_size, rate)
     print(json.dumps(out, indent=2))
     if tmp is not None:
         tmp.cleanup()

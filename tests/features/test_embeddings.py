@@ -491,3 +491,50 @@ def test_real_minilm_matches_sentence_transformers_recipe():
     ref = reference_vectors(_minilm_path(), posts, normalize=True)
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=2e-3)
     assert cosine(got, ref).min() > 0.999
+
+
+# ----------------------------------------------------------------------------- worker processes
+
+
+def _many_posts(n: int) -> list[str]:
+    rng = np.random.default_rng(0)
+    words = "the a weather train dinner doctor game tonight love lol same ok really what we ate".split()
+    return [" ".join(rng.choice(words, size=int(rng.integers(1, 40)))) + f" #{i}" for i in range(n)]
+
+
+def test_worker_processes_give_the_same_vectors_and_token_states(tiny):
+    posts = _many_posts(300)
+    one = Encoder(str(tiny), precision="fp32", batch_size=8, processes=1)
+    two = Encoder(str(tiny), precision="fp32", batch_size=8, processes=2)
+    a, b = one.encode(posts, token_cap=5), two.encode(posts, token_cap=5)
+    assert two._procs is not None  # the batches really went to worker processes
+    two.close()
+    assert two._procs is None
+    np.testing.assert_allclose(b.vectors, a.vectors, atol=1e-6)
+    np.testing.assert_array_equal(b.token_offsets, a.token_offsets)
+    np.testing.assert_allclose(b.token_values, a.token_values, atol=1e-6)
+    assert one.forward_calls == two.forward_calls == -(-300 // 8)  # batched alike: same padding
+
+
+def test_cache_with_worker_processes_matches_in_process(tiny, tmp_path):
+    posts = _many_posts(120)
+    a = make_cache(tiny, cache_dir=tmp_path / "a", processes=1, shard_size=50).embed(posts)
+    cache = make_cache(tiny, cache_dir=tmp_path / "b", processes=2, shard_size=50, batch_size=4)
+    b = cache.embed(posts)
+    assert cache.encoder._procs is None  # stopped when the encode ended
+    np.testing.assert_allclose(b, a, atol=2e-3)  # float16 storage
+    assert len(list(cache.pooled.folder.glob("*.keys.npy"))) == 3
+
+
+def test_auto_processes_only_for_large_calls_on_several_cores(tiny, monkeypatch):
+    from textcause.features import encoder as encoder_module
+
+    enc = Encoder(str(tiny))
+    monkeypatch.setattr(encoder_module.os, "cpu_count", lambda: 2)
+    assert enc._workers_for(encoder_module.PARALLEL_MIN_POSTS - 1) == 1
+    assert enc._workers_for(encoder_module.PARALLEL_MIN_POSTS) == 2
+    assert Encoder(str(tiny), num_threads=1)._workers_for(10**6) == 1
+    monkeypatch.setattr(encoder_module.os, "cpu_count", lambda: 1)
+    assert enc._workers_for(10**6) == 1
+    with pytest.raises(ValueError, match="The 'processes' parameter of Encoder must be an int >= 1"):
+        Encoder(str(tiny), processes=0)

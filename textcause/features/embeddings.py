@@ -104,6 +104,9 @@ class PostEmbeddingCache:
             transformer layer k (see :class:`~textcause.features.encoder.Encoder`).
         verify: how shards are checked when first used: ``"hash"`` (sizes, shapes, finite values and
             SHA-256, once per process) or ``"fast"`` (all but the hashes); :meth:`verify` checks all.
+        processes: encoder worker processes (see :class:`~textcause.features.encoder.Encoder`; None:
+            one per core for a shard of at least ``PARALLEL_MIN_POSTS`` posts, 1: none). They stop
+            when an :meth:`ensure` that used them ends.
     """
 
     def __init__(
@@ -124,6 +127,7 @@ class PostEmbeddingCache:
         progress: bool | None = None,
         layer: int | None = None,
         verify: str = "hash",
+        processes: int | None = None,
     ) -> None:
         owner = "PostEmbeddingCache"
         check_options(dtype, "dtype", owner, DTYPES)
@@ -138,6 +142,7 @@ class PostEmbeddingCache:
             batch_size=batch_size,
             batch_tokens=batch_tokens,
             layer=layer,
+            processes=processes,
         )
         self.spec = self.encoder.spec
         self.store_tokens = bool(store_tokens)
@@ -316,16 +321,29 @@ class PostEmbeddingCache:
         )
         start = time.perf_counter()
         n_tokens = 0
+        chunks = [todo[lo : lo + self.shard_size] for lo in range(0, len(todo), self.shard_size)]
+        tokenized: dict[int, list[list[int]]] = {}
+
+        def tokenize(k: int) -> None:  # the next shard is tokenised while the workers encode this one
+            if k < len(chunks) and k not in tokenized:
+                tokenized[k] = self.encoder.tokenize([text_of[key] for key in chunks[k]])
+
         try:
-            for lo in range(0, len(todo), self.shard_size):
-                chunk = todo[lo : lo + self.shard_size]
-                ids = self.encoder.tokenize([text_of[k] for k in chunk])
+            for k, chunk in enumerate(chunks):
+                tokenize(k)
+                ids = tokenized.pop(k)
                 n_tokens += sum(map(len, ids))
-                cap = self.token_cap if any(k in tok_todo for k in chunk) else None
-                enc = self.encoder.encode_ids(ids, token_cap=cap, progress=None if bar.disable else bar.update)
+                cap = self.token_cap if any(key in tok_todo for key in chunk) else None
+                enc = self.encoder.encode_ids(
+                    ids,
+                    token_cap=cap,
+                    progress=None if bar.disable else bar.update,
+                    meanwhile=lambda k=k: tokenize(k + 1),
+                )
                 self._write_chunk(chunk, enc, pooled_todo, tok_todo)
         finally:
             bar.close()
+            self.encoder.close()
         seconds = time.perf_counter() - start
         return {
             "seconds": seconds,

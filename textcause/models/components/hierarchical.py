@@ -27,6 +27,7 @@ from typing import Any, NamedTuple, Optional, Union
 import torch
 from torch import nn
 
+from textcause.models.components.dropout import FastDropout
 from textcause.validation import check_int, check_real
 
 
@@ -217,7 +218,7 @@ class SHERBERT(nn.Module):
         self.token_attention = TokenAttention(self.input_dim)
         self.project = nn.Linear(self.input_dim, self.hidden_size)
         self.post_query = nn.Parameter(torch.randn(self.hidden_size) * 0.02)
-        self.drop = nn.Dropout(self.dropout)
+        self.drop = FastDropout(self.dropout)
         self.out = nn.Linear(self.hidden_size, 1)
 
     def forward(self, x: Mapping[str, torch.Tensor], return_attention: bool = False) -> Output:

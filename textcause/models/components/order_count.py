@@ -29,6 +29,7 @@ from typing import Optional
 import torch
 from torch import nn
 
+from textcause.models.components.dropout import FastDropout
 from textcause.models.components.hierarchical import (
     Output,
     TokenAttention,
@@ -99,7 +100,7 @@ class OrderCountNet(nn.Module):
         self.values = nn.Linear(h, h)
         self.detectors = nn.Linear(h, self.n_heads)
         nn.init.constant_(self.detectors.bias, DETECTOR_BIAS)
-        self.drop = nn.Dropout(self.dropout)
+        self.drop = FastDropout(self.dropout)
         self.head = nn.Sequential(
             nn.Linear(h + 3 * self.n_heads + 2, h), nn.GELU(), nn.Dropout(self.dropout), nn.Linear(h, 1)
         )

@@ -1,0 +1,78 @@
+"""FastDropout: the same distribution as nn.Dropout, reproducible under a seed, torch's own off the fast path."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from scipy import stats
+
+from textcause.models.components.dropout import MIN_ELEMENTS, FastDropout, fast_dropout_mask
+
+
+def test_drop_rate_is_p_and_output_is_unbiased():
+    torch.manual_seed(0)
+    x = torch.ones(64, 60, 100)
+    drop = FastDropout(0.1).train()
+    y = drop(x)
+    dropped = int((y == 0).sum())
+    n = x.numel()
+    # the drop count is Binomial(n, 0.1): a two-sided exact test at 1e-3 would fail a wrong rate
+    assert stats.binomtest(dropped, n, 0.1).pvalue > 1e-3
+    kept = y[y != 0]
+    _, p_used = fast_dropout_mask((1,), 0.1)
+    assert torch.allclose(kept, torch.full_like(kept, 1 / (1 - p_used)))
+    assert abs(p_used - 0.1) < 1e-5
+    assert abs(float(y.mean()) - 1.0) < 0.01  # E[y] = x
+
+
+def test_mask_elements_are_independent_across_positions():
+    torch.manual_seed(1)
+    keep, _ = fast_dropout_mask((200_000,), 0.5)
+    k = keep.numpy().astype(int)
+    # neighbours (also the 4 values cut from one 64-bit draw) are uncorrelated
+    for lag in (1, 2, 3, 4):
+        r = float(((k[:-lag] - 0.5) * (k[lag:] - 0.5)).mean() / 0.25)
+        assert abs(r) < 0.01, lag
+
+
+def test_reproducible_under_a_seed_and_different_across_calls():
+    drop = FastDropout(0.3).train()
+    x = torch.ones(40, 50, 40)
+    torch.manual_seed(5)
+    a, b = drop(x), drop(x)
+    torch.manual_seed(5)
+    c = drop(x)
+    assert torch.equal(a, c)
+    assert not torch.equal(a, b)
+
+
+def test_gradient_is_the_mask_times_the_scale():
+    torch.manual_seed(2)
+    x = torch.randn(32, 60, 50, requires_grad=True)
+    y = FastDropout(0.2).train()(x)
+    y.sum().backward()
+    keep = y != 0
+    _, p_used = fast_dropout_mask((1,), 0.2)
+    assert torch.allclose(x.grad, keep.float() / (1 - p_used))
+
+
+def test_bf16_stays_bf16_and_eval_is_identity():
+    x = torch.randn(32, 60, 100).bfloat16()
+    drop = FastDropout(0.1)
+    assert drop.train()(x).dtype == torch.bfloat16
+    assert drop.eval()(x) is x
+    assert FastDropout(0.0).train()(x) is x
+
+
+def test_small_tensors_use_torch_dropout():
+    x = torch.ones(MIN_ELEMENTS - 1)
+    torch.manual_seed(3)
+    a = FastDropout(0.5).train()(x)
+    torch.manual_seed(3)
+    b = torch.nn.functional.dropout(x, 0.5, training=True)
+    assert torch.equal(a, b)
+
+
+def test_bad_p_is_a_clear_error():
+    with pytest.raises(ValueError, match="The 'p' parameter of FastDropout"):
+        FastDropout(1.0)
