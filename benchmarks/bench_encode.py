@@ -82,6 +82,29 @@ def corpus_posts(corpus: str, max_posts: int, with_bank: bool) -> list[str]:
     return list(posts)
 
 
+def ab_rounds(args: argparse.Namespace, posts: list[str]) -> dict:
+    """posts/s of a cold-cache encode in this process (``processes=1``, as before issue 18) and with
+    worker processes, alternately, each into a fresh temporary cache: the best round of each and the ratio."""
+    from textcause.features.embeddings import PostEmbeddingCache
+
+    rates: dict[str, list[float]] = {"in_process": [], "workers": []}
+    for _ in range(args.ab):
+        for name, processes in (("in_process", 1), ("workers", args.processes)):
+            with tempfile.TemporaryDirectory(prefix="bench-encode-ab-") as folder:
+                cache = PostEmbeddingCache(
+                    args.encoder,
+                    max_tokens=args.max_tokens,
+                    batch_size=args.batch_size,
+                    precision=args.precision,
+                    cache_dir=folder,
+                    progress=False,
+                    processes=processes,
+                )
+                rates[name].append(round(cache.ensure(posts)["posts_per_s"], 1))
+    best = {k: max(v) for k, v in rates.items()}
+    return {**rates, "workers_over_in_process_best": round(best["workers"] / best["in_process"], 3)}
+
+
 def peer_run(cache, posts: list[str], max_tokens: int, batch_size: int, rate: float) -> dict:
     """sentence-transformers on the same posts: posts/s, the ratio textcause / peer, cosine to the cache."""
     import numpy as np
@@ -131,6 +154,13 @@ def main() -> None:
         "--processes", type=int, default=None, help="encoder worker processes (default: one per core; 1: none)"
     )
     parser.add_argument("--no-peer", action="store_true", help="skip the sentence-transformers peer")
+    parser.add_argument(
+        "--ab",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="also encode the posts ROUNDS times each in process and with worker processes, alternately",
+    )
     parser.add_argument("--peer-batch-size", type=int, default=128)
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args()
@@ -225,6 +255,8 @@ def main() -> None:
         "mean_tokens_untruncated": round(float(full_len.mean()), 1),
         "share_of_tokens_cut": round(float(np.maximum(full_len - args.max_tokens, 0).sum() / full_len.sum()), 4),
     }
+    if args.ab and not args.all:
+        out["in_process_vs_workers"] = ab_rounds(args, posts)
     if not args.all and not args.no_peer and stats["n_encoded"]:
         out["peer"] = peer_run(cache, posts, args.max_tokens, args.peer_batch_size, rate)
     print(json.dumps(out, indent=2))
