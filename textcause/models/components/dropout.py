@@ -43,7 +43,8 @@ def fast_dropout_mask(shape: torch.Size | tuple[int, ...], p: float) -> tuple[to
     seed = int(torch.randint(0, 2**63 - 1, (1,), dtype=torch.int64))
     raw = np.random.PCG64(seed).random_raw((n + 3) // 4)
     bits = torch.from_numpy(raw.view(np.int16)[:n]).view(shape)
-    # int16 holds the 16 raw bits as -32,768 .. 32,767: keep when the unsigned value >= threshold.
+    # 16 raw bits read as int16 are uniform on -32,768 .. 32,767, so keeping those >= threshold - 32,768
+    # keeps (65,536 - threshold) of the 65,536 values: probability 1 - p_used.
     return bits >= threshold - _LEVELS // 2, threshold / _LEVELS
 
 
