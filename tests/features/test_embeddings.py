@@ -534,6 +534,12 @@ def test_auto_processes_only_for_large_calls_on_several_cores(tiny, monkeypatch)
     assert enc._workers_for(encoder_module.PARALLEL_MIN_POSTS - 1) == 1
     assert enc._workers_for(encoder_module.PARALLEL_MIN_POSTS) == 2
     assert Encoder(str(tiny), num_threads=1)._workers_for(10**6) == 1
+    import multiprocessing
+
+    with monkeypatch.context() as m:
+        m.setattr(multiprocessing.current_process(), "daemon", True)
+        assert enc._workers_for(10**6) == 1  # a daemonic process may not have children
+    assert not multiprocessing.current_process().daemon
     monkeypatch.setattr(encoder_module.os, "cpu_count", lambda: 1)
     assert enc._workers_for(10**6) == 1
     with pytest.raises(ValueError, match="The 'processes' parameter of Encoder must be an int >= 1"):

@@ -412,9 +412,13 @@ class Encoder:
         """How many worker processes a call with ``n`` posts uses (1: none)."""
         if self.processes is not None:
             return self.processes
+        import multiprocessing
+
         cores = os.cpu_count() or 1
         if self.num_threads is not None or cores < 2 or n < PARALLEL_MIN_POSTS or not _can_fork():
             return 1
+        if multiprocessing.current_process().daemon:
+            return 1  # a daemonic process (e.g. a pool's worker) may not start processes of its own
         return cores
 
     def _encode_in_workers(
