@@ -250,7 +250,7 @@ def main() -> None:
     full = cache.encoder.tokenizer(posts, truncation=False, padding=False, return_attention_mask=False)["input_ids"]
     full_len = np.fromiter(map(len, full), dtype=np.int64, count=len(full))
     out["truncation"] = {
-        "token_cap": args.max_tokens,
+        "max_tokens": args.max_tokens,
         "share_longer_than_cap": round(float((full_len > args.max_tokens).mean()), 4),
         "mean_tokens_untruncated": round(float(full_len.mean()), 1),
         "share_of_tokens_cut": round(float(np.maximum(full_len - args.max_tokens, 0).sum() / full_len.sum()), 4),

@@ -46,15 +46,23 @@ def main() -> None:
     new, ref = load(args.new, args.grid), load(args.reference, args.grid)
     key = ["cell_id", "estimator"]
     both = new.merge(ref, on=key, suffixes=("", "_ref"))
+    other_config = both["config_hash"] != both["config_hash_ref"]
+    if other_config.any():  # the same id under another configuration is another experiment
+        print(f"{both.loc[other_config, 'cell_id'].nunique()} cells left out: their config hashes differ")
+        both = both[~other_config]
     if both.empty:
-        raise SystemExit("The two stores share no cell: nothing to compare.")
+        raise SystemExit("The two stores share no cell with the same configuration: nothing to compare.")
     print(f"{both['cell_id'].nunique()} cells in both stores ({len(both)} rows)\n")
     print("| model | cells | identical | " + " | ".join(f"max abs diff {q}" for q in QUANTITIES[:4]) + " |")
     print("|---|---|---|" + "---|" * 4)
     differing = []
     for model, rows in both.groupby("model", sort=False):
         diffs = {q: (rows[q] - rows[f"{q}_ref"]).abs() for q in QUANTITIES}
-        per_cell = pd.concat([rows["cell_id"], *[d.fillna(0.0).rename(q) for q, d in diffs.items()]], axis=1)
+        # both empty: no difference; one empty: a difference (infinite)
+        for q, d in diffs.items():
+            one_missing = rows[q].isna() != rows[f"{q}_ref"].isna()
+            diffs[q] = d.mask(one_missing, np.inf).fillna(0.0)
+        per_cell = pd.concat([rows["cell_id"], *[d.rename(q) for q, d in diffs.items()]], axis=1)
         worst = per_cell.groupby("cell_id")[list(QUANTITIES)].max().max(axis=1)
         identical = int((worst <= 1e-9).sum())
         print(

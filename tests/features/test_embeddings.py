@@ -526,14 +526,52 @@ def test_cache_with_worker_processes_matches_in_process(tiny, tmp_path):
     assert len(list(cache.pooled.folder.glob("*.keys.npy"))) == 3
 
 
+def _die(ids, token_cap):
+    os._exit(3)  # a worker killed mid-task (out of memory, SIGKILL)
+
+
+def test_a_dead_worker_is_one_clear_error_and_the_next_call_starts_afresh(tiny, monkeypatch):
+    from textcause.features import encoder as encoder_module
+
+    posts = _many_posts(100)
+    enc = Encoder(str(tiny), precision="fp32", batch_size=8, processes=2)
+    with monkeypatch.context() as m:
+        m.setattr(encoder_module, "_worker_encode", _die)
+        with pytest.raises(RuntimeError, match=r"An encoding worker process of .* died .* processes=1"):
+            enc.encode(posts)
+    assert enc._procs is None
+    np.testing.assert_allclose(
+        enc.encode(posts).vectors, Encoder(str(tiny), precision="fp32", processes=1).encode(posts).vectors, atol=1e-6
+    )
+    enc.close()
+
+
+def test_an_encoder_with_workers_is_garbage_collected_and_its_workers_stop(tiny):
+    import gc
+    import weakref
+
+    enc = Encoder(str(tiny), precision="fp32", batch_size=8, processes=2)
+    enc.encode(_many_posts(50))
+    pool, ref = enc._procs, weakref.ref(enc)
+    del enc
+    gc.collect()
+    assert ref() is None
+    assert pool._shutdown_thread  # the finalizer shut the pool down
+
+
 def test_auto_processes_only_for_large_calls_on_several_cores(tiny, monkeypatch):
     from textcause.features import encoder as encoder_module
 
     enc = Encoder(str(tiny))
+    monkeypatch.setattr(encoder_module, "_can_fork", lambda: True)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
     monkeypatch.setattr(encoder_module.os, "cpu_count", lambda: 2)
     assert enc._workers_for(encoder_module.PARALLEL_MIN_POSTS - 1) == 1
     assert enc._workers_for(encoder_module.PARALLEL_MIN_POSTS) == 2
     assert Encoder(str(tiny), num_threads=1)._workers_for(10**6) == 1
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)  # a grid worker given one thread
+    assert enc._workers_for(10**6) == 1
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
     import multiprocessing
 
     with monkeypatch.context() as m:

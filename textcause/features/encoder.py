@@ -247,9 +247,11 @@ class Encoder:
             the hidden state after transformer layer k (0 = the embedding output; k = the number
             of layers is the last layer and becomes None). Pooled vectors always use the last layer.
         processes: encode in this many worker processes of one torch thread each (1: in this
-            process, on ``num_threads`` threads). None: one per core when there is more than one
-            core, ``num_threads`` is not set and a call has at least ``PARALLEL_MIN_POSTS`` posts.
-            The workers start on the first such call and stay until :meth:`close`.
+            process, on ``num_threads`` threads). None: on Linux, one per core (at most this
+            process's torch threads) when that is more than one, ``num_threads`` is not set and a
+            call has at least ``PARALLEL_MIN_POSTS`` posts. Never from a daemonic process. The
+            workers start on the first such call and stay until :meth:`close` (or until the
+            encoder is garbage-collected).
     """
 
     def __init__(
@@ -380,11 +382,11 @@ class Encoder:
         values = np.empty((int(offsets[-1]), self.dim), dtype=np.float32) if token_cap else None
         order = np.argsort(lengths, kind="stable")
         pad_id = self.tokenizer.pad_token_id or 0
+        workers = self._workers_for(n)  # before the thread count is raised for the encode below
         with _torch_threads(self.num_threads or os.cpu_count() or 1), torch.inference_mode():
             if self.precision_used is None and n:
                 probe = order[n // 2 : n // 2 + 16]  # typical lengths, not the shortest posts
                 self.precision_used = self._choose_precision(*_pad(ids, lengths, probe, pad_id))
-            workers = self._workers_for(n)
             if workers > 1:
                 batches = list(_batches(order, lengths, self.batch_size, self.batch_tokens))
                 if len(batches) > 1:
@@ -409,16 +411,23 @@ class Encoder:
         return EncodedPosts(vectors, values, offsets)
 
     def _workers_for(self, n: int) -> int:
-        """How many worker processes a call with ``n`` posts uses (1: none)."""
-        if self.processes is not None:
-            return self.processes
+        """How many worker processes a call with ``n`` posts uses (1: none).
+
+        Never from a daemonic process (a pool's worker may not start processes of its own). In
+        auto mode, at most this process's torch thread budget: a grid worker given one thread
+        (``textcause benchmark --workers 2`` on 2 cores) encodes in its own process.
+        """
         import multiprocessing
 
-        cores = os.cpu_count() or 1
+        import torch
+
+        if multiprocessing.current_process().daemon:
+            return 1
+        if self.processes is not None:
+            return self.processes
+        cores = min(os.cpu_count() or 1, torch.get_num_threads())
         if self.num_threads is not None or cores < 2 or n < PARALLEL_MIN_POSTS or not _can_fork():
             return 1
-        if multiprocessing.current_process().daemon:
-            return 1  # a daemonic process (e.g. a pool's worker) may not start processes of its own
         return cores
 
     def _encode_in_workers(
@@ -445,8 +454,10 @@ class Encoder:
 
         pool = self._worker_pool(workers)
         tasks = [np.concatenate(batches[i : i + BATCHES_PER_TASK]) for i in range(0, len(batches), BATCHES_PER_TASK)]
-        pending = {pool.submit(_worker_encode, [list(ids[i]) for i in idx], token_cap): idx for idx in tasks[::-1]}
+        pending: dict[Any, np.ndarray] = {}
         try:
+            for idx in tasks[::-1]:
+                pending[pool.submit(_worker_encode, [list(ids[i]) for i in idx], token_cap)] = idx
             if meanwhile is not None:
                 meanwhile()
             while pending:
@@ -479,11 +490,13 @@ class Encoder:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        if self._procs is not None and self._pool_workers == workers:
+        if self._procs is not None and self._pool_workers == workers and not getattr(self._procs, "_broken", False):
             return self._procs
         self.close()
         if _can_fork():
-            context, init = multiprocessing.get_context("fork"), self
+            # a weak reference: a forked child resolves it to its copy of this encoder, and the pool
+            # (which keeps its initargs) does not keep this encoder alive
+            context, init = multiprocessing.get_context("fork"), weakref.ref(self)
         else:
             context = multiprocessing.get_context("spawn")
             init = {
@@ -598,14 +611,15 @@ def _can_fork() -> bool:
     return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
 
-def _worker_init(encoder: Encoder | dict[str, Any]) -> None:
+def _worker_init(encoder: weakref.ref | dict[str, Any]) -> None:
     """Set up this worker process's encoder with one torch thread: the forked parent's own (weights
     already loaded and cast), or a new one built from the parent's settings (spawned)."""
     global _WORKER_ENCODER
     import torch
 
     torch.set_num_threads(1)
-    if isinstance(encoder, Encoder):
+    if isinstance(encoder, weakref.ref):
+        encoder = encoder()
         encoder._procs, encoder._pool_workers, encoder._pool_finalizer = None, 0, None
         encoder.num_threads, encoder.processes = 1, 1
         _WORKER_ENCODER = encoder
