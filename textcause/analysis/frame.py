@@ -17,37 +17,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from textcause.metrics.schema import RESULT_SCHEMA
+
 #: The columns a results table must have.
 REQUIRED_COLUMNS = ("corpus", "task", "level", "model", "seed", "estimator", "ate", "ci_low", "ci_high", "true_ate")
-#: Numeric columns (missing ones are added as NaN).
-NUMERIC_COLUMNS = (
-    "ate",
-    "ci_low",
-    "ci_high",
-    "influence_ci_low",
-    "influence_ci_high",
-    "refit_ci_low",
-    "refit_ci_high",
-    "refit_reps",
-    "bias",
-    "true_ate",
-    "sample_ate",
-    "n_used",
-    "n_dropped",
-    "treatment_accuracy",
-    "ece",
-    "brier",
-    "iptw_weight_mse",
-    "spearman",
-    "rank_agreement",
-    "bound_low",
-    "bound_high",
-    "train_seconds",
-    "n_train",
-    "n_test",
-)
-#: Yes / no columns, kept as floats 1.0 / 0.0 / NaN so that a mean is a share.
-FLAG_COLUMNS = ("ci_tighter_than_bound", "covers_truth", "influence_covers_truth", "refit_covers_truth")
+#: Numeric columns (missing ones are added as NaN): every int / float column of the result schema
+#: but the ``level`` and ``seed`` keys, and the store's timing and split sizes.
+NUMERIC_COLUMNS = tuple(
+    c for c, kind in RESULT_SCHEMA.items() if kind in (int, float) and c not in ("level", "seed")
+) + ("train_seconds", "n_train", "n_test")
+#: Yes / no columns (the schema's bool columns), kept as floats 1.0 / 0.0 / NaN so that a mean is a share.
+FLAG_COLUMNS = tuple(c for c, kind in RESULT_SCHEMA.items() if kind is bool)
 #: A cell: one model trained and evaluated on one draw of one task level of one corpus.
 CELL = ["corpus", "task", "level", "model", "seed"]
 #: A method on a task level, summarised over seeds.
