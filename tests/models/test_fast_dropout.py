@@ -76,3 +76,30 @@ def test_small_tensors_use_torch_dropout():
 def test_bad_p_is_a_clear_error():
     with pytest.raises(ValueError, match="The 'p' parameter of FastDropout"):
         FastDropout(1.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
+def test_a_mask_of_the_tensors_dtype_is_the_boolean_mask_and_gives_the_same_bits(dtype):
+    torch.manual_seed(4)
+    keep, p_used = fast_dropout_mask((32, 60, 50), 0.1)
+    torch.manual_seed(4)
+    typed, p_typed = fast_dropout_mask((32, 60, 50), 0.1, dtype=dtype)
+    assert typed.dtype == dtype and typed.shape == keep.shape and p_typed == p_used
+    assert torch.equal(typed, keep.to(dtype))
+    # FastDropout's output and gradient: bit for bit those of the boolean formulation (it used
+    # x * bool_mask before), negative zeros and all
+    x = (torch.randn(32, 60, 50) * 3).to(dtype).requires_grad_()
+    torch.manual_seed(4)
+    y = FastDropout(0.1).train()(x)
+    g = torch.randn_like(y)
+    y.backward(g)
+    ref_x = x.detach().clone().requires_grad_()
+    ref = (ref_x * keep).mul_(1.0 / (1.0 - p_used))
+    ref.backward(g)
+    assert torch.equal(y.detach().view(-1).view(torch.uint8), ref.detach().view(-1).view(torch.uint8))
+    assert torch.equal(x.grad.view(-1).view(torch.uint8), ref_x.grad.view(-1).view(torch.uint8))
+
+
+def test_a_mask_of_another_dtype_is_a_clear_error():
+    with pytest.raises(ValueError, match="must be torch.bool or a floating dtype"):
+        fast_dropout_mask((4,), 0.1, dtype=torch.int64)

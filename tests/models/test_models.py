@@ -7,6 +7,7 @@ probability (0.12 or 0.88), and a binary outcome with a true ATE of 0.3.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -14,10 +15,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import lightning as L
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch.loggers import CSVLogger
 from torch import nn
 from toydata import ToyData
 
@@ -97,6 +100,48 @@ def test_mlp_dropout_only_in_training():
 
 
 # ---------------------------------------------------------------------- PropensityModel
+class _StepLosses(L.Callback):
+    """The loss and batch size of every training step, per epoch."""
+
+    def __init__(self) -> None:
+        self.steps: list[list[tuple[float, int]]] = []
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        self.steps.append([])
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self.steps[-1].append((float(outputs["loss"]), int(batch["t"].shape[0])))
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "lbfgs"])
+def test_train_loss_is_the_epochs_batch_size_weighted_mean(tmp_path, optimizer):
+    L.seed_everything(0)
+    dm = ToyData(layout="dense", batch_size=32 if optimizer == "adam" else 300)
+    model = PropensityModel(LogisticRegression(dm.input_dim), lr=0.1, weight_decay=0.01, optimizer=optimizer)
+    seen = _StepLosses()
+    logger = CSVLogger(tmp_path, name="log")
+    trainer = L.Trainer(
+        max_epochs=3,
+        default_root_dir=tmp_path,
+        enable_checkpointing=False,
+        callbacks=[seen],
+        **{**TRAINER, "logger": logger},
+    )
+    trainer.fit(model, dm)
+    metrics = pd.read_csv(Path(logger.log_dir) / "metrics.csv")
+    rows = metrics.dropna(subset=["train_loss"])
+    assert rows["epoch"].tolist() == list(range(len(seen.steps)))
+    assert float(trainer.callback_metrics["train_loss"]) == pytest.approx(rows["train_loss"].iloc[-1])
+    for steps, logged in zip(seen.steps, rows["train_loss"].tolist()):
+        if optimizer == "adam":
+            assert steps[-1][1] < steps[0][1]  # a short last batch: an unweighted mean would differ
+            expected = sum(v * n for v, n in steps) / sum(n for _, n in steps)
+            assert logged == pytest.approx(expected, rel=1e-6)
+            assert logged != pytest.approx(np.mean([v for v, _ in steps]), rel=1e-6)
+        else:  # every closure call of the L-BFGS step counts, as Lightning's own epoch mean counted it
+            assert len(steps) == 1 and np.isfinite(logged)
+
+
 @pytest.mark.parametrize("layout", ["coo", "csr", "dense"])
 def test_propensity_model_learns_the_signal(tmp_path, layout):
     L.seed_everything(0)

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from textcause.cli.main import main as textcause_main
+from textcause.data.featurizer import unpack_terms
 from textcause.runs.fit import EvaluationSettings, evaluate_run, find_checkpoint
 from textcause.runs.lightning_cli import make_cli
 
@@ -81,7 +82,10 @@ def test_predict_gives_held_out_users_the_propensities_of_evaluate(config, tiny_
     ckpt = torch.load(find_checkpoint(run_dir), map_location="cpu", weights_only=True)
     saved = ckpt["CausalTextDataModule"]["featurizer"]
     assert saved["representation"] == cli.datamodule.settings.representation
-    assert saved["ngram"]["terms"] == list(cli.datamodule.featurizer["ngram"]["terms"])
+    # the n-grams as two tensors (pack_terms), not tens of thousands of strings
+    assert set(saved["ngram"]["terms"]) == {"utf8", "ends"}
+    assert unpack_terms(saved["ngram"]["terms"]) == unpack_terms(cli.datamodule.featurizer["ngram"]["terms"])
+    assert len(unpack_terms(saved["ngram"]["terms"])) == cli.datamodule.input_dim or config == "lr_lda.yaml"
     if config == "lr_lda.yaml":
         assert isinstance(saved["ngram"]["lda_components"], torch.Tensor)
 

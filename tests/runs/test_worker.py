@@ -64,3 +64,22 @@ def test_a_cell_killed_three_times_with_its_worker_still_runs_and_is_not_failed(
     assert (row.status, row.attempts, row.error, row.pid) == ("ok", 4, None, os.getpid())
     results = store.read_results(engine, "budget")
     assert set(results["status"]) == {"ok"} and set(results["attempt"]) == {4}
+
+
+def test_freeze_gc_freezes_what_lives_after_the_first_cell_and_only_when_asked(tmp_path, tiny_corpus):
+    import gc
+
+    import lightning.pytorch  # noqa: F401 - a worker freezes once a cell has imported the training stack
+
+    gc.unfreeze()
+    try:
+        grid = load_grid(_grid(tmp_path, tiny_corpus))
+        for freeze, name in ((False, "plain"), (True, "frozen")):
+            url = store.default_url(tmp_path / name)
+            open_study(grid, url, create=True)
+            stats = worker_loop(grid, url, tmp_path / name, since=store.utcnow(), freeze_gc=freeze)
+            assert stats.ran == [grid.cells[0].cell_id]
+            assert set(store.read_results(store.connect(url), "budget")["status"]) == {"ok"}
+            assert (gc.get_freeze_count() > 0) is freeze
+    finally:
+        gc.unfreeze()

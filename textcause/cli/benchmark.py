@@ -59,6 +59,7 @@ def benchmark_main(argv: Sequence[str]) -> int:
             retry_failed=args.retry_failed,
             dry_run=args.dry_run,
             heartbeat=args.heartbeat,
+            freeze_gc=True,  # this command's own process
         )
     )
 

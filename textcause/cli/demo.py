@@ -41,7 +41,7 @@ def main(argv: Sequence[str] = ()) -> None:
     out = Path(args.out)
     db = out / "results.db"
     t0 = time.perf_counter()
-    code = run_benchmark(args.config, out=out, workers=args.workers)
+    code = run_benchmark(args.config, out=out, workers=args.workers, freeze_gc=True)  # this command's own process
     if code != 0:
         raise RuntimeError(f"The benchmark stopped with exit code {code}; rerun `make demo` to resume it.")
     bench_s = time.perf_counter() - t0

@@ -9,7 +9,11 @@ text exactly as training did, without refitting anything:
 
 * n-gram kinds: the vocabulary (the n-grams in column order) and, for ``lda``, the fitted topics
   (:meth:`textcause.features.NgramFeaturizer.state_dict`); then the training split's ``maxabs``
-  column factors, or ``log1p``;
+  column factors, or ``log1p``. The n-grams are kept as two tensors (:func:`pack_terms`: their
+  UTF-8 bytes end to end and where each ends), not as a list of strings: a checkpoint saves and
+  loads one array instead of tens of thousands of objects (0.14 s a load and 27 ms a save for the
+  25,870 1,2-grams of Twitter, in every checkpoint of every n-gram model). A list (as earlier
+  versions saved it) is still read, and the content key is the same for both forms;
 * ``post_embeddings`` / ``post_tokens``: the encoder's name and content identity, its input length,
   token cap and layer, and the embedding cache key; a different encoder found under the same
   name is refused;
@@ -37,6 +41,7 @@ FEATURIZER_VERSION = 1
 #: The key of the featurizer state in the data module's ``state_dict``.
 FEATURIZER_KEY = "featurizer"
 RETRAIN = "retrain the model with this version of textcause"
+DAMAGED = "the checkpoint is damaged; retrain the model or restore the file"
 
 
 def _tensor(value: np.ndarray) -> Any:
@@ -51,6 +56,50 @@ def _is_tensor(value: Any) -> bool:
 
 def _numpy(value: Any) -> np.ndarray:
     return value.detach().cpu().numpy() if _is_tensor(value) else np.asarray(value)
+
+
+def pack_terms(terms: Sequence[str]) -> dict[str, np.ndarray]:
+    """The n-grams as ``{"utf8": uint8 bytes of every term end to end, "ends": int64 end offset of each}``."""
+    data = [str(t).encode("utf-8", "surrogatepass") for t in terms]
+    ends = np.cumsum(np.fromiter((len(d) for d in data), dtype=np.int64, count=len(data)), dtype=np.int64)
+    return {"utf8": np.frombuffer(b"".join(data), dtype=np.uint8).copy(), "ends": ends}
+
+
+def unpack_terms(value: Any) -> list[str]:
+    """The n-grams of :func:`pack_terms`' arrays (numpy or torch), or of a plain list (earlier versions).
+
+    Raises:
+        ValueError: the arrays do not describe a list of UTF-8 strings (a damaged checkpoint).
+    """
+    if not isinstance(value, Mapping):
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+            raise ValueError(f"The saved n-grams are a {type(value).__name__}, not a list: {DAMAGED}.")
+        return [str(t) for t in value]
+    try:
+        buf = np.ascontiguousarray(_numpy(value["utf8"]))
+        ends = np.asarray(_numpy(value["ends"]))
+    except KeyError as err:
+        raise ValueError(f"The saved n-grams lack their {err.args[0]!r} array: {DAMAGED}.") from None
+    if buf.dtype != np.uint8 or buf.ndim != 1 or ends.ndim != 1 or not np.issubdtype(ends.dtype, np.integer):
+        raise ValueError(f"The saved n-grams' arrays have the wrong type or shape: {DAMAGED}.")
+    starts = np.concatenate([[0], ends[:-1]]) if ends.size else ends
+    if ends.size and (ends[-1] != buf.size or (ends < starts).any() or starts[0] != 0):
+        raise ValueError(f"The saved n-grams' offsets do not fit their bytes: {DAMAGED}.")
+    if not ends.size and buf.size:
+        raise ValueError(f"The saved n-grams' offsets do not fit their bytes: {DAMAGED}.")
+    raw = buf.tobytes()
+    try:
+        return [raw[a:b].decode("utf-8", "surrogatepass") for a, b in zip(starts.tolist(), ends.tolist())]
+    except UnicodeDecodeError:
+        raise ValueError(f"The saved n-grams are not UTF-8 text: {DAMAGED}.") from None
+
+
+def _logical(state: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``state`` with packed n-grams as the list they stand for (what the content key is computed on)."""
+    ngram = state.get("ngram")
+    if isinstance(ngram, Mapping) and isinstance(ngram.get("terms"), Mapping):
+        return {**state, "ngram": {**ngram, "terms": unpack_terms(ngram["terms"])}}
+    return state
 
 
 def maxabs_factor(x: Any, train: np.ndarray) -> np.ndarray:
@@ -151,13 +200,17 @@ def featurizer_state(
             "token_cap": settings.token_cap,
             "encoder_layer": settings.encoder_layer,
         }
-    state["key"] = state_key(state)
+    state["key"] = state_key(state)  # on the n-grams as a list: the key of earlier checkpoints
+    if state["ngram"] is not None and "terms" in state["ngram"]:
+        state["ngram"]["terms"] = {k: _tensor(v) for k, v in pack_terms(state["ngram"]["terms"]).items()}
     return state
 
 
 def state_key(state: Mapping[str, Any]) -> str:
-    """A SHA-256 content key of a featurizer state (its values and array bytes; ``key`` itself left out)."""
+    """A SHA-256 content key of a featurizer state (its values and array bytes; ``key`` itself left
+    out; packed n-grams count as the list of strings they stand for)."""
     h = hashlib.sha256()
+    state = _logical(state)
 
     def feed(value: Any) -> None:
         if isinstance(value, np.ndarray) or _is_tensor(value):
@@ -227,7 +280,10 @@ def featurize(state: Mapping[str, Any], texts: Sequence[Sequence[str]]) -> Any:
         saved = state.get("ngram")
         if not isinstance(saved, Mapping):
             raise ValueError(f"The checkpoint's featurizer has no vocabulary: {RETRAIN}.")
-        featurizer = NgramFeaturizer.from_state_dict({k: _numpy(v) if _is_tensor(v) else v for k, v in saved.items()})
+        saved = {k: _numpy(v) if _is_tensor(v) else v for k, v in saved.items()}
+        if "terms" in saved:
+            saved["terms"] = unpack_terms(saved["terms"])
+        featurizer = NgramFeaturizer.from_state_dict(saved)
         factor = state.get("scale_factor")
         return apply_scale(featurizer.transform(texts), state.get("scale"), None if factor is None else _numpy(factor))
     if rep in EMBEDDING_KINDS:

@@ -383,11 +383,26 @@ class PropensityModel(PropensityModule):
             check_data_requirements(self.net, settings)
 
     def on_train_epoch_start(self) -> None:
+        self._train_loss = None
         optimizer = self._lbfgs()
         if optimizer is not None:  # one batch an epoch: every L-BFGS step sees the whole training split
             optimizer.full_batch = self.trainer.num_training_batches == 1
 
+    def _add_train_loss(self, loss: torch.Tensor, n: int) -> None:
+        # The epoch's batch-size-weighted mean training loss, summed here and logged once at the
+        # epoch's end: the value Lightning's `self.log(..., on_epoch=True)` gives, without its
+        # bookkeeping on every step (about 0.8 ms a call on CPU, a sixth of a small network's step).
+        part = torch.stack([loss.detach().double() * n, loss.new_tensor(n, dtype=torch.float64)])
+        current = getattr(self, "_train_loss", None)
+        self._train_loss = part if current is None else current + part
+
     def on_train_epoch_end(self) -> None:
+        total = getattr(self, "_train_loss", None)
+        if total is not None:
+            # sums over every rank (DDP), so the mean weighs each unit once, as Lightning's sync does
+            total = self.trainer.strategy.reduce(total.clone(), reduce_op="sum") if world_size(self) > 1 else total
+            self.log("train_loss", (total[0] / total[1]).float(), on_step=False, on_epoch=True)
+            self._train_loss = None
         # A converged full-batch L-BFGS fit no longer changes: later epochs would only repeat this
         # epoch's validation numbers. The fit ends after this epoch's validation (its checkpoints and
         # callbacks as for any stop; trainer.min_epochs still holds). Every rank decides alike.
@@ -427,7 +442,7 @@ class PropensityModel(PropensityModule):
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         _, loss = self.propensity_and_loss(batch)
         loss = loss + self._penalty(self.parameters())
-        self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True, batch_size=int(batch["t"].shape[0]))
+        self._add_train_loss(loss, int(batch["t"].shape[0]))
         if self.optimizer_name == "lbfgs" and world_size(self) > 1:
             # L-BFGS decides its line search and its stopping from the loss value: every rank must see
             # the same one, or the ranks take different numbers of closure calls (each a gradient

@@ -127,6 +127,7 @@ def run_benchmark(
     retry_failed: bool = False,
     dry_run: bool = False,
     heartbeat: int = HEARTBEAT_INTERVAL,
+    freeze_gc: bool = False,
 ) -> int:
     """Run (or resume) a grid: prepare the database and the study, run the workers, show progress.
 
@@ -140,6 +141,10 @@ def run_benchmark(
         retry_failed: run failed cells again.
         dry_run: list the cells and their status, run nothing.
         heartbeat: seconds between Optuna heartbeats.
+        freeze_gc: with one worker (in this process), freeze what lives after its first trained
+            cell out of the garbage collector's scans (:func:`~textcause.runs.worker.worker_loop`);
+            for a process of its own (the ``textcause benchmark`` command), not a caller's session.
+            Worker processes always do.
 
     Returns:
         The exit code: 0, or 1 when a worker or the database failed or cells were left unfinished.
@@ -177,7 +182,16 @@ def run_benchmark(
         shower = threading.Thread(target=show, daemon=True)
         shower.start()
         try:
-            run_worker(grid, url, out, since, threads=threads, retry_failed=retry_failed, heartbeat=heartbeat)
+            run_worker(
+                grid,
+                url,
+                out,
+                since,
+                threads=threads,
+                retry_failed=retry_failed,
+                heartbeat=heartbeat,
+                freeze_gc=freeze_gc,
+            )
         finally:
             stop.set()
             shower.join()

@@ -12,6 +12,7 @@ benchmark`` (:mod:`textcause.runs.runner`) starts the workers.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import random
@@ -145,11 +146,19 @@ def worker_loop(
     poll: float = 2.0,
     heartbeat_interval: int = HEARTBEAT_INTERVAL,
     grace_period: int = GRACE_PERIOD,
+    freeze_gc: bool = False,
 ) -> WorkerStats:
     """Ask Optuna for cells and run them until every cell of ``grid`` is finished.
 
     A cell whose worker died (a signal, a lost worker) is taken over and run again, however often
     that happened: only the cell's own error records it as failed (:func:`store.claim_decision`).
+
+    With ``freeze_gc`` (a process of its own: the worker processes, ``textcause benchmark``), what
+    is alive after the first cell that trained (the imported libraries, the memoised corpus: about
+    530,000 objects) is moved out of the cyclic garbage collector's sight (``gc.freeze()``): each
+    later collection, the one after every cell included, then scans what the cells made (about
+    2,000 objects) instead of everything (0.40 s -> under 0.01 s a cell on this machine). Frozen
+    objects are still freed when their last reference goes; only cycles among them would stay.
     """
     import optuna
 
@@ -160,7 +169,7 @@ def worker_loop(
     version = code_version()
     rng = random.Random(f"{socket.gethostname()}:{os.getpid()}")  # which cell to re-queue: scheduling only
     stats = WorkerStats()
-    state = {"refused": False}
+    state = {"refused": False, "frozen": False}
     alive = lambda row: holder_alive(row, storage)  # noqa: E731
     twin_ids = twins(grid.cells)
 
@@ -200,6 +209,9 @@ def worker_loop(
             )
         else:
             outcome = run_cell(cell, out_dir, version=version, attempt=attempt)
+            if freeze_gc and not state["frozen"] and "lightning.pytorch" in sys.modules:
+                gc.freeze()  # after the cell's own collection: only what lives on is frozen
+                state["frozen"] = True
         try:
             store.finish_cell(
                 engine, cell.cell_id, token, status=outcome.status, rows=outcome.rows, error=outcome.error
@@ -244,7 +256,15 @@ def _ok(row: Any, cell: Cell) -> bool:
 
 # ---------------------------------------------------------------------------------------- the worker process
 def run_worker(
-    grid: Grid, url: str, out: Path, since: datetime, *, threads: int, retry_failed: bool, heartbeat: int
+    grid: Grid,
+    url: str,
+    out: Path,
+    since: datetime,
+    *,
+    threads: int,
+    retry_failed: bool,
+    heartbeat: int,
+    freeze_gc: bool = False,
 ) -> WorkerStats:
     """:func:`worker_loop` with ``threads`` torch threads and Lightning's info logging silenced."""
     import torch
@@ -264,6 +284,7 @@ def run_worker(
             retry_failed=retry_failed,
             heartbeat_interval=heartbeat,
             grace_period=GRACE_FACTOR * heartbeat,
+            freeze_gc=freeze_gc,
         )
     finally:
         torch.set_num_threads(old_threads)
@@ -313,6 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         threads=args.threads,
         retry_failed=args.retry_failed,
         heartbeat=args.heartbeat,
+        freeze_gc=True,
     )
     print(f"worker {os.getpid()}: ran {len(stats.ran)} cells", flush=True)
     return 0
