@@ -113,6 +113,10 @@ def assert_same_evaluation(one, two, *, rel: float) -> None:
     assert "val/ate_ipw" in columns and "val/treatment_accuracy" in columns
     for col in columns:
         np.testing.assert_allclose(b[col].to_numpy(), a[col].to_numpy(), rtol=rel, atol=1e-6, err_msg=col)
+    # The training loss of each epoch: the mean over every training unit of both ranks, as in one process.
+    a, b = (pd.read_csv(run.log_dir / "metrics.csv").dropna(subset=["train_loss"]) for run in (one, two))
+    assert len(a) == len(b) > 0
+    np.testing.assert_allclose(b["train_loss"].to_numpy(), a["train_loss"].to_numpy(), rtol=rel, atol=1e-6)
     # Rank 0 alone wrote the results: one results.json, one block of rows in results.csv.
     results = pd.read_csv(two.log_dir.parent.parent / "results.csv")
     assert len(results) == len(two.rows)

@@ -399,9 +399,10 @@ class PropensityModel(PropensityModule):
     def on_train_epoch_end(self) -> None:
         total = getattr(self, "_train_loss", None)
         if total is not None:
-            # sums over every rank (DDP), so the mean weighs each unit once, as Lightning's sync does
+            # sums over every rank (DDP), so the mean weighs each unit once, as Lightning's sync does;
+            # sync_dist then averages equal values (and keeps Lightning's epoch-level sync warning away)
             total = self.trainer.strategy.reduce(total.clone(), reduce_op="sum") if world_size(self) > 1 else total
-            self.log("train_loss", (total[0] / total[1]).float(), on_step=False, on_epoch=True)
+            self.log("train_loss", (total[0] / total[1]).float(), on_step=False, on_epoch=True, sync_dist=True)
             self._train_loss = None
         # A converged full-batch L-BFGS fit no longer changes: later epochs would only repeat this
         # epoch's validation numbers. The fit ends after this epoch's validation (its checkpoints and
