@@ -11,8 +11,9 @@ text exactly as training did, without refitting anything:
   (:meth:`textcause.features.NgramFeaturizer.state_dict`); then the training split's ``maxabs``
   column factors, or ``log1p``. The n-grams are kept as two tensors (:func:`pack_terms`: their
   UTF-8 bytes end to end and where each ends), not as a list of strings: a checkpoint saves and
-  loads one array instead of tens of thousands of objects (0.14 s a load and 27 ms a save for the
-  25,870 1,2-grams of Twitter, in every checkpoint of every n-gram model). A list (as earlier
+  loads two arrays instead of tens of thousands of objects (a ``weights_only`` load of an
+  lr_bigram_binary checkpoint with 25,905 Twitter 1,2-grams: 114-126 -> 18-20 ms, a save 26-30 ->
+  15 ms; every checkpoint of every n-gram model holds them). A list (as earlier
   versions saved it) is still read, and the content key is the same for both forms;
 * ``post_embeddings`` / ``post_tokens``: the encoder's name and content identity, its input length,
   token cap and layer, and the embedding cache key; a different encoder found under the same
