@@ -29,7 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-TIMING = ("train_seconds", "eval_seconds", "started_at", "finished_at", "run")
+#: Row fields that differ between runs of the same numbers (timings, and which code and host ran them).
+TIMING = ("train_seconds", "eval_seconds", "started_at", "finished_at", "run", "code_version", "host")
 
 
 def numbers(rows: list[dict]) -> list[dict]:

@@ -27,7 +27,6 @@ import argparse
 import gc
 import inspect
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -39,16 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 GRID = ROOT / "configs" / "benchmark" / "weld_twitter_seed0.yaml"
-TIMING = ("train_seconds", "eval_seconds", "started_at", "finished_at", "run", "code_version", "host")
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-
-def numbers(rows: list[dict]) -> list[dict]:
-    """A cell's rows without their timings, NaN as a string (so equal rows compare equal)."""
-
-    def norm(v):
-        return "nan" if isinstance(v, float) and math.isnan(v) else v
-
-    return [{k: norm(v) for k, v in sorted(r.items()) if k not in TIMING} for r in rows]
+from bench_cell_overhead import numbers  # a cell's rows without timings, NaN as a string
 
 
 def same_rows(a: list[dict], b: list[dict], tol: float = 1e-9) -> bool:

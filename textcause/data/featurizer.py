@@ -83,10 +83,8 @@ def unpack_terms(value: Any) -> list[str]:
         raise ValueError(f"The saved n-grams lack their {err.args[0]!r} array: {DAMAGED}.") from None
     if buf.dtype != np.uint8 or buf.ndim != 1 or ends.ndim != 1 or not np.issubdtype(ends.dtype, np.integer):
         raise ValueError(f"The saved n-grams' arrays have the wrong type or shape: {DAMAGED}.")
-    starts = np.concatenate([[0], ends[:-1]]) if ends.size else ends
-    if ends.size and (ends[-1] != buf.size or (ends < starts).any() or starts[0] != 0):
-        raise ValueError(f"The saved n-grams' offsets do not fit their bytes: {DAMAGED}.")
-    if not ends.size and buf.size:
+    starts = np.concatenate([[0], ends[:-1]]).astype(ends.dtype)
+    if (ends[-1] if ends.size else 0) != buf.size or (ends < starts).any():
         raise ValueError(f"The saved n-grams' offsets do not fit their bytes: {DAMAGED}.")
     raw = buf.tobytes()
     try:

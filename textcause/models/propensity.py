@@ -368,6 +368,7 @@ class PropensityModel(PropensityModule):
         self.optimizer_name = check_options(optimizer, "optimizer", owner, OPTIMIZERS)
         self.lbfgs_max_iter = check_int(lbfgs_max_iter, "lbfgs_max_iter", owner, low=1)
         self.net = as_net(net, owner)
+        self._train_loss: Optional[torch.Tensor] = None  # (weighted sum, units) of this epoch's training losses
         self.save_hyperparameters(ignore=["net"])  # a subclass's own __init__ arguments too (Lightning reads its frame)
         save_net_config(self, owner)
 
@@ -393,11 +394,10 @@ class PropensityModel(PropensityModule):
         # epoch's end: the value Lightning's `self.log(..., on_epoch=True)` gives, without its
         # bookkeeping on every step (each call moves its result object to the device, field by field).
         part = torch.stack([loss.detach().double() * n, loss.new_tensor(n, dtype=torch.float64)])
-        current = getattr(self, "_train_loss", None)
-        self._train_loss = part if current is None else current + part
+        self._train_loss = part if self._train_loss is None else self._train_loss + part
 
     def on_train_epoch_end(self) -> None:
-        total = getattr(self, "_train_loss", None)
+        total = self._train_loss
         if total is not None:
             # sums over every rank (DDP), so the mean weighs each unit once, as Lightning's sync does;
             # sync_dist then averages equal values (and keeps Lightning's epoch-level sync warning away)
