@@ -14,7 +14,10 @@ replicates of each linear estimator with ``scheme="multinomial"`` (the resamples
 with the default (``"auto"``: Poisson weights at this n), the ratio, and how far the interval ends
 moved in multinomial bootstrap SEs (the two are equal in distribution, not in value); beside them
 the time of drawing the multinomial indices alone and the Poisson scheme's random bytes alone (one
-byte a weight, one thread).
+byte a weight, one thread). First, at a grid cell's size (``--cell-n``, 2,060 test users):
+``bootstrap_ci("matching" | "stratified")`` with 1,000 replicates, batched from the count matrix
+(the default) against the estimator called per replicate (``vectorized=False``), on the estimated
+propensity and on a two-valued one (ties everywhere), with the largest replicate difference.
 """
 
 from __future__ import annotations
@@ -159,6 +162,28 @@ def bootstraps(n: int, n_boot: int) -> None:
         print(f"{label:<40}{secs_old:>10.2f} s{secs_new:>8.2f} s{secs_old / secs_new:>8.1f}x   {moved}")
 
 
+def count_bootstraps(n: int, n_boot: int, repeats: int = 3) -> None:
+    """Matching's and stratification's bootstrap at a grid cell's size: the batched count-matrix path
+    (the default) against calling the estimator per replicate (``vectorized=False``), interleaved."""
+    d = simulate(n, seed=1)
+    true_p = np.where(d["p"] > 0.5, 0.9, 0.1)  # an oracle cell's two-valued propensity: heavy ties
+    print(
+        f"\nbootstrap_ci, {n_boot:,} replicates at n={n:,} (a grid cell's test split; multinomial), best of {repeats}"
+    )
+    print(f"{'':<44}{'per replicate':>14}{'batched':>10}{'ratio':>8}   max replicate difference")
+    for name in ("matching", "stratified"):
+        for label, p in (("estimated propensity", d["p"]), ("two-valued propensity", true_p)):
+            loop, fast, out = [], [], {}
+            for _ in range(repeats):
+                for vectorized, times in ((False, loop), (True, fast)):
+                    start = time.perf_counter()
+                    out[vectorized] = bootstrap_ci(name, d["t"], d["y"], p, n_boot=n_boot, vectorized=vectorized)
+                    times.append(time.perf_counter() - start)
+            diff = np.abs(out[True].details["bootstrap"]["replicates"] - out[False].details["bootstrap"]["replicates"])
+            row = f"bootstrap_ci({name!r}), {label}"
+            print(f"{row:<44}{min(loop):>12.3f} s{min(fast):>8.3f} s{min(loop) / min(fast):>7.1f}x   {diff.max():.1e}")
+
+
 # ------------------------------------------------------------------ the older scaling table
 def best_of(fn, repeats: int) -> float:
     times = []
@@ -209,7 +234,9 @@ def main() -> None:
     parser.add_argument("--scaling", action="store_true", help="also print the n = 4,000 vs 1e6 table")
     parser.add_argument("--small", type=int, default=4_000)
     parser.add_argument("--loop-reps", type=int, default=20)
+    parser.add_argument("--cell-n", type=int, default=2060, help="units of the matching / stratified bootstrap table")
     args = parser.parse_args()
+    count_bootstraps(args.cell_n, args.n_boot)
     versus_numpy(args.sizes)
     bootstraps(max(args.sizes), args.n_boot)
     if args.scaling:

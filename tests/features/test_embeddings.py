@@ -230,6 +230,41 @@ def test_embed_histories_table_and_indices(tiny):
     np.testing.assert_array_equal(out.token_offsets, offsets)
 
 
+def test_the_last_pooled_table_is_reused_while_posts_and_files_are_the_same(tiny, monkeypatch):
+    """Issue 18: a grid worker asks for the same corpus's table in every SHERBERT cell."""
+    import textcause.features.embeddings as module
+
+    reads = []
+    original = PostEmbeddingCache._embed_histories
+    monkeypatch.setattr(PostEmbeddingCache, "_embed_histories", lambda self, *a: reads.append(1) or original(self, *a))
+    texts = [POSTS[:3], POSTS[2:6]]
+    first = make_cache(tiny).embed_histories(texts)
+    again = make_cache(tiny).embed_histories([list(u) for u in texts])  # another cache object, equal posts
+    assert again is first and len(reads) == 1
+    with pytest.raises(ValueError, match="read-only"):
+        first.vectors[0, 0] = 1.0  # shared with every later call
+    assert not first.post_ids[0].flags.writeable
+    other = make_cache(tiny).embed_histories([POSTS[:3], POSTS[2:5]])  # other posts: read again
+    assert other is not first and len(reads) == 2
+    np.testing.assert_array_equal(other.vectors, first.vectors[: other.vectors.shape[0]])
+    cache = make_cache(tiny)
+    cache.embed_histories(texts)
+    assert len(reads) == 3
+    cache.embed([POSTS[6]])  # a new shard in the folder: the files changed, read again
+    cache.embed_histories(texts)
+    assert len(reads) == 4
+    cache.embed_histories(texts, out_dtype=np.float16)  # another dtype
+    assert len(reads) == 5
+    monkeypatch.setattr(module, "HISTORY_MEMO_BYTES", 0)  # too large to keep
+    cache.embed_histories(texts)
+    cache.embed_histories(texts)
+    assert len(reads) == 7
+    tokens = make_cache(tiny, store_tokens=True, token_cap=3)
+    tokens.embed_histories(texts)
+    tokens.embed_histories(texts)  # token tables are never kept
+    assert len(reads) == 9
+
+
 # ----------------------------------------------------------------------------- keys, hits, misses
 
 

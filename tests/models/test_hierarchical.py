@@ -274,3 +274,29 @@ def test_bad_batches_raise_one_clear_error(net_cls, change, match):
     net = net_cls(D, 8, use_tokens=True) if net_cls is SHERBERT else net_cls(D, 8, n_heads=2, use_tokens=True)
     with pytest.raises(ValueError, match=match):
         net(change(random_batch([4, 2])))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64, torch.bfloat16])
+def test_zero_padded_is_masked_fill_bit_for_bit(dtype):
+    """Issue 18: padded slots are cleared in numpy, with masked_fill's exact bits (NaN and -0.0 included)."""
+    from textcause.models.components.hierarchical import zero_padded
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 7, 9, generator=g).to(dtype)
+    x[0, 1, 2], x[2, 3] = float("nan"), -0.0  # a NaN in a padded slot, negative zeros in a real one
+    mask = torch.rand(6, 7, generator=g) > 0.4
+    mask[0, 1], mask[2, 3] = False, True
+    bits = {
+        torch.float16: torch.int16,
+        torch.bfloat16: torch.int16,
+        torch.float32: torch.int32,
+        torch.float64: torch.int64,
+    }
+    for posts in (x, x.transpose(0, 1).contiguous().transpose(0, 1)):  # contiguous and strided
+        out = zero_padded(posts, mask)
+        expected = posts.masked_fill(~mask.unsqueeze(-1), 0.0)
+        assert out.dtype == dtype and torch.equal(out.view(bits[dtype]), expected.view(bits[dtype]))
+    assert zero_padded(x, torch.ones(6, 7, dtype=torch.bool)) is x  # nothing padded: nothing copied
+    leaf = x.float().requires_grad_()
+    zero_padded(leaf, mask).sum().backward()  # a tensor with a gradient takes masked_fill
+    assert torch.equal(leaf.grad, mask.unsqueeze(-1).expand_as(leaf).float())

@@ -145,3 +145,71 @@ def stratified(t: Any, y: Any, propensity: Any, *, n_strata: int = 10) -> Estima
             },
         )
     )
+
+
+def stratified_replicates(
+    t: np.ndarray, y: np.ndarray, p: np.ndarray, counts: np.ndarray, n_strata: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`stratified` on many resamples at once, each given by how often it holds each unit.
+
+    ``counts[b, i]`` is the number of copies of unit i in resample b. Row b's estimate is what
+    ``stratified`` returns on the units repeated by their counts (the same tie-aware strata of the
+    resample's ranks, the same dropped strata), up to the order of floating-point sums; rows where
+    it would raise (an arm absent, or no stratum with both arms) are marked not ok. The inputs are
+    already validated (``prepare``'s output for all units). A run of tied propensities is one
+    group in every resample, so the strata follow from each group's copies in the resample.
+
+    Returns:
+        ``(ate, ok)``: float64 estimates (0.0 where not ok) and the rows where they are defined.
+    """
+    rows = counts.shape[0]
+    order, starts, ends = tie_groups(p)
+    cs = counts[:, order].astype(np.int64)  # rows x units, sorted by propensity
+    ts = t[order].astype(np.int64)
+    zero = np.zeros((rows, 1), dtype=np.int64)
+
+    def through_groups(values: np.ndarray) -> np.ndarray:
+        """Running sums of ``values`` along the sorted units, at each tie group's end (a 0 first)."""
+        return np.concatenate((zero.astype(values.dtype), np.cumsum(values, axis=1)[:, ends - 1]), axis=1)
+
+    end = through_groups(cs)
+    n = end[:, -1]
+    # a group's stratum from its mean rank in the resample, as _strata has it (empty groups: any)
+    stratum = (n_strata * (end[:, 1:] + end[:, :-1] - 1)) // (2 * np.maximum(n, 1))[:, None]
+    stratum = np.clip(stratum, 0, n_strata - 1)
+    # strata are runs of adjacent groups: each stratum's sums are differences of the running sums
+    last = np.cumsum(
+        np.bincount((stratum + n_strata * np.arange(rows)[:, None]).ravel(), minlength=rows * n_strata).reshape(
+            rows, n_strata
+        ),
+        axis=1,
+    )
+    first = np.concatenate((zero, last[:, :-1]), axis=1)
+    row = np.arange(rows)[:, None]
+
+    def per_stratum(running: np.ndarray) -> np.ndarray:
+        return running[row, last] - running[row, first]
+
+    count, count1 = per_stratum(end), per_stratum(through_groups(cs * ts))
+    count0 = count - count1
+    ys = y[order]
+    if np.array_equal(ys, np.round(ys)) and np.abs(ys).max(initial=0) * max(1, int(n.max(initial=0))) < 2**52:
+        y_int = ys.astype(np.int64)  # integer outcomes: exact integer running sums
+        total1, total0 = (
+            per_stratum(through_groups(cs * (ts * y_int))),
+            per_stratum(through_groups(cs * ((1 - ts) * y_int))),
+        )
+    else:
+        unit_key = (stratum[:, np.repeat(np.arange(ends.size), ends - starts)] + n_strata * row).ravel()
+
+        def summed(weights: np.ndarray) -> np.ndarray:
+            return np.bincount(unit_key, weights=weights.ravel(), minlength=rows * n_strata).reshape(rows, n_strata)
+
+        total1, total0 = summed(cs * (ts * ys)), summed(cs * ((1 - ts) * ys))
+    kept = (count0 > 0) & (count1 > 0)
+    ate_k = effect(total1 / np.where(count1 > 0, count1, 1), total0 / np.where(count0 > 0, count0, 1))
+    n_kept = np.where(kept, count, 0).sum(axis=1)
+    n_treated = count1.sum(axis=1)
+    ok = (n_treated > 0) & (n_treated < n) & (n_kept > 0)
+    ate = np.where(kept, count * ate_k, 0.0).sum(axis=1) / np.where(n_kept > 0, n_kept, 1)
+    return np.where(ok, ate, 0.0), ok

@@ -83,7 +83,9 @@ class SaveAndLogConfig(SaveConfigCallback):
         super().setup(trainer, pl_module, stage)
 
     def save_config(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
-        config = self.parser.dump(self.config, skip_none=False, format="json")
+        # validated when parsed and again by the config.yaml save just before: a third check only costs
+        # (20 -> 6 ms a run, the same text)
+        config = self.parser.dump(self.config, skip_none=False, format="json", skip_validation=True)
         import json
 
         resolved = {k: v for k, v in json.loads(config).items() if k not in ("config", "__path__")}
