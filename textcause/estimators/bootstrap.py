@@ -250,13 +250,22 @@ def _count_plan(
         return None
     if fn is matching and set(kwargs) <= {"caliper"}:
         caliper = point.details["caliper"]
-        t, y, p = prepare(*arrays, owner="matching")
-        return lambda counts: matching_replicates(t, y, p, counts, caliper)
-    if fn is stratified and set(kwargs) <= {"n_strata"} and point.details["n_strata"] <= _length(arrays[0]):
+
+        def replicates(t: np.ndarray, y: np.ndarray, p: np.ndarray, counts: np.ndarray) -> Any:
+            return matching_replicates(t, y, p, counts, caliper)
+
+    elif fn is stratified and set(kwargs) <= {"n_strata"} and point.details["n_strata"] <= _length(arrays[0]):
         n_strata = point.details["n_strata"]  # (at most n: the per-stratum tables stay as small as the counts)
-        t, y, p = prepare(*arrays, owner="stratified")
-        return lambda counts: stratified_replicates(t, y, p, counts, n_strata)
-    return None
+
+        def replicates(t: np.ndarray, y: np.ndarray, p: np.ndarray, counts: np.ndarray) -> Any:
+            return stratified_replicates(t, y, p, counts, n_strata)
+
+    else:
+        return None
+    t, y, p = prepare(*arrays, owner=fn.__name__)
+    order = np.argsort(p, kind="stable")  # sorted once: each call's own sort then finds it sorted
+    t, y, p = t[order], y[order], p[order]
+    return lambda counts: replicates(t, y, p, counts[:, order])
 
 
 def _counts(idx: np.ndarray, n: int) -> np.ndarray:
