@@ -230,39 +230,45 @@ def test_embed_histories_table_and_indices(tiny):
     np.testing.assert_array_equal(out.token_offsets, offsets)
 
 
-def test_the_last_pooled_table_is_reused_while_posts_and_files_are_the_same(tiny, monkeypatch):
-    """Issue 18: a grid worker asks for the same corpus's table in every SHERBERT cell."""
+def test_pooled_vectors_are_read_once_per_process(tiny, monkeypatch):
+    """Issue 18: a grid worker asks for nearly the same posts in every SHERBERT / OrderCountNet cell."""
     import textcause.features.embeddings as module
 
-    reads = []
-    original = PostEmbeddingCache._embed_histories
-    monkeypatch.setattr(PostEmbeddingCache, "_embed_histories", lambda self, *a: reads.append(1) or original(self, *a))
+    read: list[int] = []
+    original = embed_cache.ShardStore.read_vectors
+    monkeypatch.setattr(
+        embed_cache.ShardStore,
+        "read_vectors",
+        lambda self, keys, *a: read.append(len(keys)) or original(self, keys, *a),
+    )
     texts = [POSTS[:3], POSTS[2:6]]
     first = make_cache(tiny).embed_histories(texts)
-    again = make_cache(tiny).embed_histories([list(u) for u in texts])  # another cache object, equal posts
-    assert again is first and len(reads) == 1
-    with pytest.raises(ValueError, match="read-only"):
-        first.vectors[0, 0] = 1.0  # shared with every later call
-    assert not first.post_ids[0].flags.writeable
-    other = make_cache(tiny).embed_histories([POSTS[:3], POSTS[2:5]])  # other posts: read again
-    assert other is not first and len(reads) == 2
-    np.testing.assert_array_equal(other.vectors, first.vectors[: other.vectors.shape[0]])
-    cache = make_cache(tiny)
-    cache.embed_histories(texts)
-    assert len(reads) == 3
-    cache.embed([POSTS[6]])  # a new shard in the folder: the files changed, read again
-    cache.embed_histories(texts)
-    assert len(reads) == 4
-    cache.embed_histories(texts, out_dtype=np.float16)  # another dtype
-    assert len(reads) == 5
-    monkeypatch.setattr(module, "HISTORY_MEMO_BYTES", 0)  # too large to keep
-    cache.embed_histories(texts)
-    cache.embed_histories(texts)
-    assert len(reads) == 7
-    tokens = make_cache(tiny, store_tokens=True, token_cap=3)
+    assert read == [6]
+    again = make_cache(tiny).embed_histories([POSTS[2:6], POSTS[:3], POSTS[:1]])  # another cache object, the same posts
+    assert read == [6]  # nothing read again
+    for user, ids in zip([POSTS[2:6], POSTS[:3]], again.post_ids):
+        np.testing.assert_array_equal(again.vectors[ids], make_cache(tiny).embed(user))
+    read.clear()
+    more = make_cache(tiny).embed_histories([POSTS[4:8]])  # only the posts not seen are read
+    unseen = len(set(POSTS[4:8]) - set(POSTS[:6]))
+    assert unseen > 0 and read == [unseen]
+    module.forget_read_vectors()
+    fresh = make_cache(tiny).embed_histories([POSTS[4:8]])
+    assert read == [unseen, len(set(POSTS[4:8]))]
+    np.testing.assert_array_equal(more.vectors, fresh.vectors)
+    more.vectors[:] = 0.0  # a caller's table is its own
+    np.testing.assert_array_equal(make_cache(tiny).embed_histories([POSTS[4:8]]).vectors, fresh.vectors)
+    make_cache(tiny).embed_histories(texts, out_dtype=np.float16)  # another dtype: its own vectors
+    assert read[-1] == 6
+    monkeypatch.setattr(module, "HISTORY_MEMO_BYTES", 0)  # no room: every call reads
+    make_cache(tiny).embed_histories(texts)
+    make_cache(tiny).embed_histories(texts)
+    assert read[-2:] == [6, 6]
+    monkeypatch.setattr(module, "HISTORY_MEMO_BYTES", 1 << 30)
+    tokens = make_cache(tiny, store_tokens=True, token_cap=3)  # token tables are never kept
     tokens.embed_histories(texts)
-    tokens.embed_histories(texts)  # token tables are never kept
-    assert len(reads) == 9
+    tokens.embed_histories(texts)
+    assert read[-2:] == [6, 6]
 
 
 # ----------------------------------------------------------------------------- keys, hits, misses

@@ -52,20 +52,50 @@ import numpy as np
 
 from textcause.features.embed_cache import DTYPES, ShardStore, post_key, ranges, to_storage
 from textcause.features.encoder import POOLINGS, Encoder, EncoderSpec
-from textcause.features.shard_checks import VERIFY_MODES, all_finite, hash_key
+from textcause.features.shard_checks import VERIFY_MODES, all_finite
 from textcause.io import atomic_write_json, content_key
 from textcause.paths import cache_root
 from textcause.progress import progress_bar
 from textcause.validation import check_int, check_options
 
 CACHE_VERSION = "post-embeddings/v1"
-#: The largest pooled history table :meth:`PostEmbeddingCache.embed_histories` keeps for the next call
-#: (the table of the 4,120 Twitter users, 227,000 distinct posts, is 350 MB in float32).
+#: The most pooled vectors (bytes) :meth:`PostEmbeddingCache.embed_histories` keeps per cache folder
+#: and dtype for later calls (the 227,333 distinct posts of the Twitter tasks are 350 MB in float32).
 HISTORY_MEMO_BYTES = 1 << 30
-#: The last pooled history table built in this process: ``(what it was read from, the users' posts,
-#: table)``. A grid worker asks for the same corpus's table in every cell of a hierarchical model;
-#: reading it from the cache again costs about 1.5 s (hashing each post, checking and reading shards).
-_LAST_HISTORIES: list[tuple[tuple[Any, ...], list[list[str]], HistoryEmbeddings]] = []
+
+
+class _ReadVectors:
+    """The pooled vectors one cache folder gave this process, by post: read (and checked) once.
+
+    A grid worker asks for the histories of every cell of a hierarchical model; the cells of a corpus
+    share nearly all their posts, and reading them again from the cache costs about 1.3 s a cell
+    (hashing each post, checking the shards, reading and converting the vectors).
+    """
+
+    def __init__(self, dim: int, dtype: np.dtype) -> None:
+        self.row: dict[str, int] = {}
+        self.vectors = np.empty((0, dim), dtype=dtype)
+
+    def add(self, posts: list[str], vectors: np.ndarray) -> np.ndarray:
+        """Keep ``vectors`` (one row per post) and return their rows."""
+        start = len(self.row)
+        if start + len(posts) > self.vectors.shape[0]:  # grow by doubling: appends stay linear
+            grown = np.empty(
+                (max(2 * self.vectors.shape[0], start + len(posts)), self.vectors.shape[1]), self.vectors.dtype
+            )
+            grown[:start] = self.vectors[:start]
+            self.vectors = grown
+        self.vectors[start : start + len(posts)] = vectors
+        self.row.update(zip(posts, range(start, start + len(posts))))
+        return np.arange(start, start + len(posts), dtype=np.int64)
+
+
+_READ: dict[tuple[str, str, str], _ReadVectors] = {}
+
+
+def forget_read_vectors() -> None:
+    """Drop the pooled vectors kept by :meth:`PostEmbeddingCache.embed_histories` in this process."""
+    _READ.clear()
 
 
 @dataclass(frozen=True)
@@ -84,6 +114,16 @@ class HistoryEmbeddings:
     vectors: np.ndarray
     token_values: np.ndarray | None = None
     token_offsets: np.ndarray | None = None
+
+
+def _unique_posts(texts: Sequence[Sequence[str]]) -> tuple[list[np.ndarray], list[str]]:
+    """Each user's rows in the table of distinct posts (in order of first appearance), and that table."""
+    unique: dict[str, int] = {}
+    post_ids = [
+        np.fromiter((unique.setdefault(p, len(unique)) for p in user), dtype=np.int64, count=len(user))
+        for user in texts
+    ]
+    return post_ids, list(unique)
 
 
 class PostEmbeddingCache:
@@ -241,10 +281,9 @@ class PostEmbeddingCache:
 
         Returns:
             The :class:`HistoryEmbeddings` (token states too when ``store_tokens=True``). Without token
-            states the last table (up to :data:`HISTORY_MEMO_BYTES`) is kept, read-only, and returned
-            again while the same posts are asked of the same cache folder and its files are unchanged
-            (name, size and modification time of each): the same arrays, without hashing, checking and
-            reading the shards again.
+            states the vectors read are kept in this process (per cache folder and dtype, up to
+            :data:`HISTORY_MEMO_BYTES`; :func:`forget_read_vectors` drops them): a later call reads,
+            checks and hashes only the posts it has not seen, and gets the same values in a new table.
         """
         if isinstance(texts, (str, bytes)) or not all(
             isinstance(u, Sequence) and not isinstance(u, str) for u in texts
@@ -252,32 +291,24 @@ class PostEmbeddingCache:
             raise ValueError("The 'texts' of embed_histories must be a list of users, each a list of post strings.")
         if self.store_tokens:
             return self._embed_histories(texts, out_dtype)
-        users = [list(u) for u in texts]  # compared element by element: the same post strings, exactly
-        source = (str(self.folder), self.verify_mode, np.dtype(out_dtype).str, self._shard_files())
-        for seen, posts, table in _LAST_HISTORIES:
-            if seen == source and posts == users:
-                return table
-        out = self._embed_histories(users, out_dtype)
-        _LAST_HISTORIES.clear()
-        if out.vectors.nbytes <= HISTORY_MEMO_BYTES:
-            for array in (out.vectors, *out.post_ids):
-                array.setflags(write=False)  # shared by every later call: nobody may change it
-            # the files as they are after the read (it may have encoded or set aside shards)
-            _LAST_HISTORIES.append(((*source[:3], self._shard_files()), users, out))
-        return out
+        post_ids, table = _unique_posts(texts)
+        where = (str(self.folder), self.verify_mode, np.dtype(out_dtype).str)
+        memo = _READ.get(where)
+        if memo is None:
+            memo = _READ[where] = _ReadVectors(self.dim, np.dtype(out_dtype))
+        rows = np.fromiter((memo.row.get(p, -1) for p in table), dtype=np.int64, count=len(table))
+        todo = np.flatnonzero(rows < 0)
+        if (len(memo.row) + todo.size) * self.dim * memo.vectors.itemsize > HISTORY_MEMO_BYTES:
+            return self._embed_histories(texts, out_dtype)  # too many to keep: read as if for the first time
+        if todo.size:
+            posts = [table[i] for i in todo]
+            keys = self._prepare(posts)
+            self.ensure(posts, keys=keys)
+            rows[todo] = memo.add(posts, self.pooled.read_vectors(keys, out_dtype))
+        return HistoryEmbeddings(post_ids, memo.vectors[rows])
 
-    def _shard_files(self) -> tuple[tuple[str, int, int], ...]:
-        """Name, size and modification time of every file of the pooled store: any change is another table."""
-        return tuple(sorted((e.name, *hash_key(Path(e.path))[1:]) for e in os.scandir(self.pooled.folder)))
-
-    def _embed_histories(self, texts: list[list[str]], out_dtype: type) -> HistoryEmbeddings:
-        unique: dict[str, int] = {}
-        post_ids = []
-        for user in texts:
-            post_ids.append(
-                np.fromiter((unique.setdefault(p, len(unique)) for p in user), dtype=np.int64, count=len(user))
-            )
-        table = list(unique)
+    def _embed_histories(self, texts: Sequence[Sequence[str]], out_dtype: type) -> HistoryEmbeddings:
+        post_ids, table = _unique_posts(texts)
         keys = self._prepare(table)
         self.ensure(table, keys=keys)
         if not keys:
