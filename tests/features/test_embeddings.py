@@ -246,6 +246,7 @@ def test_pooled_vectors_are_read_once_per_process(tiny, monkeypatch):
     assert read == [6]
     again = make_cache(tiny).embed_histories([POSTS[2:6], POSTS[:3], POSTS[:1]])  # another cache object, the same posts
     assert read == [6]  # nothing read again
+    np.testing.assert_array_equal(again.vectors[again.post_ids[1]], first.vectors[first.post_ids[0]])
     for user, ids in zip([POSTS[2:6], POSTS[:3]], again.post_ids):
         np.testing.assert_array_equal(again.vectors[ids], make_cache(tiny).embed(user))
     read.clear()

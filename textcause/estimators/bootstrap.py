@@ -30,8 +30,11 @@ units, Poisson at and above; ``details['bootstrap']['scheme']`` records which ra
 many copies of each unit it holds: under either scheme their replicates are computed from the
 ``(rows, n)`` count matrix, many at a time (``matching_replicates``, ``stratified_replicates``:
 the same nearest sets, strata and dropped strata as the estimator on the repeated units, up to the
-order of floating-point sums, tested against the per-replicate loop). At n = 2,060 with 1,000
-replicates: matching 0.38 -> 0.09 s, stratified 0.125 -> 0.07 s (benchmarks/bench_estimators.py).
+order of floating-point sums, tested against the per-replicate loop), below
+:data:`POISSON_MIN_N` units. At n = 2,060 (a grid cell's test split) with 1,000 replicates:
+matching 0.31 -> 0.076 s, stratified 0.10 -> 0.048 s (benchmarks/bench_estimators.py); at
+n = 100,000 a block is one or two rows and the batched path measured no faster (matching 10.3 against
+11.5 s, stratified 4.3 against 3.4 s), so larger samples keep the per-replicate calls.
 
 A replicate where the estimator is undefined (an arm with zero total weight) is dropped and counted.
 """
@@ -241,12 +244,13 @@ def _count_plan(
     fn: Callable[..., Estimate], arrays: list[Any], kwargs: dict[str, Any], point: Estimate
 ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
     """A batched replicate function ``counts (rows, n) -> (ate, ok)`` for ``matching`` and
-    ``stratified`` (their resampled estimate follows from each unit's copies), else None.
+    ``stratified`` (their resampled estimate follows from each unit's copies) below
+    :data:`POISSON_MIN_N` units, else None.
 
     ``point`` is the already validated full-data estimate (it carries the checked caliper and
     number of strata).
     """
-    if len(arrays) != 3:
+    if len(arrays) != 3 or _length(arrays[0]) >= POISSON_MIN_N:  # measured no faster there: a row or two a call
         return None
     if fn is matching and set(kwargs) <= {"caliper"}:
         caliper = point.details["caliper"]
