@@ -79,10 +79,10 @@ class _ReadVectors:
     def add(self, posts: list[str], vectors: np.ndarray) -> np.ndarray:
         """Keep ``vectors`` (one row per post) and return their rows."""
         start = len(self.row)
-        if start + len(posts) > self.vectors.shape[0]:  # grow by doubling: appends stay linear
-            grown = np.empty(
-                (max(2 * self.vectors.shape[0], start + len(posts)), self.vectors.shape[1]), self.vectors.dtype
-            )
+        if start + len(posts) > self.vectors.shape[0]:  # grow by doubling (appends stay linear), to the bound
+            row_bytes = max(1, self.vectors.shape[1] * self.vectors.itemsize)
+            size = min(2 * self.vectors.shape[0], HISTORY_MEMO_BYTES // row_bytes)
+            grown = np.empty((max(size, start + len(posts)), self.vectors.shape[1]), self.vectors.dtype)
             grown[:start] = self.vectors[:start]
             self.vectors = grown
         self.vectors[start : start + len(posts)] = vectors
