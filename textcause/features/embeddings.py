@@ -289,9 +289,9 @@ class PostEmbeddingCache:
             isinstance(u, Sequence) and not isinstance(u, str) for u in texts
         ):
             raise ValueError("The 'texts' of embed_histories must be a list of users, each a list of post strings.")
-        if self.store_tokens:
-            return self._embed_histories(texts, out_dtype)
         post_ids, table = _unique_posts(texts)
+        if self.store_tokens:
+            return self._read_histories(post_ids, table, out_dtype)
         where = (str(self.folder), self.verify_mode, np.dtype(out_dtype).str)
         memo = _READ.get(where)
         if memo is None:
@@ -299,7 +299,7 @@ class PostEmbeddingCache:
         rows = np.fromiter((memo.row.get(p, -1) for p in table), dtype=np.int64, count=len(table))
         todo = np.flatnonzero(rows < 0)
         if (len(memo.row) + todo.size) * self.dim * memo.vectors.itemsize > HISTORY_MEMO_BYTES:
-            return self._embed_histories(texts, out_dtype)  # too many to keep: read as if for the first time
+            return self._read_histories(post_ids, table, out_dtype)  # too many to keep: read them all
         if todo.size:
             posts = [table[i] for i in todo]
             keys = self._prepare(posts)
@@ -307,8 +307,8 @@ class PostEmbeddingCache:
             rows[todo] = memo.add(posts, self.pooled.read_vectors(keys, out_dtype))
         return HistoryEmbeddings(post_ids, memo.vectors[rows])
 
-    def _embed_histories(self, texts: Sequence[Sequence[str]], out_dtype: type) -> HistoryEmbeddings:
-        post_ids, table = _unique_posts(texts)
+    def _read_histories(self, post_ids: list[np.ndarray], table: list[str], out_dtype: type) -> HistoryEmbeddings:
+        """The histories of :meth:`embed_histories` read from the cache alone: every post of ``table``."""
         keys = self._prepare(table)
         self.ensure(table, keys=keys)
         if not keys:
