@@ -10,8 +10,12 @@ row per estimator to ``results.csv`` in ``--out`` (default: the run folder), the
 
 import sys
 
+from textcause import startup
 from textcause.cli.errors import friendly_errors
 from textcause.cli.evaluate import main
 
 if __name__ == "__main__":
+    startup.quick_exit()
+    if not {"-h", "--help"} & set(sys.argv[1:]):
+        startup.preload("textcause.runs.lightning_cli")  # what evaluating a run loads, without the collector's passes
     sys.exit(friendly_errors(lambda: main(sys.argv[1:])))

@@ -10,8 +10,12 @@ Then ``python evaluate.py runs/textcause/version_N`` writes the results of that 
 
 import sys
 
-from textcause.cli.errors import friendly_errors
-from textcause.runs.lightning_cli import make_cli
+from textcause import startup
+
+with startup.imports():  # Lightning and torch without the collector's passes over them (textcause.startup)
+    from textcause.cli.errors import friendly_errors
+    from textcause.runs.lightning_cli import make_cli
 
 if __name__ == "__main__":
+    startup.quick_exit()
     sys.exit(friendly_errors(lambda: make_cli()))

@@ -20,7 +20,9 @@ Without ``--all`` the same run also times the peer a user would pick instead, on
 posts and token cap: sentence-transformers' ``SentenceTransformer.encode`` with the model in bf16
 and batch 128 (its own length sorting), after a warm-up, and prints the ratio and the cosine of
 its vectors to the cache's (1st percentile). ``--processes 1`` is the in-process encode of before
-issue 18's worker processes (two torch threads in one process). It also reports the truncation:
+issue 18's worker processes (two torch threads in one process); ``--attention sdpa`` the model's own
+attention kernel instead of textcause's (``--ab-attention N``: both, N rounds each, alternately,
+in this run). It also reports the truncation:
 the share of posts longer than the token cap, from the untruncated token counts.
 """
 
@@ -105,6 +107,45 @@ def ab_rounds(args: argparse.Namespace, posts: list[str]) -> dict:
     return {**rates, "workers_over_in_process_best": round(best["workers"] / best["in_process"], 3)}
 
 
+def attention_rounds(args: argparse.Namespace, posts: list[str]) -> dict:
+    """posts/s of a cold-cache encode with the model's own attention (``sdpa``, as before issue 18's
+    attention change) and with ``attention="auto"`` (:func:`textcause.features.encoder.short_attention`),
+    alternately, each into a fresh temporary cache: the best round of each, the ratio, and how far
+    the two caches' vectors are apart (cosine)."""
+    import numpy as np
+
+    from textcause.features.embeddings import PostEmbeddingCache
+
+    rates: dict[str, list[float]] = {"sdpa": [], "auto": []}
+    vectors: dict[str, np.ndarray] = {}
+    used: dict[str, str | None] = {}
+    for _ in range(args.ab_attention):
+        for name in rates:
+            with tempfile.TemporaryDirectory(prefix="bench-encode-attention-") as folder:
+                cache = PostEmbeddingCache(
+                    args.encoder,
+                    max_tokens=args.max_tokens,
+                    batch_size=args.batch_size,
+                    precision=args.precision,
+                    cache_dir=folder,
+                    progress=False,
+                    processes=args.processes,
+                    attention=name,
+                )
+                rates[name].append(round(cache.ensure(posts)["posts_per_s"], 1))
+                vectors[name], used[name] = cache.embed(posts), cache.encoder.attention_used
+    a, b = vectors["sdpa"], vectors["auto"]
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    best = {k: max(v) for k, v in rates.items()}
+    return {
+        **rates,
+        "attention_used": used,
+        "auto_over_sdpa_best": round(best["auto"] / best["sdpa"], 3),
+        "cosine_between_caches_min": round(float(cos.min()), 5),
+        "cosine_between_caches_p1": round(float(np.percentile(cos, 1)), 5),
+    }
+
+
 def peer_run(cache, posts: list[str], max_tokens: int, batch_size: int, rate: float) -> dict:
     """sentence-transformers on the same posts: posts/s, the ratio textcause / peer, cosine to the cache."""
     import numpy as np
@@ -161,6 +202,16 @@ def main() -> None:
         metavar="ROUNDS",
         help="also encode the posts ROUNDS times each in process and with worker processes, alternately",
     )
+    parser.add_argument(
+        "--ab-attention",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="also encode the posts ROUNDS times each with attention 'sdpa' and 'auto', alternately",
+    )
+    parser.add_argument(
+        "--attention", default="auto", help="the encoder's attention: auto (textcause's on CPU), sdpa, eager"
+    )
     parser.add_argument("--peer-batch-size", type=int, default=128)
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args()
@@ -190,6 +241,7 @@ def main() -> None:
         cache_dir=None if tmp is None else tmp.name,
         progress=False if args.no_progress else None,
         processes=args.processes,
+        attention=args.attention,
     )
     c0 = time.process_time()
     children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -228,6 +280,7 @@ def main() -> None:
                 "encode_s": round(stats["seconds"], 1),
                 "posts_per_s": round(rate, 1),
                 "precision": stats["precision"],
+                "attention": cache.encoder.attention_used,
                 "mean_tokens_per_post": round(mean_tokens, 1),
                 "mflop_per_token": round(fpt / 1e6, 2),
                 "ceiling_posts_per_s": {k: round(v) for k, v in ceiling.items()},
@@ -257,6 +310,8 @@ def main() -> None:
     }
     if args.ab and not args.all:
         out["in_process_vs_workers"] = ab_rounds(args, posts)
+    if args.ab_attention and not args.all:
+        out["attention_sdpa_vs_auto"] = attention_rounds(args, posts)
     if not args.all and not args.no_peer and stats["n_encoded"]:
         out["peer"] = peer_run(cache, posts, args.max_tokens, args.peer_batch_size, rate)
     print(json.dumps(out, indent=2))

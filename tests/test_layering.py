@@ -21,6 +21,7 @@ RANKS = {
     "textcause.paths": 0,
     "textcause.validation": 0,
     "textcause.progress": 0,
+    "textcause.startup": 0,
     "textcause.estimators": 1,
     "textcause.specs": 1,
     "textcause.metrics": 2,

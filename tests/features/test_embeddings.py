@@ -624,3 +624,54 @@ def test_auto_processes_only_for_large_calls_on_several_cores(tiny, monkeypatch)
     assert enc._workers_for(10**6) == 1
     with pytest.raises(ValueError, match="The 'processes' parameter of Encoder must be an int >= 1"):
         Encoder(str(tiny), processes=0)
+
+
+@pytest.mark.parametrize("chunk_bytes", [1 << 20, 64])  # one chunk, and one post (x heads) a chunk
+def test_short_attention_matches_torch_sdpa(monkeypatch, chunk_bytes):
+    from textcause.features import encoder as encoder_module
+
+    monkeypatch.setattr(encoder_module, "ATTENTION_CHUNK_BYTES", chunk_bytes)
+    gen = torch.Generator().manual_seed(0)
+    batch, heads, length, size = 5, 4, 7, 8
+    q, k, v = (torch.randn(batch, heads, length, size, generator=gen) for _ in range(3))
+    lengths = torch.tensor([7, 3, 5, 1, 6])
+    keep = torch.arange(length)[None, :] < lengths[:, None]
+    additive = torch.zeros(batch, 1, length, length).masked_fill(
+        ~keep[:, None, None, :], torch.finfo(torch.float32).min
+    )
+    module = torch.nn.Module().eval()
+    for mask in (None, additive):
+        out, weights = encoder_module.short_attention(module, q, k, v, mask, scaling=0.3)
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=None if mask is None else keep[:, None, None, :], scale=0.3
+        )
+        assert weights is None and out.shape == (batch, length, heads, size)
+        torch.testing.assert_close(out, ref.transpose(1, 2), atol=1e-6, rtol=1e-5)
+
+
+def test_short_attention_refuses_training_with_dropout():
+    from textcause.features.encoder import short_attention
+
+    q = torch.zeros(1, 1, 2, 4)
+    with pytest.raises(ValueError, match="for inference"):
+        short_attention(torch.nn.Module().train(), q, q, q, None, dropout=0.1)
+
+
+def test_encoder_uses_short_attention_on_cpu_and_matches_the_models_own(tiny):
+    from textcause.features.encoder import SHORT_ATTENTION
+
+    posts = _many_posts(40)
+    ours = Encoder(str(tiny), precision="fp32", batch_size=8, processes=1)
+    own = Encoder(str(tiny), precision="fp32", batch_size=8, processes=1, attention="sdpa")
+    a, b = ours.encode(posts, token_cap=5), own.encode(posts, token_cap=5)
+    assert (ours.attention_used, own.attention_used) == (SHORT_ATTENTION, "sdpa")
+    np.testing.assert_allclose(a.vectors, b.vectors, atol=1e-6)
+    np.testing.assert_allclose(a.token_values, b.token_values, atol=1e-6)
+    bf16 = Encoder(str(tiny), precision="bf16-full", batch_size=8, processes=1).encode(posts).vectors
+    cosine = (bf16 * a.vectors).sum(1) / np.linalg.norm(bf16, axis=1) / np.linalg.norm(a.vectors, axis=1)
+    assert cosine.min() > 0.999  # bf16 with this attention still matches fp32
+
+
+def test_encoder_attention_must_be_a_name(tiny):
+    with pytest.raises(ValueError, match="'attention' parameter of Encoder must be a non-empty str"):
+        Encoder(str(tiny), attention=None)

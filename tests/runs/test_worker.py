@@ -83,3 +83,23 @@ def test_freeze_gc_freezes_what_lives_after_the_first_cell_and_only_when_asked(t
             assert (gc.get_freeze_count() > 0) is freeze
     finally:
         gc.unfreeze()
+
+
+def test_a_worker_waiting_on_a_running_twin_looks_again_soon_then_less_often(tmp_path, tiny_corpus, monkeypatch):
+    """Before: a fixed 2 s sleep, so the end of a grid could wait 2 s on a twin that had just finished."""
+    from textcause.runs import worker
+
+    spec = yaml.safe_load(_grid(tmp_path, tiny_corpus).read_text(encoding="utf-8"))
+    spec["tasks"] = {"linguistic_complexity": [2], "selection_strength": [1]}  # twins: one experiment
+    config = tmp_path / "twins.yaml"
+    config.write_text(yaml.safe_dump({**spec, "name": "budget"}), encoding="utf-8")
+    grid = load_grid(config)
+    url = store.default_url(tmp_path / "out")
+    open_study(grid, url, create=True)
+    sleeps: list[float] = []
+    monkeypatch.setattr(worker, "_running", lambda row, alive: len(sleeps) < 7)  # each twin runs elsewhere
+    monkeypatch.setattr(worker.store, "claim_decision", lambda row, **kw: "run" if len(sleeps) < 7 else "skip")
+    monkeypatch.setattr(worker.time, "sleep", sleeps.append)
+    stats = worker_loop(grid, url, tmp_path / "out", since=store.utcnow(), poll=1.0)
+    assert stats.ran == []
+    assert sleeps == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0]

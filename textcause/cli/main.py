@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import sys
 
+from textcause import startup
+
 USAGE = __doc__
+_MODEL_COMMANDS = ("train", "evaluate", "predict", "demo")  # each imports Lightning to run or load a model
 
 
 def tasks_main(argv: list[str]) -> int:
@@ -76,11 +79,22 @@ def tasks_main(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``textcause`` command; ``argv`` defaults to ``sys.argv[1:]``.
+
+    Called without ``argv`` (the console script, ``python -m textcause``) it is a process of its
+    own: its commands that load models import Lightning with the garbage collector paused, and the
+    process ends without the collector's passes over what it imported (:mod:`textcause.startup`).
+    """
+    own_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE.strip())
         return 0
     cmd, rest = argv[0], argv[1:]
+    if own_process and cmd != "tasks":
+        startup.quick_exit()
+        if cmd in _MODEL_COMMANDS and not {"-h", "--help"} & set(rest):
+            startup.preload("textcause.runs.lightning_cli")
     if cmd == "tasks":
         return tasks_main(rest)
     if cmd == "benchmark":  # handles its own errors and exit codes; light --help / --dry-run

@@ -154,6 +154,10 @@ class PostEmbeddingCache:
         processes: encoder worker processes (see :class:`~textcause.features.encoder.Encoder`; None:
             one per core for a shard of at least ``PARALLEL_MIN_POSTS`` posts, 1: none). They stop
             when an :meth:`ensure` that used them ends.
+        attention: the encoder's attention (see :class:`~textcause.features.encoder.Encoder`;
+            ``"auto"``: :func:`~textcause.features.encoder.short_attention` on CPU where the model
+            takes it). Like ``precision``, not part of the cache's key: either gives the model's
+            vectors to bf16 rounding, below the float16 the cache stores.
     """
 
     def __init__(
@@ -175,6 +179,7 @@ class PostEmbeddingCache:
         layer: int | None = None,
         verify: str = "hash",
         processes: int | None = None,
+        attention: str = "auto",
     ) -> None:
         owner = "PostEmbeddingCache"
         check_options(dtype, "dtype", owner, DTYPES)
@@ -190,6 +195,7 @@ class PostEmbeddingCache:
             batch_tokens=batch_tokens,
             layer=layer,
             processes=processes,
+            attention=attention,
         )
         self.spec = self.encoder.spec
         self.store_tokens = bool(store_tokens)

@@ -204,7 +204,10 @@ def run_benchmark(
             procs.append((subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=os.getcwd()), log))
         while any(p.poll() is None for p, _ in procs):
             line.update()
-            time.sleep(1.0)
+            for _ in range(10):  # the progress line once a second; the workers' exit noticed within 0.1 s
+                time.sleep(0.1)
+                if all(p.poll() is not None for p, _ in procs):
+                    break
         for p, log in procs:
             log.close()
             if p.returncode != 0:

@@ -1,0 +1,107 @@
+#!/usr/bin/env python
+"""A whole ``train.py fit`` of logistic regression, and what its process start and end cost.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_startup.py [--rounds 3] [--config configs/lr_bigram_binary.yaml]
+
+Each measurement is a fresh process, timed from outside (what a user waits for), run alternately
+round after round, each in a temporary folder of its own so that runs do not share a
+``runs/textcause/version_N`` (the features are warm: they come from the cache root):
+
+- ``train.py``: ``train.py fit --config CONFIG`` as it is (:mod:`textcause.startup`: imports with
+  the garbage collector paused and then frozen, a collection then a freeze at exit);
+- ``train.py before``: the same command through the entry point as it was before
+  (``friendly_errors(make_cli)`` after plain imports, Python's own exit), run with ``python -c``;
+- ``import lightning`` alone, plainly and inside :func:`textcause.startup.imports` with
+  :func:`textcause.startup.quick_exit`, and with ``os._exit(0)`` after it (no teardown at all:
+  how much of a process's life its exit is).
+
+Prints the median and the best of each, the ratio, and whether the two ``train.py`` runs of every
+round saved the same weights (every tensor of ``last.ckpt`` equal) and the same ``metrics.csv``.
+Issue 18's target: a whole ``train.py fit`` of LR under 5 s with warm features.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_BEFORE = (
+    "import sys; sys.argv = ['train.py', *sys.argv[1:]]\n"
+    "from textcause.cli.errors import friendly_errors\n"
+    "from textcause.runs.lightning_cli import make_cli\n"
+    "sys.exit(friendly_errors(lambda: make_cli()))\n"
+)
+_IMPORTS = {
+    "import lightning": "import lightning",
+    "import lightning, textcause.startup": (
+        "from textcause import startup\nstartup.quick_exit()\nwith startup.imports():\n    import lightning"
+    ),
+    "import lightning, os._exit": "import lightning, os; os._exit(0)",
+}
+
+
+def _timed(cmd: list[str], cwd: Path) -> float:
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited with {done.returncode}:\n{done.stderr[-2000:]}")
+    return seconds
+
+
+def _same_run(a: Path, b: Path) -> bool:
+    import torch
+
+    (run_a,), (run_b,) = (list((d / "runs" / "textcause").glob("version_*")) for d in (a, b))
+    if (run_a / "metrics.csv").read_bytes() != (run_b / "metrics.csv").read_bytes():
+        return False
+    sa, sb = (torch.load(r / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"] for r in (run_a, run_b))
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--config", default="configs/lr_bigram_binary.yaml")
+    args = parser.parse_args(argv)
+    config = str((ROOT / args.config).resolve())
+    python = sys.executable
+    commands = {
+        "train.py": [python, str(ROOT / "train.py"), "fit", "--config", config],
+        "train.py before": [python, "-c", _BEFORE, "fit", "--config", config],
+        **{name: [python, "-c", code] for name, code in _IMPORTS.items()},
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    same = []
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
+        for r in range(args.rounds):
+            folders = {}
+            for name, cmd in commands.items():
+                folders[name] = Path(tmp) / f"{r}-{len(folders)}"
+                folders[name].mkdir()
+                times[name].append(_timed(cmd, folders[name]))
+                print(f"round {r + 1}: {name}: {times[name][-1]:.2f} s", flush=True)
+            same.append(_same_run(folders["train.py"], folders["train.py before"]))
+    print(f"\n{args.rounds} rounds, alternately; each a fresh process timed from outside\n")
+    print("| command | median s | best s |")
+    print("|---|---|---|")
+    for name, ts in times.items():
+        print(f"| {name} | {statistics.median(ts):.2f} | {min(ts):.2f} |")
+    new, old = statistics.median(times["train.py"]), statistics.median(times["train.py before"])
+    print(
+        f"\ntrain.py fit: {old:.2f} s before -> {new:.2f} s ({old / new:.2f}x); target under 5 s: "
+        f"{'met' if new < 5 else 'NOT met'}"
+    )
+    print(f"same weights and metrics.csv in {sum(same)} of {len(same)} rounds")
+    return 0 if all(same) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,72 @@
+"""Process start and end for the entry points (``train.py``, ``evaluate.py``, ``textcause``, workers).
+
+Importing Lightning, torch and what they pull in (torchmetrics, transformers, scipy, sympy) makes
+about three million Python objects. Python's cyclic garbage collector runs its full collection
+over all of them again and again while they are being made, and several more times while the
+interpreter tears them down at exit. None of those collections finds anything to free. On this
+project's 2-core machine they cost a ``train.py fit`` of logistic regression about 2 of its 7
+seconds (``benchmarks/README.md``, ``bench_lr_fit.py``).
+
+* :func:`imports`: a block of imports with the collector paused, after which everything they
+  built is frozen (``gc.freeze()``), so later collections skip it; the collector then runs as
+  before.
+* :func:`preload`: :func:`imports` around ``import_module`` of the given modules.
+* :func:`quick_exit`: at interpreter exit, after the other ``atexit`` handlers, one full
+  collection (the finalizers of whatever garbage is left run as before) and then ``gc.freeze()``,
+  so the teardown does not scan the live heap once more per stage.
+
+Frozen objects are still freed when their last reference goes; only reference cycles among them
+stay until the process ends. Library code never calls these: only a process's own entry point
+does. The ``gc`` module's documentation describes freezing for the same purpose (pre-fork
+servers). This module imports nothing beyond the standard library.
+"""
+
+from __future__ import annotations
+
+import atexit
+import gc
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_exit_registered = [False]
+
+
+@contextmanager
+def imports() -> Iterator[None]:
+    """Run a block of imports with the cyclic collector paused, then freeze what exists.
+
+    The collector is restored to its previous state (enabled or not) on the way out, also when the
+    block raises.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
+
+
+def preload(*modules: str) -> None:
+    """Import ``modules`` (dotted names) inside :func:`imports`."""
+    with imports():
+        for name in modules:
+            importlib.import_module(name)
+
+
+def _collect_and_freeze() -> None:
+    gc.collect()
+    gc.freeze()
+
+
+def quick_exit() -> None:
+    """Register :func:`_collect_and_freeze` at exit (once per process).
+
+    ``atexit`` runs its handlers last registered first, so a handler registered after this one
+    (a logger's, wandb's) still runs before it.
+    """
+    if not _exit_registered[0]:
+        atexit.register(_collect_and_freeze)
+        _exit_registered[0] = True
