@@ -12,10 +12,9 @@ import sys
 
 from textcause import startup
 
-with startup.imports():  # Lightning and torch without the collector's passes over them (textcause.startup)
-    from textcause.cli.errors import friendly_errors
-    from textcause.runs.lightning_cli import make_cli
-
 if __name__ == "__main__":
+    with startup.imports():  # Lightning and torch without the collector's passes over them (textcause.startup)
+        from textcause.cli.errors import friendly_errors
+        from textcause.runs.lightning_cli import make_cli
     startup.quick_exit()
     sys.exit(friendly_errors(lambda: make_cli()))

@@ -84,24 +84,29 @@ def corpus_posts(corpus: str, max_posts: int, with_bank: bool) -> list[str]:
     return list(posts)
 
 
+def _round_cache(args: argparse.Namespace, folder: str, **settings):
+    """A cache in ``folder`` with the run's encoder settings and ``settings`` (one A/B round)."""
+    from textcause.features.embeddings import PostEmbeddingCache
+
+    return PostEmbeddingCache(
+        args.encoder,
+        max_tokens=args.max_tokens,
+        batch_size=args.batch_size,
+        precision=args.precision,
+        cache_dir=folder,
+        progress=False,
+        **settings,
+    )
+
+
 def ab_rounds(args: argparse.Namespace, posts: list[str]) -> dict:
     """posts/s of a cold-cache encode in this process (``processes=1``, as before issue 18) and with
     worker processes, alternately, each into a fresh temporary cache: the best round of each and the ratio."""
-    from textcause.features.embeddings import PostEmbeddingCache
-
     rates: dict[str, list[float]] = {"in_process": [], "workers": []}
     for _ in range(args.ab):
         for name, processes in (("in_process", 1), ("workers", args.processes)):
             with tempfile.TemporaryDirectory(prefix="bench-encode-ab-") as folder:
-                cache = PostEmbeddingCache(
-                    args.encoder,
-                    max_tokens=args.max_tokens,
-                    batch_size=args.batch_size,
-                    precision=args.precision,
-                    cache_dir=folder,
-                    progress=False,
-                    processes=processes,
-                )
+                cache = _round_cache(args, folder, processes=processes)
                 rates[name].append(round(cache.ensure(posts)["posts_per_s"], 1))
     best = {k: max(v) for k, v in rates.items()}
     return {**rates, "workers_over_in_process_best": round(best["workers"] / best["in_process"], 3)}
@@ -114,24 +119,13 @@ def attention_rounds(args: argparse.Namespace, posts: list[str]) -> dict:
     the two caches' vectors are apart (cosine)."""
     import numpy as np
 
-    from textcause.features.embeddings import PostEmbeddingCache
-
     rates: dict[str, list[float]] = {"sdpa": [], "auto": []}
     vectors: dict[str, np.ndarray] = {}
     used: dict[str, str | None] = {}
     for _ in range(args.ab_attention):
         for name in rates:
             with tempfile.TemporaryDirectory(prefix="bench-encode-attention-") as folder:
-                cache = PostEmbeddingCache(
-                    args.encoder,
-                    max_tokens=args.max_tokens,
-                    batch_size=args.batch_size,
-                    precision=args.precision,
-                    cache_dir=folder,
-                    progress=False,
-                    processes=args.processes,
-                    attention=name,
-                )
+                cache = _round_cache(args, folder, processes=args.processes, attention=name)
                 rates[name].append(round(cache.ensure(posts)["posts_per_s"], 1))
                 vectors[name], used[name] = cache.embed(posts), cache.encoder.attention_used
     a, b = vectors["sdpa"], vectors["auto"]
