@@ -11,12 +11,14 @@ seconds (``benchmarks/README.md``, ``bench_lr_fit.py``).
   built is frozen (``gc.freeze()``), so later collections skip it; the collector then runs as
   before.
 * :func:`preload`: :func:`imports` around ``import_module`` of the given modules.
-* :func:`quick_exit`: at interpreter exit, after the other ``atexit`` handlers, one full
-  collection (the finalizers of whatever garbage is left run as before) and then ``gc.freeze()``,
-  so the teardown does not scan the live heap once more per stage.
+* :func:`quick_exit`: at interpreter exit (an ``atexit`` handler: after those registered later,
+  before those registered earlier, such as logging's), one full collection (the finalizers of
+  whatever garbage is left run as before) and then ``gc.freeze()``, so the teardown that follows
+  the ``atexit`` handlers does not scan the live heap once more per stage. Reference cycles still
+  alive then are not collected at all (Python does not promise to finalize objects alive at exit).
 
 Frozen objects are still freed when their last reference goes; only reference cycles among them
-stay until the process ends. Library code never calls these: only a process's own entry point
+stay until the process ends (garbage cycles made during the imports among them: a one-off). Library code never calls these: only a process's own entry point
 does. The ``gc`` module's documentation describes freezing for the same purpose (pre-fork
 servers). This module imports nothing beyond the standard library.
 """

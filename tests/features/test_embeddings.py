@@ -626,19 +626,18 @@ def test_auto_processes_only_for_large_calls_on_several_cores(tiny, monkeypatch)
         Encoder(str(tiny), processes=0)
 
 
-@pytest.mark.parametrize("chunk_bytes", [1 << 20, 64])  # one chunk, and one post (x heads) a chunk
+@pytest.mark.parametrize("chunk_bytes", [1 << 20, 2100, 64])  # one chunk; 2 posts a chunk, a shorter last; 1 a chunk
 def test_short_attention_matches_torch_sdpa(monkeypatch, chunk_bytes):
     from textcause.features import encoder as encoder_module
 
     monkeypatch.setattr(encoder_module, "ATTENTION_CHUNK_BYTES", chunk_bytes)
     gen = torch.Generator().manual_seed(0)
-    batch, heads, length, size = 5, 4, 7, 8
-    q, k, v = (torch.randn(batch, heads, length, size, generator=gen) for _ in range(3))
-    lengths = torch.tensor([7, 3, 5, 1, 6])
-    keep = torch.arange(length)[None, :] < lengths[:, None]
-    additive = torch.zeros(batch, 1, length, length).masked_fill(
-        ~keep[:, None, None, :], torch.finfo(torch.float32).min
-    )
+    batch, heads, length, keys, size = 5, 4, 7, 9, 8  # 4 x 7 x 9 float32 scores: 1,008 bytes a post
+    q = torch.randn(batch, heads, length, size, generator=gen)
+    k, v = (torch.randn(batch, heads, keys, size, generator=gen) for _ in range(2))
+    lengths = torch.tensor([9, 3, 5, 1, 6])
+    keep = torch.arange(keys)[None, :] < lengths[:, None]
+    additive = torch.zeros(batch, 1, length, keys).masked_fill(~keep[:, None, None, :], torch.finfo(torch.float32).min)
     module = torch.nn.Module().eval()
     for mask in (None, additive):
         out, weights = encoder_module.short_attention(module, q, k, v, mask, scaling=0.3)
@@ -649,6 +648,34 @@ def test_short_attention_matches_torch_sdpa(monkeypatch, chunk_bytes):
         torch.testing.assert_close(out, ref.transpose(1, 2), atol=1e-6, rtol=1e-5)
 
 
+def test_short_attention_keeps_fully_masked_rows_finite_in_bf16():
+    from textcause.features.encoder import short_attention
+
+    q = torch.randn(2, 2, 3, 4).bfloat16()
+    mask = torch.full((2, 1, 3, 3), torch.finfo(torch.float32).min)  # a float32 mask, as under autocast
+    mask[0] = 0.0  # the first post sees every key, the second none
+    out, _ = short_attention(torch.nn.Module().eval(), q, q, q, mask)
+    assert torch.isfinite(out.float()).all()
+
+
+def test_short_attention_hands_grouped_queries_and_long_inputs_to_sdpa():
+    from textcause.features.encoder import SHORT_ATTENTION_MAX_TOKENS, short_attention
+
+    gen = torch.Generator().manual_seed(1)
+    module = torch.nn.Module().eval()
+    q = torch.randn(2, 4, 5, 8, generator=gen)
+    kv = torch.randn(2, 2, 5, 8, generator=gen)  # two key / value heads for four query heads
+    module.num_key_value_groups, module.is_causal = 2, False  # as a grouped-query encoder layer of transformers says
+    out, _ = short_attention(module, q, kv, kv, None, scaling=0.5)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q, kv.repeat_interleave(2, 1), kv.repeat_interleave(2, 1), scale=0.5
+    )
+    torch.testing.assert_close(out, ref.transpose(1, 2))
+    long = torch.randn(1, 2, SHORT_ATTENTION_MAX_TOKENS + 1, 8, generator=gen)
+    out, _ = short_attention(module, long, long, long, None)
+    torch.testing.assert_close(out, torch.nn.functional.scaled_dot_product_attention(long, long, long).transpose(1, 2))
+
+
 def test_short_attention_refuses_training_with_dropout():
     from textcause.features.encoder import short_attention
 
@@ -657,9 +684,13 @@ def test_short_attention_refuses_training_with_dropout():
         short_attention(torch.nn.Module().train(), q, q, q, None, dropout=0.1)
 
 
-def test_encoder_uses_short_attention_on_cpu_and_matches_the_models_own(tiny):
+def test_encoder_uses_short_attention_on_cpu_and_matches_the_models_own(tiny, monkeypatch):
+    from textcause.features import encoder as encoder_module
     from textcause.features.encoder import SHORT_ATTENTION
 
+    calls = []
+    real = encoder_module.short_attention
+    monkeypatch.setattr(encoder_module, "short_attention", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     posts = _many_posts(40)
     ours = Encoder(str(tiny), precision="fp32", batch_size=8, processes=1)
     own = Encoder(str(tiny), precision="fp32", batch_size=8, processes=1, attention="sdpa")
@@ -667,9 +698,11 @@ def test_encoder_uses_short_attention_on_cpu_and_matches_the_models_own(tiny):
     assert (ours.attention_used, own.attention_used) == (SHORT_ATTENTION, "sdpa")
     np.testing.assert_allclose(a.vectors, b.vectors, atol=1e-6)
     np.testing.assert_allclose(a.token_values, b.token_values, atol=1e-6)
-    bf16 = Encoder(str(tiny), precision="bf16-full", batch_size=8, processes=1).encode(posts).vectors
-    cosine = (bf16 * a.vectors).sum(1) / np.linalg.norm(bf16, axis=1) / np.linalg.norm(a.vectors, axis=1)
-    assert cosine.min() > 0.999  # bf16 with this attention still matches fp32
+    assert len(calls) == 2 * 5  # 2 layers x 5 batches of 8 posts: it really ran (sdpa's encoder never called it)
+    for precision in ("bf16-full", "bf16"):  # the whole model in bf16; autocast (a float32 mask, bf16 scores)
+        low = Encoder(str(tiny), precision=precision, batch_size=8, processes=1).encode(posts).vectors
+        cosine = (low * a.vectors).sum(1) / np.linalg.norm(low, axis=1) / np.linalg.norm(a.vectors, axis=1)
+        assert cosine.min() > 0.999, precision  # bf16 with this attention still matches fp32
 
 
 def test_encoder_attention_must_be_a_name(tiny):

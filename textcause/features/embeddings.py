@@ -157,7 +157,8 @@ class PostEmbeddingCache:
         attention: the encoder's attention (see :class:`~textcause.features.encoder.Encoder`;
             ``"auto"``: :func:`~textcause.features.encoder.short_attention` on CPU where the model
             takes it). Like ``precision``, not part of the cache's key: either gives the model's
-            vectors to bf16 rounding, below the float16 the cache stores.
+            vectors to bf16 rounding (cosine 0.99984 at worst between the two on 20,000 Twitter
+            posts), the accuracy the cache already accepts with ``precision="auto"``.
     """
 
     def __init__(

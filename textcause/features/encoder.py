@@ -63,6 +63,9 @@ SHORT_ATTENTION = "textcause_short"
 #: :func:`short_attention` works through a batch a few posts at a time, so that each group's
 #: float32 attention scores take about this many bytes (they stay in a core's L2 cache).
 ATTENTION_CHUNK_BYTES = 1 << 20
+#: :func:`short_attention` hands longer sequences to transformers' SDPA function.
+SHORT_ATTENTION_MAX_TOKENS = 256
+_MASKED = -1e4  # a masked position's score: exp(-1e4) is 0 in float32, and -1e4 fits bf16 and fp16
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin")
 _TOKENIZER_FILES = (
@@ -631,11 +634,18 @@ def short_attention(
     ``eager_mask`` builds it. Returns the output as (batch, length, heads, head size).
 
     A few posts at a time (:data:`ATTENTION_CHUNK_BYTES` of float32 scores), the scores are one
-    batched product with the mask added (``baddbmm``), the softmax runs in float32 and the
-    weighted sum is a second batched product. On posts of 20-60 tokens this took 1.3-2.4 ms a
-    layer against 2.4-11.4 ms for ``scaled_dot_product_attention``'s CPU kernel (whose blocks are
-    sized for long sequences), the whole forward pass about 10% less (``benchmarks/README.md``,
-    ``bench_encode.py``). In bf16 its outputs differ from that kernel's by bf16 rounding.
+    batched product with the mask added (``baddbmm``, in the states' dtype), the softmax runs in
+    float32 and the weighted sum is a second batched product. Masked positions get -1e4 (their
+    weight is exactly 0 in float32, as with the mask's own ``finfo.min``, and a row with every key
+    masked stays finite). On posts of 20-60 tokens this took 1.3-2.4 ms a layer against 2.4-11.4 ms
+    for ``scaled_dot_product_attention``'s CPU kernel (whose blocks are sized for long sequences),
+    the whole forward pass about 10% less (``benchmarks/README.md``, ``bench_encode.py``). In bf16
+    its outputs differ from that kernel's by bf16 rounding.
+
+    Anything else goes to transformers' own SDPA function: sequences longer than
+    :data:`SHORT_ATTENTION_MAX_TOKENS` (the kernel's blocks pay off; these scores would not fit a
+    cache), fewer key than query heads (grouped-query attention), a causal module, and the extras
+    some models pass (``softcap``, ``s_aux``, ``sliding_window``, ``position_bias``).
     """
     import torch
 
@@ -643,6 +653,17 @@ def short_attention(
         raise ValueError("short_attention is for inference: the model is in training mode with attention dropout.")
     batch, heads, length, size = query.shape
     keys = key.shape[2]
+    extras = any(kwargs.get(name) is not None for name in ("softcap", "s_aux", "sliding_window", "position_bias"))
+    if (
+        max(length, keys) > SHORT_ATTENTION_MAX_TOKENS
+        or key.shape[1] != heads
+        or getattr(module, "is_causal", False)
+        or extras
+        or (attention_mask is not None and not attention_mask.is_floating_point())
+    ):
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
     scaling = size**-0.5 if scaling is None else scaling
     step = max(1, ATTENTION_CHUNK_BYTES // (heads * length * keys * 4))
     out = torch.empty(batch, length, heads, size, dtype=value.dtype, device=query.device)
@@ -655,7 +676,7 @@ def short_attention(
             scores = torch.bmm(q, k).mul_(scaling)
         else:
             mask = attention_mask[i:j].expand(j - i, heads, length, keys).reshape(n, length, keys)
-            scores = torch.baddbmm(mask.to(q.dtype), q, k, alpha=scaling)
+            scores = torch.baddbmm(mask.clamp(min=_MASKED).to(q.dtype), q, k, alpha=scaling)
         weights = torch.softmax(scores, -1, dtype=torch.float32).to(value.dtype)
         out[i:j] = (
             torch.bmm(weights, value[i:j].reshape(n, keys, size)).view(j - i, heads, length, size).transpose(1, 2)
