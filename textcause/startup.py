@@ -4,8 +4,8 @@ Importing Lightning, torch and what they pull in (torchmetrics, transformers, sc
 about three million Python objects. Python's cyclic garbage collector runs its full collection
 over all of them again and again while they are being made, and several more times while the
 interpreter tears them down at exit. None of those collections finds anything to free. On this
-project's 2-core machine they cost a ``train.py fit`` of logistic regression about 2 of its 7
-seconds (``benchmarks/README.md``, ``bench_lr_fit.py``).
+project's 2-core machine they cost a ``train.py fit`` of logistic regression about 2 of its 6.6
+seconds (``benchmarks/README.md``, ``bench_startup.py``).
 
 * :func:`imports`: a block of imports with the collector paused, after which everything they
   built is frozen (``gc.freeze()``), so later collections skip it; the collector then runs as
@@ -18,9 +18,10 @@ seconds (``benchmarks/README.md``, ``bench_lr_fit.py``).
   alive then are not collected at all (Python does not promise to finalize objects alive at exit).
 
 Frozen objects are still freed when their last reference goes; only reference cycles among them
-stay until the process ends (garbage cycles made during the imports among them: a one-off). Library code never calls these: only a process's own entry point
-does. The ``gc`` module's documentation describes freezing for the same purpose (pre-fork
-servers). This module imports nothing beyond the standard library.
+stay until the process ends (garbage cycles made during the imports among them: a one-off).
+Library code never calls these: only a process's own entry point does. The ``gc`` module's
+documentation describes freezing for the same purpose (pre-fork servers). This module imports
+nothing beyond the standard library.
 """
 
 from __future__ import annotations

@@ -17,10 +17,11 @@ with :func:`short_attention` (a CPU attention for short posts, registered with t
 (special tokens included, as sentence-transformers does) or ``"cls"``, optionally L2-normalised.
 A large encode runs in worker processes of one thread each, one per core (``processes``): on 2
 cores two single-threaded forward passes side by side did 12,750 tokens/s against 10,200-11,100
-for one pass on two threads (small matmuls of short posts do not keep two threads busy), so the batches are shared out between processes and the vectors
-gathered back in order (the parent alone writes the cache). ``normalize=None`` follows the model folder's
-sentence-transformers ``modules.json`` (all-MiniLM-L6-v2 has a Normalize module, so its vectors
-are unit length exactly as ``SentenceTransformer.encode`` returns them).
+for one pass on two threads (small matmuls of short posts do not keep two threads busy), so the
+batches are shared out between processes and the vectors gathered back in order (the parent alone
+writes the cache). ``normalize=None`` follows the model folder's sentence-transformers
+``modules.json`` (all-MiniLM-L6-v2 has a Normalize module, so its vectors are unit length exactly
+as ``SentenceTransformer.encode`` returns them).
 """
 
 from __future__ import annotations
