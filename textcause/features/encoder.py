@@ -666,6 +666,8 @@ def short_attention(
 
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
     scaling = size**-0.5 if scaling is None else scaling
+    if attention_mask is not None:  # once, before it is expanded over the heads
+        attention_mask = attention_mask.clamp(min=_MASKED).to(query.dtype)
     step = max(1, ATTENTION_CHUNK_BYTES // (heads * length * keys * 4))
     out = torch.empty(batch, length, heads, size, dtype=value.dtype, device=query.device)
     for i in range(0, batch, step):
@@ -677,7 +679,7 @@ def short_attention(
             scores = torch.bmm(q, k).mul_(scaling)
         else:
             mask = attention_mask[i:j].expand(j - i, heads, length, keys).reshape(n, length, keys)
-            scores = torch.baddbmm(mask.clamp(min=_MASKED).to(q.dtype), q, k, alpha=scaling)
+            scores = torch.baddbmm(mask, q, k, alpha=scaling)
         weights = torch.softmax(scores, -1, dtype=torch.float32).to(value.dtype)
         out[i:j] = (
             torch.bmm(weights, value[i:j].reshape(n, keys, size)).view(j - i, heads, length, size).transpose(1, 2)
