@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -540,3 +541,76 @@ def test_a_sigterm_during_a_cell_leaves_it_for_the_resume(tmp_path, tiny_corpus,
     assert stats.ran == [grid.cells[0].cell_id]
     assert store.ledger(db(tmp_path), "tiny")[grid.cells[0].cell_id].status == "ok"
     assert len(store.read_results(db(tmp_path), "tiny")) == N_EST
+
+
+def test_worker_start_errors(tmp_path, tiny_corpus, capsys):
+    config = write_grid(tmp_path, tiny_corpus)
+    from textcause.runs.runner import run_benchmark
+
+    with pytest.raises(
+        ValueError,
+        match=r"The 'worker_start' parameter of run_benchmark must be one of \['auto', 'forkserver', 'subprocess'\]\. Got 'thread' instead\.",
+    ):
+        run_benchmark(config, out=tmp_path / "out", workers=2, worker_start="thread")
+    with pytest.raises(SystemExit, match="2"):
+        run(config, tmp_path, "--workers", "2", "--worker-start", "thread")
+    assert "invalid choice: 'thread'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow  # a fork server that imports Lightning (once a test session) and two grid runs
+def test_forked_workers_read_the_environment_and_folder_of_their_start(tmp_path, tiny_corpus, monkeypatch):
+    """The fork server is older than this test's environment: a worker forked from it must read
+    the corpus that ``$TEXTCAUSE_DATA`` names now (else it would read the real Twitter corpus) and
+    find the grid by a path relative to the runner's folder; its rows equal a worker in this process."""
+    from textcause.paths import CORPORA
+    from textcause.runs.runner import _fork_server
+
+    assert _fork_server("forkserver") is not None  # running before the environment below changes
+    data = tmp_path / "data"
+    data.mkdir()
+    os.link(tiny_corpus, data / CORPORA["twitter"])
+    monkeypatch.setenv("TEXTCAUSE_DATA", str(data))
+    monkeypatch.chdir(tmp_path)
+    write_grid(tmp_path, "twitter")
+    rows = {}
+    for workers in (1, 2):
+        code = benchmark_main(["--config", "tiny.yaml", "--out", f"out{workers}", "--workers", str(workers)])
+        assert code == 0
+        df = store.read_results(store.connect(store.default_url(tmp_path / f"out{workers}")), "tiny")
+        rows[workers] = df.sort_values(["cell_id", "estimator"])[
+            ["cell_id", "estimator", "ate", "ci_low", "ci_high", "n_used", "true_ate"]
+        ]
+    assert len(rows[2]) == 4 * N_EST
+    assert rows[2].reset_index(drop=True).equals(rows[1].reset_index(drop=True))
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")  # a zombie has ended
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.slow  # a runner process with two forked workers, killed mid-run: about 15 s
+@pytest.mark.skipif(sys.platform != "linux", reason="the fork server and PR_SET_PDEATHSIG are Linux's")
+def test_a_killed_runner_takes_its_forked_workers_with_it(tmp_path, tiny_corpus):
+    config = write_grid(tmp_path, tiny_corpus, levels=(1, 2, 3, 4), models=("oracle", "unadjusted", "lr_bigram_binary"))
+    proc = subprocess.Popen(
+        _command(config, tmp_path, "--workers", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline, pids = time.monotonic() + 120, set()
+    while len(pids) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        if (tmp_path / "out" / "results.db").exists():
+            with contextlib.suppress(sa.exc.OperationalError):  # the tables are being created
+                pids = {r.pid for r in store.ledger(db(tmp_path), "tiny").values() if r.pid}
+    assert len(pids) == 2 and proc.poll() is None, "both workers must have claimed a cell before the kill"
+    assert all(not _gone(pid) for pid in pids)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert all(_gone(pid) for pid in pids), "a worker outlived the killed runner"

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from textcause.runs.runner import WORKER_STARTS
     from textcause.runs.worker import HEARTBEAT_INTERVAL
 
     parser = argparse.ArgumentParser(
@@ -39,6 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--retry-failed", action="store_true", help="run failed cells again")
     parser.add_argument("--dry-run", action="store_true", help="list the cells and their status, run nothing")
     parser.add_argument("--heartbeat", type=int, default=HEARTBEAT_INTERVAL, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker-start",
+        choices=WORKER_STARTS,
+        default="auto",
+        help="how worker processes start: forked from one server that imported what cells use "
+        "(forkserver; the default on Linux) or each a new Python process that imports for itself",
+    )
     return parser
 
 
@@ -60,6 +68,7 @@ def benchmark_main(argv: Sequence[str]) -> int:
             dry_run=args.dry_run,
             heartbeat=args.heartbeat,
             freeze_gc=True,  # this command's own process
+            worker_start=args.worker_start,
         )
     )
 

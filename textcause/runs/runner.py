@@ -33,7 +33,7 @@ from typing import Any
 from textcause.runs import store
 from textcause.runs.grid import Grid, load_grid
 from textcause.runs.worker import GRACE_FACTOR, HEARTBEAT_INTERVAL, open_study, run_worker
-from textcause.validation import check_int
+from textcause.validation import check_int, check_options
 
 
 # ---------------------------------------------------------------------------------------- progress
@@ -106,6 +106,51 @@ def _worker_command(
     return cmd + (["--retry-failed"] if retry_failed else [])
 
 
+WORKER_STARTS = ("auto", "forkserver", "subprocess")
+
+
+def _fork_server(worker_start: str) -> Any:
+    """The ``forkserver`` context that worker processes start from, its server started now (its
+    imports overlap the run's preparation), or None to start each worker as a subprocess.
+
+    ``auto``: the fork server where the platform has one (Linux), preloading
+    :mod:`textcause.runs.preload`. Python keeps one server per process: a second run in this
+    process forks from the same, already loaded server.
+    """
+    import multiprocessing
+
+    if worker_start == "subprocess" or (
+        worker_start == "auto"
+        and (sys.platform != "linux" or "forkserver" not in multiprocessing.get_all_start_methods())
+    ):
+        return None
+    from multiprocessing import forkserver
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["textcause.runs.preload"])
+    forkserver.ensure_running()
+    return context
+
+
+class _Forked:
+    """A forked worker (:func:`textcause.runs.worker.forked_main`) with ``subprocess.Popen``'s
+    ``poll`` / ``returncode``, so the runner watches both kinds alike."""
+
+    def __init__(self, context: Any, argv: list[str], log: str) -> None:
+        from textcause.runs.worker import forked_main
+
+        self.process = context.Process(target=forked_main, args=(argv, log, os.getcwd(), dict(os.environ)))
+        self.process.start()
+
+    def poll(self) -> int | None:
+        return self.process.exitcode
+
+    @property
+    def returncode(self) -> int | None:
+        self.process.join()
+        return self.process.exitcode
+
+
 def _check_config_unchanged(grid: Grid, engine: Any) -> None:
     changed = grid.reconfigured(store.ledger(engine, grid.name))
     if changed:
@@ -128,6 +173,7 @@ def run_benchmark(
     dry_run: bool = False,
     heartbeat: int = HEARTBEAT_INTERVAL,
     freeze_gc: bool = False,
+    worker_start: str = "auto",
 ) -> int:
     """Run (or resume) a grid: prepare the database and the study, run the workers, show progress.
 
@@ -145,6 +191,11 @@ def run_benchmark(
             cell out of the garbage collector's scans (:func:`~textcause.runs.worker.worker_loop`);
             for a process of its own (the ``textcause benchmark`` command), not a caller's session.
             Worker processes always do.
+        worker_start: how worker processes start (more than one worker): ``"forkserver"``, forked
+            from a server that imported what cells use once (:mod:`textcause.runs.preload`), so no
+            worker spends its first seconds importing; ``"subprocess"``, each a new
+            ``python -m textcause.runs.worker`` that imports for itself; ``"auto"`` (the
+            default): the fork server on Linux, else subprocesses.
 
     Returns:
         The exit code: 0, or 1 when a worker or the database failed or cells were left unfinished.
@@ -155,6 +206,8 @@ def run_benchmark(
     check_int(workers, "workers", "run_benchmark", low=1)
     if threads is not None:
         check_int(threads, "threads", "run_benchmark", low=1)
+    check_options(worker_start, "worker_start", "run_benchmark", WORKER_STARTS)
+    server = _fork_server(worker_start) if workers > 1 and not dry_run else None
     grid = load_grid(config, methods=methods)
     out = Path(out or Path("runs") / "benchmark" / grid.name).resolve()
     url = db or store.default_url(out)
@@ -201,7 +254,13 @@ def run_benchmark(
         command = _worker_command(Path(config), url, out, since, threads, methods, retry_failed, heartbeat)
         for i in range(workers):
             log = open(out / "logs" / f"worker-{i}.log", "a", encoding="utf-8")  # noqa: SIM115 - closed below
-            procs.append((subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=os.getcwd()), log))
+            if server is None:
+                proc: Any = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=os.getcwd())
+            else:  # the worker's own arguments, without the parent pid: its parent is the server
+                argv = command[3:]
+                k = argv.index("--parent-pid")
+                proc = _Forked(server, argv[:k] + argv[k + 2 :], log.name)
+            procs.append((proc, log))
         while any(p.poll() is None for p, _ in procs):
             line.update()
             for _ in range(10):  # the progress line once a second; the workers' exit noticed within 0.1 s

@@ -312,8 +312,33 @@ def die_with_parent(parent_pid: int | None) -> None:
         os._exit(1)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The worker process that :func:`textcause.runs.runner.run_benchmark` starts (not a user command)."""
+def forked_main(argv: list[str], log: str, cwd: str, env: dict[str, str]) -> None:
+    """A worker forked from the runner's fork server (:mod:`textcause.runs.preload`): :func:`main`.
+
+    The server imported what cells use once; this process starts from a copy of it, so its first
+    cell runs at once instead of after seconds of imports. It writes to ``log``, works in ``cwd``
+    with the runner's environment ``env`` (as it was when the runner started this worker, not
+    when the server started), and ends (``SIGKILL``) when the server does, which ends with the
+    runner.
+    """
+    die_with_parent(os.getppid())
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    sys.argv = [__file__, *argv]
+    sys.exit(main(argv, own_process=True))
+
+
+def main(argv: Sequence[str] | None = None, *, own_process: bool | None = None) -> int:
+    """The worker process that :func:`textcause.runs.runner.run_benchmark` starts (not a user command).
+
+    ``own_process`` (default: ``argv is None``, as under ``python -m``): this is a process of its
+    own, so it imports what cells use with the collector paused and exits without its passes.
+    """
     import argparse
 
     from textcause.runs.grid import load_grid
@@ -333,7 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("WANDB_MODE", "offline")
     die_with_parent(args.parent_pid)
     grid = load_grid(args.config, methods=args.method)
-    if argv is None:  # a process of its own: what the cells import, without the collector's passes over it
+    if argv is None if own_process is None else own_process:  # what the cells import, without the collector's passes
         startup.quick_exit()
         models = ["textcause.runs.lightning_cli"] if any(c.method is None for c in grid.cells) else []
         startup.preload("optuna", *models)
