@@ -50,6 +50,12 @@ def _run_grid(config: Path, out: Path, workers: int, start: str = "auto", fresh:
         command += ["--workers", str(workers), "--worker-start", start]
         code = subprocess.run(command, capture_output=True, cwd=ROOT).returncode
     else:
+        if workers == 1:  # in this process: start it as a forked worker starts, imports done, no data in memory
+            from textcause.corpus import memo
+            from textcause.data.build import clear_built
+
+            clear_built()
+            memo._read.cache_clear()
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             code = run_benchmark(config, out=out, workers=workers, freeze_gc=True, worker_start=start)
     wall = time.perf_counter() - t0
