@@ -88,7 +88,7 @@ def logged(run) -> pd.DataFrame:
     return frame[frame["val_loss"].notna()].reset_index(drop=True)
 
 
-def assert_same_evaluation(one, two, *, rel: float) -> None:
+def assert_same_evaluation(one, two, *, rel: float, train_loss: bool = True) -> None:
     # The whole test split, each unit once, in index order, in both.
     assert len(one.predictions["index"]) == 115
     assert np.array_equal(one.predictions["index"], two.predictions["index"])
@@ -116,7 +116,8 @@ def assert_same_evaluation(one, two, *, rel: float) -> None:
     # The training loss of each epoch: the mean over every training unit of both ranks, as in one process.
     a, b = (pd.read_csv(run.log_dir / "metrics.csv").dropna(subset=["train_loss"]) for run in (one, two))
     assert len(a) == len(b) > 0
-    np.testing.assert_allclose(b["train_loss"].to_numpy(), a["train_loss"].to_numpy(), rtol=rel, atol=1e-6)
+    if train_loss:
+        np.testing.assert_allclose(b["train_loss"].to_numpy(), a["train_loss"].to_numpy(), rtol=rel, atol=1e-6)
     # Rank 0 alone wrote the results: one results.json, one block of rows in results.csv.
     results = pd.read_csv(two.log_dir.parent.parent / "results.csv")
     assert len(results) == len(two.rows)
@@ -128,7 +129,12 @@ def test_ngram_logistic_regression(tiny_corpus, tmp_path):
     one, two = fit_both(
         "lr_bigram_binary.yaml", {"data.corpus": tiny_corpus, "data.min_users": 3, "trainer.max_epochs": 1}, tmp_path
     )
-    assert_same_evaluation(one, two, rel=1e-5)
+    # L-BFGS in float32 stops once the loss stops changing, at a point that depends on the order of
+    # the sums (one process, or two shards and an all-reduce): 2.6e-4 apart in propensity at most on
+    # an Intel host (under 1e-5 on an AMD one). The epoch's training loss
+    # is the mean over L-BFGS's closure calls, whose number the same rounding can change (0.2265
+    # against 0.2085 on the Intel host): it is not compared here (the Adam models below compare it)
+    assert_same_evaluation(one, two, rel=1e-3, train_loss=False)
     # evaluate.py on the 2-process run folder (one process; its saved config forks): the same rows.
     again = evaluate_run(two.log_dir, EvaluationSettings(n_boot=50))
     assert again.checkpoint == two.checkpoint

@@ -328,8 +328,11 @@ def test_ddp_gives_the_one_process_model(tmp_path, kind):
     loss_two = fit(two, dm, tmp_path / "two", ddp=True, epochs=epochs)
     assert loss_two == pytest.approx(loss_one, rel=1e-4)
     a, b = predictions(one, dm), predictions(two, dm)  # rank 0's weights came back to this process
+    # one L-BFGS step stops once the float32 loss stops changing: 1.5e-4 apart in propensity at most
+    # on an Intel host (tests/models/test_ddp.py)
+    rtol = 1e-3 if kind == "linear_lbfgs" else 1e-4
     for key in ("propensity", "mu0", "mu1"):
-        np.testing.assert_allclose(b[key], a[key], rtol=1e-4, atol=1e-6, err_msg=key)
+        np.testing.assert_allclose(b[key], a[key], rtol=rtol, atol=1e-6, err_msg=key)
     assert not np.allclose(a["mu0"], a["mu1"])  # the heads were trained apart
 
 

@@ -242,6 +242,8 @@ def test_ddp_stops_at_the_same_epoch_with_the_same_numbers(tiny_corpus, tmp_path
     vals = [f[f["val_loss"].notna()].reset_index(drop=True) for f in frames]
     assert 1 <= len(vals[0]) == len(vals[1]) < 6  # converged and stopped, at the same epoch
     assert one.checkpoint.name.split("-val_loss")[0] == two.checkpoint.name.split("-val_loss")[0]
+    # float32 L-BFGS stops at a point that depends on the order of the sums (tests/models/test_ddp.py):
+    # 4e-5 apart in validation loss on an Intel host
     for col in [c for c in vals[0].columns if c == "val_loss" or c.startswith("val/")]:
-        np.testing.assert_allclose(vals[1][col].to_numpy(), vals[0][col].to_numpy(), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(two.predictions["propensity"], one.predictions["propensity"], rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(vals[1][col].to_numpy(), vals[0][col].to_numpy(), rtol=1e-3, atol=1e-6)
+    np.testing.assert_allclose(two.predictions["propensity"], one.predictions["propensity"], rtol=1e-3, atol=1e-7)
