@@ -5,8 +5,11 @@ Python's ``forkserver`` (:mod:`multiprocessing`) with this module as its preload
 imports Lightning, Optuna and the worker once (the collector paused, then everything frozen, as
 :func:`textcause.startup.preload` does, which is what the ``gc`` documentation recommends before
 forking), and each worker is a fork of it, with nothing left to import. The server runs no torch
-operation, so no OpenMP thread pool exists to be copied into a fork. The same offline defaults as
-a worker process of its own are set before the imports (``huggingface_hub`` reads them then).
+operation, so it has no OpenMP thread pool (GNU OpenMP's does not survive a fork; the threads
+that numpy's OpenBLAS starts at import are reset by OpenBLAS's own fork handler, as for any
+DataLoader worker). The same offline defaults as a worker process of its own are set before the
+imports (``huggingface_hub`` reads them then). Python keeps the server for the rest of the
+runner's process: a later run in it forks from the same server, already loaded.
 """
 
 from __future__ import annotations

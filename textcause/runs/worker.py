@@ -358,7 +358,8 @@ def main(argv: Sequence[str] | None = None, *, own_process: bool | None = None) 
     os.environ.setdefault("WANDB_MODE", "offline")
     die_with_parent(args.parent_pid)
     grid = load_grid(args.config, methods=args.method)
-    if argv is None if own_process is None else own_process:  # what the cells import, without the collector's passes
+    own = argv is None if own_process is None else own_process
+    if own:  # a process of its own: what the cells import, without the collector's passes over it
         startup.quick_exit()
         models = ["textcause.runs.lightning_cli"] if any(c.method is None for c in grid.cells) else []
         startup.preload("optuna", *models)
