@@ -461,10 +461,11 @@ def test_a_killed_run_resumes_with_no_duplicate_and_no_missing_row(tmp_path, tin
     assert sum(r.attempts for r in rows.values()) <= 9  # at most the one cell running at the kill ran twice
 
 
-@pytest.mark.slow  # three Python processes that import Lightning: about 20 s
-def test_two_workers_on_one_database_run_each_cell_once(tmp_path, tiny_corpus):
+@pytest.mark.slow  # two worker processes (forked, or subprocesses that import Lightning): about 5 s each
+@pytest.mark.parametrize("start", ["forkserver", "subprocess"])
+def test_two_workers_on_one_database_run_each_cell_once(tmp_path, tiny_corpus, start):
     config = write_grid(tmp_path, tiny_corpus, levels=(1, 2, 3, 4))
-    assert run(config, tmp_path, "--workers", "2") == 0
+    assert run(config, tmp_path, "--workers", "2", "--worker-start", start) == 0
     rows = store.ledger(db(tmp_path), "tiny")
     assert len(rows) == 8 and all(r.status == "ok" and r.attempts == 1 for r in rows.values())
     logs = "".join(p.read_text() for p in (tmp_path / "out" / "logs").glob("worker-*.log"))

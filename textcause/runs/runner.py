@@ -72,7 +72,7 @@ class ProgressLine:
 
 
 # ---------------------------------------------------------------------------------------- the run
-def _worker_command(
+def _worker_args(
     config: Path,
     url: str,
     out: Path,
@@ -82,10 +82,8 @@ def _worker_command(
     retry_failed: bool,
     heartbeat: int,
 ) -> list[str]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "textcause.runs.worker",
+    """The arguments of :func:`textcause.runs.worker.main` for this run's workers."""
+    args = [
         "--config",
         str(config),
         "--db",
@@ -96,14 +94,12 @@ def _worker_command(
         since.isoformat(),
         "--threads",
         str(threads),
-        "--parent-pid",
-        str(os.getpid()),
         "--heartbeat",
         str(heartbeat),
     ]
     for spec in methods:
-        cmd += ["--method", spec]
-    return cmd + (["--retry-failed"] if retry_failed else [])
+        args += ["--method", spec]
+    return args + (["--retry-failed"] if retry_failed else [])
 
 
 WORKER_STARTS = ("auto", "forkserver", "subprocess")
@@ -251,15 +247,14 @@ def run_benchmark(
     else:
         (out / "logs").mkdir(parents=True, exist_ok=True)
         procs = []
-        command = _worker_command(Path(config), url, out, since, threads, methods, retry_failed, heartbeat)
+        args = _worker_args(Path(config), url, out, since, threads, methods, retry_failed, heartbeat)
+        command = [sys.executable, "-m", "textcause.runs.worker", *args, "--parent-pid", str(os.getpid())]
         for i in range(workers):
             log = open(out / "logs" / f"worker-{i}.log", "a", encoding="utf-8")  # noqa: SIM115 - closed below
             if server is None:
                 proc: Any = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=os.getcwd())
-            else:  # the worker's own arguments, without the parent pid: its parent is the server
-                argv = command[3:]
-                k = argv.index("--parent-pid")
-                proc = _Forked(server, argv[:k] + argv[k + 2 :], log.name)
+            else:  # a forked worker's parent is the server, not this process
+                proc = _Forked(server, args, log.name)
             procs.append((proc, log))
         while any(p.poll() is None for p, _ in procs):
             line.update()

@@ -330,15 +330,11 @@ def forked_main(argv: list[str], log: str, cwd: str, env: dict[str, str]) -> Non
     os.environ.update(env)
     os.chdir(cwd)
     sys.argv = [__file__, *argv]
-    sys.exit(main(argv, own_process=True))
+    sys.exit(main(argv))  # the server did the imports; multiprocessing ends the process with os._exit
 
 
-def main(argv: Sequence[str] | None = None, *, own_process: bool | None = None) -> int:
-    """The worker process that :func:`textcause.runs.runner.run_benchmark` starts (not a user command).
-
-    ``own_process`` (default: ``argv is None``, as under ``python -m``): this is a process of its
-    own, so it imports what cells use with the collector paused and exits without its passes.
-    """
+def main(argv: Sequence[str] | None = None) -> int:
+    """The worker process that :func:`textcause.runs.runner.run_benchmark` starts (not a user command)."""
     import argparse
 
     from textcause.runs.grid import load_grid
@@ -358,8 +354,7 @@ def main(argv: Sequence[str] | None = None, *, own_process: bool | None = None) 
     os.environ.setdefault("WANDB_MODE", "offline")
     die_with_parent(args.parent_pid)
     grid = load_grid(args.config, methods=args.method)
-    own = argv is None if own_process is None else own_process
-    if own:  # a process of its own: what the cells import, without the collector's passes over it
+    if argv is None:  # a process of its own: what the cells import, without the collector's passes over it
         startup.quick_exit()
         models = ["textcause.runs.lightning_cli"] if any(c.method is None for c in grid.cells) else []
         startup.preload("optuna", *models)
