@@ -31,6 +31,14 @@ def content_key(*parts: Any) -> str:
     return h.hexdigest()
 
 
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load(text)`` through libyaml's parser when PyYAML was built with it (the same
+    values and error classes, about 15 times faster: a few ms a grid cell)."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 @contextmanager
 def atomic_path(dest: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path beside ``dest``; on success it is renamed onto ``dest``.

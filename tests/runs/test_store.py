@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import sqlite3
+import time
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
@@ -256,3 +258,31 @@ def test_schema_lock_is_a_file_lock_on_sqlite(tmp_path):
         pass
     with store.schema_lock("sqlite://"):  # in memory: nothing to lock
         pass
+
+
+def test_a_reader_neither_waits_for_a_writer_nor_takes_the_write_lock(engine, tmp_path):
+    assert _claim(engine, "c1") is not None
+    other = store.connect(store.default_url(tmp_path))
+    with engine.begin() as writing:  # BEGIN IMMEDIATE: the write lock, held
+        writing.execute(sa.update(store.cells).values(error="pending"))
+        t0 = time.perf_counter()
+        rows = store.ledger(other, GRID)  # a deferred read: served at once from the last commit
+        assert time.perf_counter() - t0 < 5 and rows["c1"].error is None
+        raw = other.raw_connection()  # a writing transaction still queues for the lock
+        try:
+            cursor = raw.cursor()
+            assert cursor.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL: the WAL synced at checkpoints
+            cursor.execute("PRAGMA busy_timeout = 50")
+            with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+                cursor.execute("BEGIN IMMEDIATE")
+        finally:
+            raw.close()
+    assert store.ledger(other, GRID)["c1"].error == "pending"
+
+
+def test_a_worker_connection_needs_the_tables_the_runner_made(tmp_path):
+    url = store.default_url(tmp_path / "new")
+    with pytest.raises(ValueError, match=r"^sqlite:///.*results\.db has no 'cells' table: start the grid with"):
+        store.connect(url, create=False)
+    store.connect(url)
+    assert set(store.ledger(store.connect(url, create=False), GRID)) == set()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import yaml
 
 from textcause.runs import store
 from textcause.runs.grid import load_grid
-from textcause.runs.worker import open_study, worker_loop
+from textcause.runs.worker import _choose, open_study, worker_loop
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,3 +104,62 @@ def test_a_worker_waiting_on_a_running_twin_looks_again_soon_then_less_often(tmp
     stats = worker_loop(grid, url, tmp_path / "out", since=store.utcnow(), poll=1.0)
     assert stats.ran == []
     assert sleeps == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0]
+
+
+def test_each_trial_runs_the_cell_its_worker_chose_and_a_requeued_trial_comes_first(tmp_path, tiny_corpus):
+    spec = yaml.safe_load(_grid(tmp_path, tiny_corpus).read_text(encoding="utf-8"))
+    spec["tasks"] = {"linguistic_complexity": [1, 2, 3]}
+    (tmp_path / "budget.yaml").write_text(yaml.safe_dump(spec), encoding="utf-8")
+    grid = load_grid(tmp_path / "budget.yaml")
+    a, b, c = grid.cells
+    url = store.default_url(tmp_path / "out")
+    open_study(grid, url, create=True)
+    study = open_study(grid, url, create=False)  # as a worker opens it
+    seen = []
+
+    def objective(trial):
+        params = {name: trial.suggest_categorical(name, values) for name, values in grid.search_space.items()}
+        seen.append(grid.cell_for(params).cell_id)
+        return 0.0
+
+    for chosen in (b, a):
+        study.sampler.next_params = chosen.params
+        study.optimize(objective, n_trials=1)
+    study.enqueue_trial(c.params)  # as RetryHeartbeatStaleTrialCallback re-queues a dead worker's cell
+    study.optimize(objective, n_trials=1)  # the choice is still a: the waiting trial comes first
+    assert seen == [b.cell_id, a.cell_id, c.cell_id]
+    assert [t.state.name for t in study.trials] == ["COMPLETE"] * 3
+
+
+def test_a_worker_fits_the_first_twin_prefers_its_corpora_and_runs_long_models_first():
+    from datetime import datetime, timedelta
+    from types import SimpleNamespace
+
+    def cell(corpus, model="m"):
+        return SimpleNamespace(corpus=corpus, model=model)
+
+    by_id = {"a": cell("x"), "b": cell("x"), "c": cell("y")}
+    twin_ids = {"a": ("b",), "b": ("a",), "c": ()}  # a and b: one experiment under two task labels
+    rng = random.Random(0)
+
+    def picks(plan, corpora=(), rows=None, cells=by_id, twins=twin_ids):
+        return {_choose(plan, cells, twins, rows or {}, set(corpora), rng) for _ in range(60)}
+
+    assert picks({"a": "run", "b": "run", "c": "run"}) == {"a", "c"}  # b would fit a's experiment again
+    assert picks({"a": "skip", "b": "run", "c": "run"}) == {"b", "c"}  # a is done: b copies its rows
+    assert picks({"a": "run", "b": "run", "c": "run"}, corpora=("y",)) == {"c"}
+    assert picks({"a": "run", "b": "run", "c": "skip"}, corpora=("y",)) == {"a"}
+
+    t0 = datetime(2026, 1, 1)
+
+    def done(seconds):
+        return SimpleNamespace(status="ok", started_at=t0, finished_at=t0 + timedelta(seconds=seconds))
+
+    cells = {"s1": cell("x", "slow"), "s2": cell("x", "slow"), "f1": cell("x", "fast"), "f2": cell("x", "fast")}
+    cells |= {"n1": cell("x", "new")}
+    lone = {c: () for c in cells}
+    rows = {"s1": done(9.0), "f1": done(0.1)}
+    plan = {"s1": "skip", "f1": "skip", "s2": "run", "f2": "run", "n1": "run"}
+    assert picks(plan, rows=rows, cells=cells, twins=lone) == {"n1"}  # a model not timed yet goes first
+    plan["n1"] = "skip"
+    assert picks(plan, rows=rows, cells=cells, twins=lone) == {"s2"}  # then the one whose cells took longest

@@ -286,14 +286,15 @@ def write_run_card(result: Any, data: Any, evaluation: Any, *, figure: Optional[
     import warnings
 
     import numpy as np
-    import yaml
+
+    from textcause.io import load_yaml
 
     folder = result.log_dir
     if folder is None:
         return None
     try:
         config_path = Path(folder) / "config.yaml"
-        config = yaml.safe_load(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+        config = load_yaml(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
         task = getattr(data, "task", None)
         split = getattr(task, "split", None)
         sizes = {s: len(split[s]) for s in ("train", "val", "test")} if split is not None else None

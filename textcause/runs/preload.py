@@ -2,8 +2,9 @@
 
 :func:`textcause.runs.runner.run_benchmark` with more than one worker starts its workers from
 Python's ``forkserver`` (:mod:`multiprocessing`) with this module as its preload: the server
-imports Lightning, Optuna and the worker once (the collector paused, then everything frozen, as
-:func:`textcause.startup.preload` does, which is what the ``gc`` documentation recommends before
+imports Lightning, Optuna, the worker and what a cell's first fit imports (scikit-learn for the
+n-grams, the networks) once (the collector paused, then everything frozen, as
+:func:`textcause.startup.imports` does, which is what the ``gc`` documentation recommends before
 forking), and each worker is a fork of it, with nothing left to import. The server runs no torch
 operation, so it has no OpenMP thread pool (GNU OpenMP's does not survive a fork; the threads
 that numpy's OpenBLAS starts at import are reset by OpenBLAS's own fork handler, as for any
@@ -19,6 +20,30 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("WANDB_MODE", "offline")
 
+import importlib
+
 from textcause import startup  # after the environment above
 
-startup.preload("optuna", "textcause.runs.worker", "textcause.runs.lightning_cli")
+MODULES = (
+    "optuna",
+    "textcause.runs.worker",
+    "textcause.runs.lightning_cli",
+    # what a cell's first fit would import: the networks, the n-gram featurizer (scikit-learn) and
+    # the post-embedding tables
+    "textcause.models",
+    "textcause.features.ngrams",
+    "textcause.features.embeddings",
+    # what Optuna's RDBStorage imports when a worker opens it
+    "optuna.storages._rdb.models",
+    "alembic.command",
+    "alembic.config",
+    "alembic.migration",
+    "alembic.script",
+)
+
+with startup.imports():
+    for _name in MODULES:
+        importlib.import_module(_name)
+    import sqlalchemy.orm
+
+    sqlalchemy.orm.configure_mappers()  # Optuna's ORM classes: done here, not at each worker's first query

@@ -5,12 +5,14 @@
     textcause benchmark --config configs/benchmark/weld.yaml --db postgresql://host/textcause  # on each machine
     textcause benchmark --config configs/benchmark/smoke.yaml --method mypkg.methods:MyMethod  # add a method
 
-Scheduling is Optuna's: one study per grid (named by the grid's content hash) in the same database,
-a ``GridSampler`` over the grid's dimensions, heartbeats on running trials, and
-``RetryHeartbeatStaleTrialCallback`` re-queueing the cells of workers that died. Optuna's grid sampler can
-hand one grid point to two workers under concurrency (its documentation says so), so a worker runs a
-cell only after claiming it in the ``cells`` ledger (see :mod:`textcause.runs.store`): no
-cell runs twice at once, a finished cell is never rerun, and results are written all-or-nothing.
+Each cell is a trial of Optuna: one study per grid (named by the grid's content hash) in the same
+database, a ``GridSampler`` over the grid's dimensions, heartbeats on running trials, and
+``RetryHeartbeatStaleTrialCallback`` re-queueing the cells of workers that died. Each worker picks
+its next grid point from the ledger it has just read (:func:`textcause.runs.worker.worker_loop`);
+two workers may pick the same point at once, as two of Optuna's grid samplers can (its
+documentation says so), so a worker runs a cell only after claiming it in the ``cells`` ledger
+(see :mod:`textcause.runs.store`): no cell runs twice at once, a finished cell is never rerun, and
+results are written all-or-nothing.
 
 Each cell is one call of :func:`textcause.runs.fit.fit_and_evaluate` (what ``train.py fit`` and
 ``evaluate.py`` do), in-process; its files go to ``<out>/runs/<cell_id>/``. A method (``--method package.module:Name``, or such an entry in the YAML's
@@ -49,9 +51,10 @@ class ProgressLine:
         self.failures: set[str] = set()
 
     def update(self, final: bool = False) -> store.Progress:
-        p = store.progress(self.engine, self.grid.name, self.ids, since=self.since)
+        rows = store.ledger(self.engine, self.grid.name)
+        p = store.progress(self.engine, self.grid.name, self.ids, since=self.since, rows=rows)
         tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        for row in store.ledger(self.engine, self.grid.name).values():
+        for row in rows.values():
             if (
                 row.status == "failed"
                 and row.cell_id not in self.failures
@@ -132,10 +135,10 @@ class _Forked:
     """A forked worker (:func:`textcause.runs.worker.forked_main`) with ``subprocess.Popen``'s
     ``poll`` / ``returncode``, so the runner watches both kinds alike."""
 
-    def __init__(self, context: Any, argv: list[str], log: str) -> None:
+    def __init__(self, context: Any, argv: list[str], log: str, grid: Grid) -> None:
         from textcause.runs.worker import forked_main
 
-        self.process = context.Process(target=forked_main, args=(argv, log, os.getcwd(), dict(os.environ)))
+        self.process = context.Process(target=forked_main, args=(argv, log, os.getcwd(), dict(os.environ), grid))
         self.process.start()
 
     def poll(self) -> int | None:
@@ -254,7 +257,7 @@ def run_benchmark(
             if server is None:
                 proc: Any = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=os.getcwd())
             else:  # a forked worker's parent is the server, not this process
-                proc = _Forked(server, args, log.name)
+                proc = _Forked(server, args, log.name, grid)
             procs.append((proc, log))
         while any(p.poll() is None for p, _ in procs):
             line.update()

@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 import yaml
 
+from textcause.io import load_yaml
 from textcause.runs.evaluation import EvaluationSettings
 
 
@@ -103,7 +104,7 @@ def merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
 def read_config(path: Path) -> dict[str, Any]:
     """A YAML config file as a dict (one sentence naming the file when it is not a YAML mapping)."""
     try:
-        value = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        value = load_yaml(Path(path).read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
         raise ValueError(f"The config '{path}' is not valid YAML: {err}") from None
     if not isinstance(value, dict):

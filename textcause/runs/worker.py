@@ -1,7 +1,7 @@
 """One benchmark worker: claim cells through Optuna and the ``cells`` ledger, run them, store rows.
 
-:func:`worker_loop` asks the grid's Optuna study (:func:`open_study`) for cells until every cell is
-finished; a cell runs only after :func:`textcause.runs.store.try_claim` succeeds, so no cell
+:func:`worker_loop` runs cells as trials of the grid's Optuna study (:func:`open_study`) until every
+cell is finished, choosing each next cell from the ledger; a cell runs only after :func:`textcause.runs.store.try_claim` succeeds, so no cell
 runs twice at once. :func:`run_cell` fits and evaluates one cell in-process and never raises for
 the cell's own error. A cell whose twin (the same experiment under another task label,
 :func:`textcause.runs.cell.draw_key`) has finished takes the twin's rows instead of fitting again,
@@ -14,10 +14,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import math
 import os
 import random
 import signal
 import socket
+import statistics
 import sys
 import time
 from collections.abc import Sequence
@@ -104,12 +106,18 @@ def open_study(
     heartbeat_interval: int = HEARTBEAT_INTERVAL,
     grace_period: int = GRACE_PERIOD,
 ) -> Any:
-    """The grid's Optuna study in the database at ``url`` (created when ``create``)."""
+    """The grid's Optuna study in the database at ``url``: created when ``create`` (the runner), else
+    opened as it is (a worker: no table creation, schema check or schema lock)."""
     import optuna
 
     engine = store.connect(url) if create else None  # creates the SQLite file's folder and the ledger tables
     storage = store.optuna_storage(
-        url, heartbeat_interval=heartbeat_interval, grace_period=grace_period, max_retry=None, lock=engine
+        url,
+        heartbeat_interval=heartbeat_interval,
+        grace_period=grace_period,
+        max_retry=None,
+        lock=engine,
+        create=create,
     )
     if engine is not None:
         engine.dispose()
@@ -127,15 +135,72 @@ def open_study(
 def _grid_sampler(grid: Grid) -> Any:
     import optuna
 
-    class QueueTolerantGridSampler(optuna.samplers.GridSampler):
-        """GridSampler that survives queued trials: its ``after_trial`` reads a ``grid_id`` that an
-        enqueued trial lacks when one grid point remains (KeyError; optuna/optuna PR #6844)."""
+    class ChosenCellGridSampler(optuna.samplers.GridSampler):
+        """Optuna's ``GridSampler``, each trial on the grid point its worker chose (``next_params``).
+
+        The worker picks the next cell from the ledger it has just read (:func:`_choose`), so the
+        sampler need not read every trial of the study to find the unvisited points, as
+        ``GridSampler`` does before and after each trial (three reads a cell that grow with the grid).
+        Without a choice, and for a trial created with its point (re-queued by
+        ``RetryHeartbeatStaleTrialCallback``, or enqueued), it behaves as ``GridSampler``. After a
+        trial it does nothing: a worker runs one trial per ``optimize`` call and stops when the
+        ledger has no cell left to run, so ``GridSampler``'s ``study.stop()`` has nothing to stop
+        (and reading a ``grid_id`` that an enqueued trial lacks raised KeyError: optuna/optuna PR
+        #6844).
+        """
+
+        def __init__(self, search_space: dict[str, list[Any]], seed: int) -> None:
+            super().__init__(search_space, seed=seed)
+            self._ids = {point: i for i, point in enumerate(self._all_grids)}
+            self.next_params: dict[str, Any] | None = None
+
+        def before_trial(self, study: Any, trial: Any) -> None:
+            attrs = trial.system_attrs
+            if self.next_params is None or "grid_id" in attrs or "fixed_params" in attrs:
+                super().before_trial(study, trial)
+                return
+            grid_id = self._ids[tuple(self.next_params[name] for name in self._param_names)]
+            study._storage.set_trial_system_attr(trial._trial_id, "search_space", self._search_space)
+            study._storage.set_trial_system_attr(trial._trial_id, "grid_id", grid_id)
 
         def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
-            with contextlib.suppress(KeyError):
-                super().after_trial(study, trial, state, values)
+            return None
 
-    return QueueTolerantGridSampler(grid.search_space, seed=0)
+    return ChosenCellGridSampler(grid.search_space, seed=0)
+
+
+def _choose(
+    plan: dict[str, str],
+    by_id: dict[str, Cell],
+    twin_ids: dict[str, tuple[str, ...]],
+    rows: dict[str, Any],
+    corpora: set[str],
+    rng: random.Random,
+) -> str:
+    """The cell a worker runs next, given what it would do with each cell (``plan``: ``run``,
+    ``wait`` or ``skip``) and the ledger ``rows`` that plan was made from.
+
+    Among the cells it may run, preferred in turn:
+
+    1. a cell none of whose twins with a smaller id is still to be done (the first cell of an
+       experiment is fitted first and its twins copy its rows, so two workers do not fit two twins
+       of one experiment at once, as a ledger read just before the other's claim allowed);
+    2. a cell on one of ``corpora``, those the worker has read already (memoised in its process);
+    3. a cell of the model whose finished cells took longest (median; a model with none finished
+       first), so the grid ends on short cells rather than one worker waiting on a long one;
+
+    then one at random, so two workers rarely pick the same.
+    """
+    runnable = [c for c, d in plan.items() if d == "run"]
+    first = [c for c in runnable if not any(t < c and plan[t] != "skip" for t in twin_ids[c])] or runnable
+    pool = [c for c in first if by_id[c].corpus in corpora] or first
+    seconds: dict[str, list[float]] = {}
+    for cell_id, row in rows.items():
+        if row.status == "ok" and row.started_at and row.finished_at and cell_id in by_id:
+            seconds.setdefault(by_id[cell_id].model, []).append((row.finished_at - row.started_at).total_seconds())
+    expected = {m: statistics.median(v) for m, v in seconds.items()}
+    longest = max(expected.get(by_id[c].model, math.inf) for c in pool)
+    return rng.choice([c for c in pool if expected.get(by_id[c].model, math.inf) == longest])
 
 
 def worker_loop(
@@ -150,7 +215,11 @@ def worker_loop(
     grace_period: int = GRACE_PERIOD,
     freeze_gc: bool = False,
 ) -> WorkerStats:
-    """Ask Optuna for cells and run them until every cell of ``grid`` is finished.
+    """Run the cells of ``grid``, each as one Optuna trial, until every cell is finished.
+
+    Each round reads the ledger, picks a cell that may run (:func:`_choose`) and runs it as a trial
+    on that grid point (a trial that Optuna re-queued for a dead worker comes first); the claim in
+    the ledger, not the trial, decides whether it runs.
 
     A cell whose worker died (a signal, a lost worker) is taken over and run again, however often
     that happened: only the cell's own error records it as failed (:func:`store.claim_decision`).
@@ -167,15 +236,22 @@ def worker_loop(
     """
     import optuna
 
-    engine = store.connect(url)
+    engine = store.connect(url, create=False)  # the runner made the tables (open_study(create=True))
     study = open_study(grid, url, create=False, heartbeat_interval=heartbeat_interval, grace_period=grace_period)
     storage = study._storage
     by_id = {c.cell_id: c for c in grid.cells}
     version = code_version()
-    rng = random.Random(f"{socket.gethostname()}:{os.getpid()}")  # which cell to re-queue: scheduling only
+    rng = random.Random(f"{socket.gethostname()}:{os.getpid()}")  # which cell to run next: scheduling only
     stats = WorkerStats()
     state = {"refused": False, "frozen": False}
-    alive = lambda row: holder_alive(row, storage)  # noqa: E731
+    checked: dict[tuple[str, str], bool] = {}  # holder_alive of rows of the last ledger read
+
+    def alive(row: Any) -> bool:
+        key = (row.cell_id, row.token)
+        if key not in checked:
+            checked[key] = holder_alive(row, storage)
+        return checked[key]
+
     twin_ids = twins(grid.cells)
 
     def decide(row: Any, cell_id: str, rows: dict[str, Any]) -> str:
@@ -193,6 +269,7 @@ def worker_loop(
         cell = grid.cell_for(params)
         trial.set_user_attr("cell_id", cell.cell_id)
         rows = store.ledger(engine, grid.name)
+        checked.clear()
         row = rows.get(cell.cell_id)
         decision = decide(row, cell.cell_id, rows)
         token = None
@@ -230,8 +307,10 @@ def worker_loop(
         return outcome.seconds
 
     delay = min(WAIT_FIRST, poll)
+    corpora: set[str] = set()
     while True:
         rows = store.ledger(engine, grid.name)
+        checked.clear()
         plan = {cid: decide(rows.get(cid), cid, rows) for cid in by_id}
         runnable = [c for c, d in plan.items() if d == "run"]
         if not runnable:
@@ -242,10 +321,9 @@ def worker_loop(
             delay = min(2 * delay, poll)
             continue
         delay = min(WAIT_FIRST, poll)
-        # The sampler's last point was taken, or it has handed out every point (a grid resumed with
-        # --retry-failed, a dead worker's cell): queue a cell that still needs running.
-        if state["refused"] or study.sampler.is_exhausted(study):
-            study.enqueue_trial(by_id[rng.choice(runnable)].params)
+        chosen = by_id[_choose(plan, by_id, twin_ids, rows, corpora, rng)]
+        study.sampler.next_params = chosen.params  # a re-queued trial, if one waits, comes first
+        corpora.add(chosen.corpus)
         stats.refused += state["refused"]
         state["refused"] = False
         # our trial may be failed as stale while it runs; the ledger decides what happens to the cell
@@ -312,14 +390,14 @@ def die_with_parent(parent_pid: int | None) -> None:
         os._exit(1)
 
 
-def forked_main(argv: list[str], log: str, cwd: str, env: dict[str, str]) -> None:
+def forked_main(argv: list[str], log: str, cwd: str, env: dict[str, str], grid: Grid | None = None) -> None:
     """A worker forked from the runner's fork server (:mod:`textcause.runs.preload`): :func:`main`.
 
     The server imported what cells use once; this process starts from a copy of it, so its first
     cell runs at once instead of after seconds of imports. It writes to ``log``, works in ``cwd``
     with the runner's environment ``env`` (as it was when the runner started this worker, not
     when the server started), and ends (``SIGKILL``) when the server does, which ends with the
-    runner.
+    runner. ``grid``: the grid as the runner loaded it (not read and parsed again).
     """
     die_with_parent(os.getppid())
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -330,11 +408,12 @@ def forked_main(argv: list[str], log: str, cwd: str, env: dict[str, str]) -> Non
     os.environ.update(env)
     os.chdir(cwd)
     sys.argv = [__file__, *argv]
-    sys.exit(main(argv))  # the server did the imports; multiprocessing ends the process with os._exit
+    sys.exit(main(argv, grid=grid))  # the server did the imports; multiprocessing ends the process with os._exit
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The worker process that :func:`textcause.runs.runner.run_benchmark` starts (not a user command)."""
+def main(argv: Sequence[str] | None = None, *, grid: Grid | None = None) -> int:
+    """The worker process that :func:`textcause.runs.runner.run_benchmark` starts (not a user command);
+    ``grid``, when given, is the grid of ``--config`` (and ``--method``) already loaded."""
     import argparse
 
     from textcause.runs.grid import load_grid
@@ -353,7 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("WANDB_MODE", "offline")
     die_with_parent(args.parent_pid)
-    grid = load_grid(args.config, methods=args.method)
+    grid = grid if grid is not None else load_grid(args.config, methods=args.method)
     if argv is None:  # a process of its own: what the cells import, without the collector's passes over it
         startup.quick_exit()
         models = ["textcause.runs.lightning_cli"] if any(c.method is None for c in grid.cells) else []

@@ -225,9 +225,9 @@ def _is_shipped(name: str) -> bool:
 def _parse(text: str, *, yaml_format: bool, source: str) -> PostBank:
     try:
         if yaml_format:
-            import yaml
+            from textcause.io import load_yaml
 
-            data = yaml.safe_load(text)
+            data = load_yaml(text)
         else:
             data = json.loads(text)
     except Exception as err:  # yaml.YAMLError / json.JSONDecodeError: one sentence for the user
