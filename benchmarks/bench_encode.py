@@ -16,13 +16,14 @@ matmul count against the fraction.
 ``--all`` encodes every distinct post of the corpus's users (first 60 posts each) and of the
 synthetic post bank into ``textcause.paths.cache_root()/embeddings`` (resumable: rerun after a kill).
 
-Without ``--all`` the same run also times the peer a user would pick instead, on the identical
+Without ``--all`` the timed encode follows a warm-up of 256 posts into a throwaway cache (as the
+peer gets one), and the same run also times the peer a user would pick instead, on the identical
 posts and token cap: sentence-transformers' ``SentenceTransformer.encode`` with the model in bf16
 and batch 128 (its own length sorting), after a warm-up, and prints the ratio and the cosine of
 its vectors to the cache's (1st percentile). ``--processes 1`` is the in-process encode of before
 issue 18's worker processes (two torch threads in one process); ``--attention sdpa`` the model's own
 attention kernel instead of textcause's (``--ab-attention N``: both, N rounds each, alternately,
-in this run). It also reports the truncation:
+in this run); ``--ab-packed N`` the plain Linear layers against those packed once for oneDNN. It also reports the truncation:
 the share of posts longer than the token cap, from the untruncated token counts.
 """
 
@@ -140,6 +141,32 @@ def attention_rounds(args: argparse.Namespace, posts: list[str]) -> dict:
     }
 
 
+def packed_rounds(args: argparse.Namespace, posts: list[str]) -> dict:
+    """posts/s of a cold-cache encode with the plain Linear layers (``Encoder(packed=False)``, as
+    before) and with their weights packed once for oneDNN (:mod:`textcause.features.packed_linear`),
+    alternately, each into a fresh temporary cache: the best round of each, the ratio, and the
+    largest difference between the two caches' vectors."""
+    import numpy as np
+
+    rates: dict[str, list[float]] = {"plain": [], "packed": []}
+    vectors: dict[str, np.ndarray] = {}
+    layers: dict[str, int | None] = {}
+    for _ in range(args.ab_packed):
+        for name in rates:
+            with tempfile.TemporaryDirectory(prefix="bench-encode-packed-") as folder:
+                cache = _round_cache(args, folder, processes=args.processes)
+                cache.encoder.packed = name == "packed"  # read when the weights are cast, on the first encode
+                rates[name].append(round(cache.ensure(posts)["posts_per_s"], 1))
+                vectors[name], layers[name] = cache.embed(posts), cache.encoder.packed_layers
+    best = {k: max(v) for k, v in rates.items()}
+    return {
+        **rates,
+        "packed_layers": layers,
+        "packed_over_plain_best": round(best["packed"] / best["plain"], 3),
+        "max_abs_difference_between_caches": float(np.abs(vectors["packed"] - vectors["plain"]).max()),
+    }
+
+
 def peer_run(cache, posts: list[str], max_tokens: int, batch_size: int, rate: float) -> dict:
     """sentence-transformers on the same posts: posts/s, the ratio textcause / peer, cosine to the cache."""
     import numpy as np
@@ -204,6 +231,13 @@ def main() -> None:
         help="also encode the posts ROUNDS times each with attention 'sdpa' and 'auto', alternately",
     )
     parser.add_argument(
+        "--ab-packed",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="also encode the posts ROUNDS times each with plain and packed Linear layers, alternately",
+    )
+    parser.add_argument(
         "--attention", default="auto", help="the encoder's attention: auto (textcause's on CPU), sdpa, eager"
     )
     parser.add_argument("--peer-batch-size", type=int, default=128)
@@ -237,6 +271,9 @@ def main() -> None:
         processes=args.processes,
         attention=args.attention,
     )
+    if not args.all:  # a warm-up in this process, as the peer's below: 256 posts into a throwaway cache
+        with tempfile.TemporaryDirectory(prefix="bench-encode-warm-") as folder:
+            _round_cache(args, folder, processes=args.processes, attention=args.attention).ensure(posts[:256])
     c0 = time.process_time()
     children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     stats = cache.ensure(posts)
@@ -275,6 +312,7 @@ def main() -> None:
                 "posts_per_s": round(rate, 1),
                 "precision": stats["precision"],
                 "attention": cache.encoder.attention_used,
+                "packed_linear_layers": cache.encoder.packed_layers,
                 "mean_tokens_per_post": round(mean_tokens, 1),
                 "mflop_per_token": round(fpt / 1e6, 2),
                 "ceiling_posts_per_s": {k: round(v) for k, v in ceiling.items()},
@@ -306,6 +344,8 @@ def main() -> None:
         out["in_process_vs_workers"] = ab_rounds(args, posts)
     if args.ab_attention and not args.all:
         out["attention_sdpa_vs_auto"] = attention_rounds(args, posts)
+    if args.ab_packed and not args.all:
+        out["linear_plain_vs_packed"] = packed_rounds(args, posts)
     if not args.all and not args.no_peer and stats["n_encoded"]:
         out["peer"] = peer_run(cache, posts, args.max_tokens, args.peer_batch_size, rate)
     print(json.dumps(out, indent=2))

@@ -43,7 +43,7 @@ import numpy as np
 
 from textcause.io import atomic_write_json, content_key
 from textcause.paths import cache_root
-from textcause.validation import check_int, check_options
+from textcause.validation import check_int, check_options, check_that
 
 #: Names that mean the default encoder.
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
@@ -267,6 +267,9 @@ class Encoder:
             take a registered function (BERT, all-MiniLM-L6-v2 among them; transformers'
             ``AttentionInterface``), else the model's own; or a name for transformers'
             ``set_attn_implementation`` (``"sdpa"``, ``"eager"``) to use that instead.
+        packed: in ``bf16-full`` on CPU, pack each Linear layer's weight once for oneDNN
+            (:mod:`textcause.features.packed_linear`: the same vectors to the bit, faster); False
+            keeps the plain layers.
     """
 
     def __init__(
@@ -283,6 +286,7 @@ class Encoder:
         layer: int | None = None,
         processes: int | None = None,
         attention: str = "auto",
+        packed: bool = True,
     ) -> None:
         owner = "Encoder"
         if not isinstance(attention, str) or not attention:
@@ -291,6 +295,8 @@ class Encoder:
             )
         self.attention = attention
         self.attention_used: str | None = None
+        self.packed = check_that(isinstance(packed, bool), packed, "packed", owner, "a bool")
+        self.packed_layers: int | None = None  # Linear layers packed for oneDNN, once cast to bf16-full
         self.spec = encoder if isinstance(encoder, EncoderSpec) else resolve_encoder(encoder)
         self.max_tokens = check_int(max_tokens, "max_tokens", owner, low=2)
         check_options(pooling, "pooling", owner, POOLINGS)
@@ -533,6 +539,7 @@ class Encoder:
                 "batch_tokens": self.batch_tokens,
                 "layer": self.layer,
                 "attention": self.attention,
+                "packed": self.packed,
             }
         self._set_precision(self.precision_used)  # forked workers inherit the cast weights
         self._procs = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(init,))
@@ -587,6 +594,10 @@ class Encoder:
                     module.to(torch.bfloat16)
         elif precision == "bf16-full":
             self.model.to(torch.bfloat16)
+            if self.packed and self.packed_layers is None and self.model.device.type == "cpu":
+                from textcause.features.packed_linear import pack_linears
+
+                self.packed_layers = pack_linears(self.model)
         return precision == "bf16"
 
     def _choose_precision(self, input_ids: Any, mask: Any) -> str:

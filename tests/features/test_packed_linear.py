@@ -1,0 +1,71 @@
+"""Linear weights packed once for oneDNN (textcause.features.packed_linear): same vectors, or left alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from textcause.features import packed_linear
+from textcause.features.encoder import Encoder
+from textcause.features.packed_linear import PackedLinear, can_pack, pack_linears
+
+POSTS = ["I love the weather today", "a longer post about the trains and what we ate", "ok", "", "lol same"] * 3
+needs_onednn = pytest.mark.skipif(not can_pack(), reason="this torch or CPU has no oneDNN bf16 products")
+
+
+def _linears(model):
+    return [m for m in model.modules() if type(m) is torch.nn.Linear]
+
+
+@needs_onednn
+def test_packed_layers_give_the_plain_vectors_to_the_bit(tiny_encoder):
+    packed = Encoder(tiny_encoder, precision="bf16-full")
+    plain = Encoder(tiny_encoder, precision="bf16-full", packed=False)
+    np.testing.assert_array_equal(packed.encode(POSTS).vectors, plain.encode(POSTS).vectors)
+    tokens = packed.encode(POSTS, token_cap=4)
+    np.testing.assert_array_equal(tokens.token_values, plain.encode(POSTS, token_cap=4).token_values)
+    n = len(_linears(plain.model))  # 2 layers x 6 products + the pooler
+    assert n == 13 and packed.packed_layers == n and plain.packed_layers is None
+    assert not _linears(packed.model) and sum(isinstance(m, PackedLinear) for m in packed.model.modules()) == n
+
+
+@needs_onednn
+def test_only_full_bf16_is_packed(tiny_encoder):
+    for precision in ("fp32", "bf16"):  # fp32 weights; autocast feeds fp32 inputs to bf16 weights
+        enc = Encoder(tiny_encoder, precision=precision)
+        enc.encode(POSTS)
+        assert enc.packed_layers is None and len(_linears(enc.model)) == 13
+
+
+@needs_onednn
+def test_a_packed_layer_is_for_bf16_inference():
+    layer = PackedLinear(torch.nn.Linear(8, 3).to(torch.bfloat16))
+    x = torch.randn(2, 8).to(torch.bfloat16)
+    with pytest.raises(RuntimeError, match=r"^PackedLinear is for bf16 inference on CPU \(no gradient\)\.$"):
+        layer(x)  # gradients enabled
+    with torch.inference_mode():
+        assert layer(x).shape == (2, 3) and layer(x).dtype == torch.bfloat16
+        with pytest.raises(RuntimeError, match="bf16 inference"):
+            layer(x.float())
+
+
+def test_nothing_is_packed_where_onednn_cannot(tiny_encoder, monkeypatch):
+    monkeypatch.setattr(packed_linear, "can_pack", lambda: False)
+    enc = Encoder(tiny_encoder, precision="bf16-full")
+    vectors = enc.encode(POSTS).vectors
+    assert enc.packed_layers == 0 and len(_linears(enc.model)) == 13 and np.isfinite(vectors).all()
+
+
+@needs_onednn
+def test_a_probe_that_differs_packs_nothing(monkeypatch):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)).to(torch.bfloat16)
+    monkeypatch.setattr(PackedLinear, "forward", lambda self, x: torch.zeros(x.shape[0], self.out_features))
+    assert pack_linears(model) == 0 and len(_linears(model)) == 2
+    monkeypatch.undo()
+    assert pack_linears(model) == 2 and not _linears(model)
+
+
+def test_packed_must_be_a_bool(tiny_encoder):
+    with pytest.raises(ValueError, match=r"^The 'packed' parameter of Encoder must be a bool\. Got 'no' instead\.$"):
+        Encoder(tiny_encoder, packed="no")
