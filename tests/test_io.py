@@ -39,3 +39,20 @@ def test_content_key_is_stable_and_separates_parts():
     assert content_key("ab", "c") != content_key("a", "bc")  # lengths are part of the key
     assert content_key(b"a") == content_key("a") and content_key("a") != content_key(["a"])
     assert len(content_key()) == 64
+
+
+def test_load_yaml_gives_safe_loads_values_and_errors():
+    import yaml
+
+    from textcause.io import load_yaml
+
+    text = "a: [1, 2.5, null, true]\nb: {c: 'x', d: 2026-12-02}\ne: |\n  two\n  lines\n"
+    assert load_yaml(text) == yaml.safe_load(text)
+    for bad in ("kinds: [unclosed", "a:\n\t- tab", "a: 1\n b: 2"):
+        with pytest.raises(yaml.YAMLError) as ours:
+            load_yaml(bad)
+        with pytest.raises(yaml.YAMLError) as theirs:
+            yaml.safe_load(bad)
+        assert str(ours.value) == str(theirs.value)  # PyYAML's message, with its line and caret
+    with pytest.raises(yaml.constructor.ConstructorError):
+        load_yaml("!!python/object:os.system x")  # a safe loader: no Python objects

@@ -81,3 +81,38 @@ def test_the_whole_corpus_is_not_cached(tmp_path, spy):
     read_corpus(path, min_posts=3, max_posts=5)
     assert len(spy) == 2
     assert not list((cache_root() / "corpora").glob("*.json"))
+
+
+def test_half_an_emoji_and_odd_metadata_round_trip_or_are_not_cached(tmp_path, spy):
+    path = tmp_path / "odd.jsonl"
+    rows = [
+        {"user_id": "a", "posts": [{"text": "bad \ud83d emoji"}, {"text": "two"}], "meta": {"k": 1}},
+        {"user_id": "b", "posts": [{"text": "x"}, {"text": "y"}], "meta": {"k": 2}},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")  # \ud83d escaped
+    first = read_corpus(str(path), min_posts=1, max_posts=5, n_users=2, time_col=None)
+    memo._read.cache_clear()
+    again = read_corpus(str(path), min_posts=1, max_posts=5, n_users=2, time_col=None)
+    assert len(spy) == 1 and any("\ud83d" in post for h in again for post in h.posts)
+    _same(first, again)
+
+
+def test_no_cache_root_reads_the_corpus(tmp_path, spy, monkeypatch):
+    path = _write(tmp_path / "c.jsonl.gz")
+
+    def nowhere():
+        raise PermissionError("[Errno 13] Permission denied: '/home/x/.cache'")
+
+    monkeypatch.setattr(memo, "cache_root", nowhere)
+    with pytest.warns(UserWarning, match=r"^No corpus sample cache \(\[Errno 13\] Permission denied"):
+        corpus = read_corpus(path, min_posts=3, max_posts=5, n_users=20)
+    assert len(spy) == 1 and len(corpus) == 20
+
+
+def test_new_reading_code_reads_anew(tmp_path, spy, monkeypatch):
+    path = _write(tmp_path / "c.jsonl.gz")
+    read_corpus(path, min_posts=3, max_posts=5, n_users=20)
+    memo._read.cache_clear()
+    monkeypatch.setattr(memo, "_reader_version", lambda: "another version of the readers")
+    read_corpus(path, min_posts=3, max_posts=5, n_users=20)
+    assert len(spy) == 2

@@ -39,15 +39,32 @@ def test_only_full_bf16_is_packed(tiny_encoder):
 
 
 @needs_onednn
-def test_a_packed_layer_is_for_bf16_inference():
-    layer = PackedLinear(torch.nn.Linear(8, 3).to(torch.bfloat16))
+def test_a_packed_layer_falls_back_to_the_plain_product_outside_bf16_inference():
+    plain = torch.nn.Linear(8, 3).to(torch.bfloat16)
+    layer = PackedLinear(plain)
     x = torch.randn(2, 8).to(torch.bfloat16)
-    with pytest.raises(RuntimeError, match=r"^PackedLinear is for bf16 inference on CPU \(no gradient\)\.$"):
-        layer(x)  # gradients enabled
     with torch.inference_mode():
-        assert layer(x).shape == (2, 3) and layer(x).dtype == torch.bfloat16
-        with pytest.raises(RuntimeError, match="bf16 inference"):
-            layer(x.float())
+        assert torch.equal(layer(x), plain(x)) and layer._packed is not None
+    assert layer(x).requires_grad is False and torch.equal(layer(x), plain(x))  # gradients on: F.linear
+    layer.float()  # cast: the packed copy is dropped, the product follows the fp32 weight
+    assert layer._packed is None and layer.weight.dtype == torch.float32
+    with torch.inference_mode():
+        torch.testing.assert_close(layer(x.float()), plain.float()(x.float()))
+    assert set(layer.state_dict()) == {"weight", "bias"}
+
+
+@needs_onednn
+def test_a_packed_model_copies_pickles_and_saves(tiny_encoder, tmp_path):
+    import copy
+    import pickle
+
+    enc = Encoder(tiny_encoder, precision="bf16-full")
+    vectors = enc.encode(POSTS).vectors
+    for twin in (copy.deepcopy(enc.model), pickle.loads(pickle.dumps(enc.model))):
+        enc._model = twin
+        np.testing.assert_array_equal(enc.encode(POSTS).vectors, vectors)
+    torch.save(enc.model.state_dict(), tmp_path / "state.pt")
+    assert "encoder.layer.0.attention.self.query.weight" in torch.load(tmp_path / "state.pt")
 
 
 def test_nothing_is_packed_where_onednn_cannot(tiny_encoder, monkeypatch):

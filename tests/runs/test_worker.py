@@ -163,3 +163,8 @@ def test_a_worker_fits_the_first_twin_prefers_its_corpora_and_runs_long_models_f
     assert picks(plan, rows=rows, cells=cells, twins=lone) == {"n1"}  # a model not timed yet goes first
     plan["n1"] = "skip"
     assert picks(plan, rows=rows, cells=cells, twins=lone) == {"s2"}  # then the one whose cells took longest
+    cells |= {"s3": cell("x", "slow"), "s4": cell("x", "slow")}  # s1's twins: their rows were copies
+    twins = {**lone, "s1": ("s3", "s4"), "s3": ("s1", "s4"), "s4": ("s1", "s3")}
+    rows |= {"s3": done(0.001), "s4": done(0.001)}
+    plan |= {"s3": "skip", "s4": "skip"}
+    assert picks(plan, rows=rows, cells=cells, twins=twins) == {"s2"}  # copies do not make "slow" look fast

@@ -6,11 +6,12 @@ The memo is keyed by the resolved path, the file's modification time and the rea
 changed file or data root is read again.
 
 A sample of a local corpus file (``n_users`` set) is also kept on disk, under the cache root's
-``corpora/`` (:func:`textcause.paths.cache_root`), keyed the same way plus the file's size: a new
-process then reads its few hundred users from that file instead of parsing the whole corpus (the
+``corpora/`` (:func:`textcause.paths.cache_root`), keyed the same way plus the file's size and the
+reading code (this package's sources, numpy's version): a new process then reads its few hundred users from that file instead of parsing the whole corpus (the
 smoke grid's 300 Twitter users: 0.59 s to parse the corpus, milliseconds from the cache). The file is
 written atomically and checked against its SHA-256 when read; one that fails is reported in one
-warning and read anew from the corpus.
+warning and read anew from the corpus. A sample whose metadata JSON cannot hold exactly is not
+cached, and without a cache root the corpus is read as before.
 """
 
 from __future__ import annotations
@@ -96,20 +97,40 @@ def _read(
 ) -> Corpus:
     if n_users is None or stamp is None or not os.path.isfile(path):
         return _load(path, min_posts, max_posts, n_users, columns)
-    file = sample_file(path, min_posts, max_posts, n_users, columns)
-    corpus = _read_sample(file)
+    try:
+        file: Optional[Path] = sample_file(path, min_posts, max_posts, n_users, columns)
+    except OSError as err:  # no cache root to be had (a read-only home): read the corpus
+        warnings.warn(f"No corpus sample cache ({err}); reading the corpus.", stacklevel=3)
+        file = None
+    corpus = _read_sample(file) if file is not None else None
     if corpus is None:
         corpus = _load(path, min_posts, max_posts, n_users, columns)
-        _write_sample(file, corpus)
+        if file is not None:
+            _write_sample(file, corpus)
     return corpus
+
+
+@functools.lru_cache(maxsize=1)
+def _reader_version() -> str:
+    """A key of the code that reads and samples corpora: this package's sources and numpy's version
+    (the sample is drawn with ``numpy.random.default_rng(0)``), so new reading code reads anew."""
+    import numpy
+
+    sources = [p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py"))]
+    return content_key(SAMPLE_CACHE, numpy.__version__, *sources)
 
 
 def sample_file(path: str, min_posts: int, max_posts: Optional[int], n_users: int, columns: tuple[Any, ...]) -> Path:
     """Where the sample of ``n_users`` users of the corpus file ``path`` is cached: keyed by the
-    file's real path, size and modification time and every reading setting."""
+    file's real path, size and modification time, every reading setting and the reading code
+    (:func:`_reader_version`)."""
     st = os.stat(path)
     key = content_key(
-        SAMPLE_CACHE, os.path.realpath(path), st.st_size, st.st_mtime_ns, [min_posts, max_posts, n_users, *columns]
+        _reader_version(),
+        os.path.realpath(path),
+        st.st_size,
+        st.st_mtime_ns,
+        [min_posts, max_posts, n_users, *columns],
     )
     return cache_root() / "corpora" / f"{key}.json"
 
@@ -139,11 +160,13 @@ def _read_sample(file: Path) -> Optional[Corpus]:
 
 def _write_sample(file: Path, corpus: Corpus) -> None:
     rows = [[h.user_id, list(h.posts), None if h.times is None else list(h.times), h.meta] for h in corpus]
-    try:
-        body = json.dumps({"source": corpus.source, "histories": rows}, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError):  # metadata that JSON cannot hold exactly: no cache, read the corpus each time
+    payload = {"source": corpus.source, "histories": rows}
+    try:  # ASCII escapes: lone surrogates (half an emoji in a tweet dump) round-trip too
+        data = json.dumps(payload, separators=(",", ":")).encode("ascii")
+    except (TypeError, ValueError):  # metadata that JSON cannot hold: no cache, read the corpus each time
         return
-    data = body.encode("utf-8")
+    if json.loads(data) != payload:  # not exactly (tuples, non-string keys in the metadata): no cache
+        return
     try:
         with atomic_path(file) as tmp:
             tmp.write_bytes(hashlib.sha256(data).hexdigest().encode() + b"\n" + data)

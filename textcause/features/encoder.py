@@ -268,8 +268,8 @@ class Encoder:
             ``AttentionInterface``), else the model's own; or a name for transformers'
             ``set_attn_implementation`` (``"sdpa"``, ``"eager"``) to use that instead.
         packed: in ``bf16-full`` on CPU, pack each Linear layer's weight once for oneDNN
-            (:mod:`textcause.features.packed_linear`: the same vectors to the bit, faster); False
-            keeps the plain layers.
+            (:mod:`textcause.features.packed_linear`: faster, and only where a probe product is the
+            plain one to the bit); False keeps the plain layers.
     """
 
     def __init__(

@@ -4,12 +4,16 @@
 blocked layout on every call. :func:`pack_linears` does that once per layer
 (``torch.ops.mkldnn._reorder_linear_weight``, what ``torch.compile``'s CPU backend inserts for a
 frozen Linear) and runs each product with the packed weight (``torch.ops.mkldnn._linear_pointwise``):
-the same kernel and the same result to the bit, 5-12% less time for all-MiniLM-L6-v2's forward
-pass on one thread of a 2-core Xeon with AMX (``benchmarks/README.md``, ``bench_encode.py``).
+the same kernel, 5-12% less time for all-MiniLM-L6-v2's forward pass on one thread of a 2-core Xeon
+with AMX, and there the same vectors to the bit on 20,000 Twitter posts (``benchmarks/README.md``,
+``bench_encode.py --ab-packed``).
 
-Inference only: a packed layer has no gradient and keeps no ``weight`` parameter. Where oneDNN
-cannot take bf16 (no ``mkldnn`` build, a CPU without bf16 support) or a probe product differs
-from ``torch.nn.functional.linear``, nothing is replaced.
+A packed layer keeps its bf16 weight (in ``state_dict``, for ``.weight`` readers) and uses the
+packed copy only for bf16 inference on CPU without gradients; anything else (fp32 inputs after
+``.float()``, gradients, another device) goes through ``torch.nn.functional.linear``. The packed copy
+is made again when needed after a copy, a pickle or a ``.to()``. Where oneDNN cannot take bf16 (no
+``mkldnn`` build, a CPU without bf16 support) or the first layer's packed product on a probe
+input is not the plain one to the bit, nothing is replaced.
 """
 
 from __future__ import annotations
@@ -20,18 +24,38 @@ import torch
 
 
 class PackedLinear(torch.nn.Module):
-    """``linear`` (a bf16 ``torch.nn.Linear``) with its weight packed for oneDNN, for inference."""
+    """``linear`` (a bf16 ``torch.nn.Linear``) whose bf16 CPU inference uses a weight packed for oneDNN."""
 
     def __init__(self, linear: torch.nn.Linear) -> None:
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
-        self.packed_weight = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), None)
-        self.bias_value = None if linear.bias is None else linear.bias.detach()
+        self.register_buffer("weight", linear.weight.detach())
+        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach())
+        self._packed: Any = None
+
+    def _fast(self, x: torch.Tensor) -> bool:
+        return (
+            x.dtype == torch.bfloat16
+            and self.weight.dtype == torch.bfloat16
+            and x.device.type == "cpu"
+            and self.weight.device.type == "cpu"
+            and not torch.is_grad_enabled()
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype != torch.bfloat16 or x.device.type != "cpu" or torch.is_grad_enabled():
-            raise RuntimeError("PackedLinear is for bf16 inference on CPU (no gradient).")
-        return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self.packed_weight, self.bias_value, "none", [], "")
+        if not self._fast(x):
+            return torch.nn.functional.linear(x, self.weight, self.bias)
+        if self._packed is None:
+            self._packed = torch.ops.mkldnn._reorder_linear_weight(self.weight, None)
+        return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self._packed, self.bias, "none", [], "")
+
+    def _apply(self, fn: Any, recurse: bool = True) -> Any:  # .to(), .float(), ...: pack again when needed
+        self._packed = None
+        return super()._apply(fn, recurse)
+
+    def __getstate__(self) -> dict[str, Any]:  # copy and pickle without the opaque packed tensor
+        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__
+        return {**state, "_packed": None}
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, packed for oneDNN"
@@ -53,8 +77,8 @@ def can_pack() -> bool:
 def pack_linears(model: Any) -> int:
     """Replace the bf16 ``torch.nn.Linear`` layers of ``model`` (on CPU) by :class:`PackedLinear`.
 
-    The first layer is checked on a probe input first: if its packed product is not the plain
-    one (to bf16 rounding), nothing is replaced. Returns how many layers were packed.
+    The first layer is checked on a probe input first: if its packed product is not the plain one
+    to the bit, nothing is replaced. Returns how many layers were packed.
     """
     if not can_pack():
         return 0
@@ -68,14 +92,16 @@ def pack_linears(model: Any) -> int:
         return 0
     with torch.inference_mode():
         first = targets[0][2]
-        probe = torch.randn(5, first.in_features, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+        probe = torch.randn(37, first.in_features, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
         try:
-            packed = PackedLinear(first)(probe).float()
+            packed = PackedLinear(first)(probe)
         except RuntimeError:
             return 0
-        plain = torch.nn.functional.linear(probe, first.weight, first.bias).float()
-        if not torch.allclose(packed, plain, rtol=2**-7, atol=1e-2):
+        if not torch.equal(packed, torch.nn.functional.linear(probe, first.weight, first.bias)):
             return 0
-        for parent, name, child in targets:
-            setattr(parent, name, PackedLinear(child))
+    for parent, name, child in targets:
+        layer = PackedLinear(child)
+        with torch.inference_mode():  # packed now: worker processes forked later share it
+            layer._packed = torch.ops.mkldnn._reorder_linear_weight(layer.weight, None)
+        setattr(parent, name, layer)
     return len(targets)

@@ -155,7 +155,8 @@ def make_sqlite_transactional(engine: sa.Engine) -> sa.Engine:
     Commits are synced with ``PRAGMA synchronous = NORMAL``, the setting SQLite's documentation
     gives for WAL: the database stays consistent whatever happens, and a killed process loses
     nothing it committed; only a power cut or an operating-system crash can take back the last
-    commits (the cells they finished then run again on resume). ``FULL`` synced the log on every
+    commits (the cells they finished, or a sweep's last trials, then run again on resume). This
+    holds for every SQLite file opened here: the benchmark's and the sweeps'. ``FULL`` synced the log on every
     commit (0.38 ms each on this machine, against 0.007), about twenty times a cell, while holding
     the lock the other workers wait for.
     """

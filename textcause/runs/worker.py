@@ -186,8 +186,9 @@ def _choose(
        experiment is fitted first and its twins copy its rows, so two workers do not fit two twins
        of one experiment at once, as a ledger read just before the other's claim allowed);
     2. a cell on one of ``corpora``, those the worker has read already (memoised in its process);
-    3. a cell of the model whose finished cells took longest (median; a model with none finished
-       first), so the grid ends on short cells rather than one worker waiting on a long one;
+    3. a cell of the model whose fitted cells took longest (median, over first twins: a later twin's
+       copy takes milliseconds; a model with none finished first), so the grid ends on short cells
+       rather than one worker waiting on a long one;
 
     then one at random, so two workers rarely pick the same.
     """
@@ -195,8 +196,9 @@ def _choose(
     first = [c for c in runnable if not any(t < c and plan[t] != "skip" for t in twin_ids[c])] or runnable
     pool = [c for c in first if by_id[c].corpus in corpora] or first
     seconds: dict[str, list[float]] = {}
-    for cell_id, row in rows.items():
-        if row.status == "ok" and row.started_at and row.finished_at and cell_id in by_id:
+    for cell_id, row in rows.items():  # cells that fitted (a later twin copies its first twin's rows)
+        fitted = cell_id in by_id and not any(t < cell_id for t in twin_ids[cell_id])
+        if fitted and row.status == "ok" and row.started_at and row.finished_at:
             seconds.setdefault(by_id[cell_id].model, []).append((row.finished_at - row.started_at).total_seconds())
     expected = {m: statistics.median(v) for m, v in seconds.items()}
     longest = max(expected.get(by_id[c].model, math.inf) for c in pool)
@@ -323,12 +325,13 @@ def worker_loop(
         delay = min(WAIT_FIRST, poll)
         chosen = by_id[_choose(plan, by_id, twin_ids, rows, corpora, rng)]
         study.sampler.next_params = chosen.params  # a re-queued trial, if one waits, comes first
-        corpora.add(chosen.corpus)
         stats.refused += state["refused"]
         state["refused"] = False
         # our trial may be failed as stale while it runs; the ledger decides what happens to the cell
+        ran = len(stats.ran)
         with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
             study.optimize(objective, n_trials=1, catch=(CellFailed,))
+        corpora.update(by_id[c].corpus for c in stats.ran[ran:])  # the corpus of the cell it ran, if it ran one
     return stats
 
 
