@@ -116,3 +116,20 @@ def test_new_reading_code_reads_anew(tmp_path, spy, monkeypatch):
     monkeypatch.setattr(memo, "_reader_version", lambda: "another version of the readers")
     read_corpus(path, min_posts=3, max_posts=5, n_users=20)
     assert len(spy) == 2
+
+
+def test_metadata_with_nan_is_cached_and_numpy_numbers_are_not(tmp_path, spy):
+    path = tmp_path / "nan.jsonl"
+    rows = [
+        {"user_id": f"u{i}", "posts": [{"text": "a"}, {"text": "b"}], "meta": {"age": float("nan")}} for i in range(4)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")  # NaN, as json writes it
+    first = read_corpus(str(path), min_posts=1, max_posts=5, n_users=3, time_col=None)
+    memo._read.cache_clear()
+    again = read_corpus(str(path), min_posts=1, max_posts=5, n_users=3, time_col=None)
+    assert len(spy) == 1 and all(h.meta["age"] != h.meta["age"] for h in again)  # NaN read back as NaN
+    assert first == again
+    import numpy as np
+
+    assert not memo._same([1.0], [np.float64(1.0)]) and not memo._same({"a": [1]}, {"a": (1,)})
+    assert memo._same({"a": [float("nan"), "x", None, True]}, {"a": [float("nan"), "x", None, True]})

@@ -46,11 +46,29 @@ def test_a_packed_layer_falls_back_to_the_plain_product_outside_bf16_inference()
     with torch.inference_mode():
         assert torch.equal(layer(x), plain(x)) and layer._packed is not None
     assert layer(x).requires_grad is False and torch.equal(layer(x), plain(x))  # gradients on: F.linear
-    layer.float()  # cast: the packed copy is dropped, the product follows the fp32 weight
-    assert layer._packed is None and layer.weight.dtype == torch.float32
+    layer.float()  # cast: the product follows the fp32 weight
+    assert layer.weight.dtype == torch.float32
     with torch.inference_mode():
         torch.testing.assert_close(layer(x.float()), plain.float()(x.float()))
+    layer.to(torch.bfloat16)  # a new weight tensor: packed again at the next bf16 product
+    with torch.inference_mode():
+        assert torch.equal(layer(x), plain.to(torch.bfloat16)(x)) and layer._packed_for == layer._state()
     assert set(layer.state_dict()) == {"weight", "bias"}
+
+
+@needs_onednn
+def test_the_packed_copy_is_kept_across_calls_and_made_again_for_new_weights(tiny_encoder):
+    enc = Encoder(tiny_encoder, precision="bf16-full")
+    enc.encode(POSTS)
+    layer = enc.model.encoder.layer[0].intermediate.dense
+    packed = layer._packed
+    enc.encode(POSTS)  # casts the model to bf16 again: nothing changed, nothing packed again
+    assert layer._packed is packed
+    x = torch.randn(3, layer.in_features).to(torch.bfloat16)
+    new = torch.nn.Linear(layer.in_features, layer.out_features).to(torch.bfloat16)
+    layer.load_state_dict(new.state_dict())  # an in-place copy into the buffers
+    with torch.inference_mode():
+        assert torch.equal(layer(x), new(x)) and layer._packed is not packed
 
 
 @needs_onednn

@@ -152,8 +152,9 @@ def test_a_worker_fits_the_first_twin_prefers_its_corpora_and_runs_long_models_f
 
     t0 = datetime(2026, 1, 1)
 
-    def done(seconds):
-        return SimpleNamespace(status="ok", started_at=t0, finished_at=t0 + timedelta(seconds=seconds))
+    def done(seconds, start=0.0):
+        began = t0 + timedelta(seconds=start)
+        return SimpleNamespace(status="ok", started_at=began, finished_at=began + timedelta(seconds=seconds))
 
     cells = {"s1": cell("x", "slow"), "s2": cell("x", "slow"), "f1": cell("x", "fast"), "f2": cell("x", "fast")}
     cells |= {"n1": cell("x", "new")}
@@ -165,6 +166,6 @@ def test_a_worker_fits_the_first_twin_prefers_its_corpora_and_runs_long_models_f
     assert picks(plan, rows=rows, cells=cells, twins=lone) == {"s2"}  # then the one whose cells took longest
     cells |= {"s3": cell("x", "slow"), "s4": cell("x", "slow")}  # s1's twins: their rows were copies
     twins = {**lone, "s1": ("s3", "s4"), "s3": ("s1", "s4"), "s4": ("s1", "s3")}
-    rows |= {"s3": done(0.001), "s4": done(0.001)}
+    rows |= {"s3": done(0.001, start=9.5), "s4": done(0.001, start=9.6)}  # started after s1 finished
     plan |= {"s3": "skip", "s4": "skip"}
     assert picks(plan, rows=rows, cells=cells, twins=twins) == {"s2"}  # copies do not make "slow" look fast

@@ -7,7 +7,7 @@ changed file or data root is read again.
 
 A sample of a local corpus file (``n_users`` set) is also kept on disk, under the cache root's
 ``corpora/`` (:func:`textcause.paths.cache_root`), keyed the same way plus the file's size and the
-reading code (this package's sources, numpy's version): a new process then reads its few hundred users from that file instead of parsing the whole corpus (the
+reading code (this package's sources, the versions of numpy, pandas and pyarrow): a new process then reads its few hundred users from that file instead of parsing the whole corpus (the
 smoke grid's 300 Twitter users: 0.59 s to parse the corpus, milliseconds from the cache). The file is
 written atomically and checked against its SHA-256 when read; one that fails is reported in one
 warning and read anew from the corpus. A sample whose metadata JSON cannot hold exactly is not
@@ -112,12 +112,19 @@ def _read(
 
 @functools.lru_cache(maxsize=1)
 def _reader_version() -> str:
-    """A key of the code that reads and samples corpora: this package's sources and numpy's version
-    (the sample is drawn with ``numpy.random.default_rng(0)``), so new reading code reads anew."""
-    import numpy
+    """A key of the code that reads and samples corpora: this package's sources and the versions of
+    numpy (the sample is drawn with ``numpy.random.default_rng(0)``), pandas and pyarrow (CSV and
+    parquet tables), so new reading code reads anew."""
+    import importlib.metadata
 
+    versions = []
+    for package in ("numpy", "pandas", "pyarrow"):  # the sampler; the CSV and parquet readers
+        try:
+            versions.append(f"{package} {importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{package} -")
     sources = [p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py"))]
-    return content_key(SAMPLE_CACHE, numpy.__version__, *sources)
+    return content_key(SAMPLE_CACHE, versions, *sources)
 
 
 def sample_file(path: str, min_posts: int, max_posts: Optional[int], n_users: int, columns: tuple[Any, ...]) -> Path:
@@ -158,6 +165,20 @@ def _read_sample(file: Path) -> Optional[Corpus]:
         return None
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether ``a`` (read back from JSON) is ``b`` exactly: the same types all the way down, NaN
+    equal to NaN."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and a != a:
+        return b != b
+    return bool(a == b)
+
+
 def _write_sample(file: Path, corpus: Corpus) -> None:
     rows = [[h.user_id, list(h.posts), None if h.times is None else list(h.times), h.meta] for h in corpus]
     payload = {"source": corpus.source, "histories": rows}
@@ -165,7 +186,7 @@ def _write_sample(file: Path, corpus: Corpus) -> None:
         data = json.dumps(payload, separators=(",", ":")).encode("ascii")
     except (TypeError, ValueError):  # metadata that JSON cannot hold: no cache, read the corpus each time
         return
-    if json.loads(data) != payload:  # not exactly (tuples, non-string keys in the metadata): no cache
+    if not _same(json.loads(data), payload):  # not exactly (tuples, numpy numbers, non-string keys): no cache
         return
     try:
         with atomic_path(file) as tmp:

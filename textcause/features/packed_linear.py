@@ -11,7 +11,8 @@ with AMX, and there the same vectors to the bit on 20,000 Twitter posts (``bench
 A packed layer keeps its bf16 weight (in ``state_dict``, for ``.weight`` readers) and uses the
 packed copy only for bf16 inference on CPU without gradients; anything else (fp32 inputs after
 ``.float()``, gradients, another device) goes through ``torch.nn.functional.linear``. The packed copy
-is made again when needed after a copy, a pickle or a ``.to()``. Where oneDNN cannot take bf16 (no
+is made again when the weight or bias changes (another tensor after a cast or ``load_state_dict(...,
+assign=True)``, an in-place change such as ``load_state_dict``'s copy) and after a copy or a pickle. Where oneDNN cannot take bf16 (no
 ``mkldnn`` build, a CPU without bf16 support) or the first layer's packed product on a probe
 input is not the plain one to the bit, nothing is replaced.
 """
@@ -29,9 +30,31 @@ class PackedLinear(torch.nn.Module):
     def __init__(self, linear: torch.nn.Linear) -> None:
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
-        self.register_buffer("weight", linear.weight.detach())
-        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach())
+        with torch.inference_mode(False):  # ordinary tensors (a cast under inference mode makes inference ones):
+            # their version counters tell in-place changes, and load_state_dict may write them
+            self.register_buffer("weight", linear.weight.detach().clone())
+            self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().clone())
         self._packed: Any = None
+        self._packed_for: Any = None  # the weights the packed copy was made from (_state)
+
+    def _state(self) -> tuple[Any, ...]:
+        """Which weight and bias tensors, at which in-place version: a change means packing again."""
+
+        def of(t: torch.Tensor | None) -> tuple[Any, ...]:
+            if t is None:
+                return ()
+            try:
+                version = t._version
+            except RuntimeError:  # an inference tensor has no version counter (nor in-place changes outside it)
+                version = -1
+            return (t.data_ptr(), version, t.dtype, t.device)
+
+        return of(self.weight) + of(self.bias)
+
+    def pack(self) -> None:
+        """Make the packed copy of the current weight (done again by :meth:`forward` when it changes)."""
+        self._packed = torch.ops.mkldnn._reorder_linear_weight(self.weight, None)
+        self._packed_for = self._state()
 
     def _fast(self, x: torch.Tensor) -> bool:
         return (
@@ -45,17 +68,12 @@ class PackedLinear(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self._fast(x):
             return torch.nn.functional.linear(x, self.weight, self.bias)
-        if self._packed is None:
-            self._packed = torch.ops.mkldnn._reorder_linear_weight(self.weight, None)
+        if self._packed is None or self._packed_for != self._state():  # new, cast, moved or loaded weights
+            self.pack()
         return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self._packed, self.bias, "none", [], "")
 
-    def _apply(self, fn: Any, recurse: bool = True) -> Any:  # .to(), .float(), ...: pack again when needed
-        self._packed = None
-        return super()._apply(fn, recurse)
-
     def __getstate__(self) -> dict[str, Any]:  # copy and pickle without the opaque packed tensor
-        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__
-        return {**state, "_packed": None}
+        return {**super().__getstate__(), "_packed": None, "_packed_for": None}
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, packed for oneDNN"
@@ -102,6 +120,6 @@ def pack_linears(model: Any) -> int:
     for parent, name, child in targets:
         layer = PackedLinear(child)
         with torch.inference_mode():  # packed now: worker processes forked later share it
-            layer._packed = torch.ops.mkldnn._reorder_linear_weight(layer.weight, None)
+            layer.pack()
         setattr(parent, name, layer)
     return len(targets)

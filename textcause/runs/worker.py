@@ -186,9 +186,9 @@ def _choose(
        experiment is fitted first and its twins copy its rows, so two workers do not fit two twins
        of one experiment at once, as a ledger read just before the other's claim allowed);
     2. a cell on one of ``corpora``, those the worker has read already (memoised in its process);
-    3. a cell of the model whose fitted cells took longest (median, over first twins: a later twin's
-       copy takes milliseconds; a model with none finished first), so the grid ends on short cells
-       rather than one worker waiting on a long one;
+    3. a cell of the model whose fitted cells took longest (median; a cell that started after a twin
+       had finished copied its rows in milliseconds and does not count; a model with none finished
+       first), so the grid ends on short cells rather than one worker waiting on a long one;
 
     then one at random, so two workers rarely pick the same.
     """
@@ -196,9 +196,17 @@ def _choose(
     first = [c for c in runnable if not any(t < c and plan[t] != "skip" for t in twin_ids[c])] or runnable
     pool = [c for c in first if by_id[c].corpus in corpora] or first
     seconds: dict[str, list[float]] = {}
-    for cell_id, row in rows.items():  # cells that fitted (a later twin copies its first twin's rows)
-        fitted = cell_id in by_id and not any(t < cell_id for t in twin_ids[cell_id])
-        if fitted and row.status == "ok" and row.started_at and row.finished_at:
+    for cell_id, row in rows.items():
+        if cell_id not in by_id or row.status != "ok" or not row.started_at or not row.finished_at:
+            continue
+        copied = any(  # a twin was finished when it started: its rows were copied, not fitted
+            (twin := rows.get(t)) is not None
+            and twin.status == "ok"
+            and twin.finished_at is not None
+            and twin.finished_at <= row.started_at
+            for t in twin_ids[cell_id]
+        )
+        if not copied:
             seconds.setdefault(by_id[cell_id].model, []).append((row.finished_at - row.started_at).total_seconds())
     expected = {m: statistics.median(v) for m, v in seconds.items()}
     longest = max(expected.get(by_id[c].model, math.inf) for c in pool)
@@ -245,7 +253,7 @@ def worker_loop(
     version = code_version()
     rng = random.Random(f"{socket.gethostname()}:{os.getpid()}")  # which cell to run next: scheduling only
     stats = WorkerStats()
-    state = {"refused": False, "frozen": False}
+    state: dict[str, Any] = {"refused": False, "frozen": False, "read": None}
     checked: dict[tuple[str, str], bool] = {}  # holder_alive of rows of the last ledger read
 
     def alive(row: Any) -> bool:
@@ -292,6 +300,7 @@ def worker_loop(
                 "ok", twin_rows(cell, store.cell_rows(engine, twin), version=version, attempt=attempt)
             )
         else:
+            state["read"] = cell.corpus  # its corpus is now memoised in this process
             outcome = run_cell(cell, out_dir, version=version, attempt=attempt)
             if freeze_gc and not state["frozen"] and "lightning.pytorch" in sys.modules:
                 gc.freeze()  # after the cell's own collection: only what lives on is frozen
@@ -328,10 +337,11 @@ def worker_loop(
         stats.refused += state["refused"]
         state["refused"] = False
         # our trial may be failed as stale while it runs; the ledger decides what happens to the cell
-        ran = len(stats.ran)
+        state["read"] = None
         with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
             study.optimize(objective, n_trials=1, catch=(CellFailed,))
-        corpora.update(by_id[c].corpus for c in stats.ran[ran:])  # the corpus of the cell it ran, if it ran one
+        if state["read"] is not None:  # the cell it fitted, if it fitted one (a twin's copy reads nothing)
+            corpora.add(state["read"])
     return stats
 
 
