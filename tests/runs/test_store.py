@@ -74,6 +74,17 @@ def test_a_takeover_swaps_the_token_and_only_one_of_two_racers_wins(engine):
     assert (after.token, after.pid, after.attempts) == (won, 2, 2)
 
 
+def test_a_takeover_from_a_row_read_before_its_holder_finished_is_refused(engine):
+    """Before: the takeover compared the token alone, which finishing keeps, so a worker that read
+    the row while it was running (and then found the holder's trial complete) ran the cell again."""
+    token = _claim(engine, "c1")
+    stale = store.ledger(engine, GRID)["c1"]  # running
+    store.finish_cell(engine, "c1", token, status="ok", rows=_rows("c1"))
+    assert _claim(engine, "c1", previous=stale, pid=2) is None
+    after = store.ledger(engine, GRID)["c1"]
+    assert (after.status, after.token, after.attempts) == ("ok", token, 1)
+
+
 def test_finish_writes_rows_and_status_together(engine):
     token = _claim(engine, "c1")
     store.finish_cell(engine, "c1", token, status="ok", rows=_rows("c1"))

@@ -383,9 +383,9 @@ def try_claim(
             if previous is None:
                 conn.execute(sa.insert(cells).values(cell_id=cell_id, grid=grid, attempts=1, **values))
                 return token
-            done = conn.execute(
+            done = conn.execute(  # the row as read: its claim and its status (a holder may have finished since)
                 sa.update(cells)
-                .where(cells.c.cell_id == cell_id, cells.c.token == previous.token)
+                .where(cells.c.cell_id == cell_id, cells.c.token == previous.token, cells.c.status == previous.status)
                 .values(attempts=cells.c.attempts + 1, **values)
             )
             return token if done.rowcount == 1 else None
