@@ -1,7 +1,8 @@
 """One benchmark worker: claim cells through Optuna and the ``cells`` ledger, run them, store rows.
 
 :func:`worker_loop` runs cells as trials of the grid's Optuna study (:func:`open_study`) until every
-cell is finished, choosing each next cell from the ledger; a cell runs only after :func:`textcause.runs.store.try_claim` succeeds, so no cell
+cell is finished, choosing each next cell from the ledger; a cell runs only after
+:func:`textcause.runs.store.try_claim` succeeds, so no cell
 runs twice at once. :func:`run_cell` fits and evaluates one cell in-process and never raises for
 the cell's own error. A cell whose twin (the same experiment under another task label,
 :func:`textcause.runs.cell.draw_key`) has finished takes the twin's rows instead of fitting again,
