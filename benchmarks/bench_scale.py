@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -40,7 +41,9 @@ sys.path.insert(0, str(ROOT))
 from _smoke import smoke_subset
 
 
-def _run_grid(config: Path, out: Path, workers: int, start: str = "auto", fresh: bool = False) -> dict[str, float]:
+def _run_grid(
+    config: Path, out: Path, workers: int, start: str = "auto", fresh: bool = False, keep_runs: bool = False
+) -> dict[str, float]:
     from textcause.runs.runner import run_benchmark
 
     started_wall = datetime.now(timezone.utc).replace(tzinfo=None)  # naive UTC, as the store's columns
@@ -75,6 +78,8 @@ def _run_grid(config: Path, out: Path, workers: int, start: str = "auto", fresh:
             idle_cells.append(durations[-1])
     span = (last_end - started_wall).total_seconds()
     n = len(durations)
+    if not keep_runs:  # the cells' run folders (checkpoints, logs: about 150 MB); results.db and logs/ stay
+        shutil.rmtree(out / "runs", ignore_errors=True)
     return {
         "wall": wall,
         "cells": n,
@@ -110,13 +115,18 @@ def main(argv: list[str] | None = None) -> int:
         "--fresh", action="store_true", help="each run a new `textcause benchmark` process (imports counted)"
     )
     parser.add_argument("--no-warm", action="store_true", help="skip the untimed first pass that warms the caches")
+    parser.add_argument(
+        "--keep-runs",
+        action="store_true",
+        help="keep each run's cell folders (checkpoints) instead of deleting them once its rows are read",
+    )
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     config = smoke_subset(args.models, work, "scale")
     if not args.no_warm:
         print("warming the caches (untimed) ...", flush=True)
-        _run_grid(config, work / "warm", 2, "forkserver", args.fresh)
+        _run_grid(config, work / "warm", 2, "forkserver", args.fresh, args.keep_runs)
     runs = [
         ("1 worker", 1, "auto"),
         ("2 workers, forkserver", 2, "forkserver"),
@@ -125,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[tuple[str, dict[str, float]]] = []
     for k in range(args.rounds):
         for name, workers, start in runs:
-            r = _run_grid(config, work / f"r{k}-{workers}-{start}", workers, start, args.fresh)
+            r = _run_grid(config, work / f"r{k}-{workers}-{start}", workers, start, args.fresh, args.keep_runs)
             print(f"round {k + 1}, {name}: {r['wall']:.1f} s for {r['cells']} cells", flush=True)
             rows.append((name, r))
     sweep = None

@@ -620,3 +620,44 @@ def test_a_killed_runner_takes_its_forked_workers_with_it(tmp_path, tiny_corpus)
     while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert all(_gone(pid) for pid in pids), "a worker outlived the killed runner"
+
+
+def _forked_sleeper(seconds: float):
+    import multiprocessing
+
+    from textcause.runs.runner import _Forked
+
+    proc = _Forked.__new__(_Forked)  # a forked process with the runner's view of a worker, running time.sleep
+    proc.process = multiprocessing.get_context("fork").Process(target=time.sleep, args=(seconds,))
+    proc.process.start()
+    return proc
+
+
+def test_the_runner_sees_a_forked_worker_exit_at_once():
+    from textcause.runs.runner import _wait_for_exit
+
+    short, long = _forked_sleeper(0.3), _forked_sleeper(30)
+    try:
+        t0 = time.perf_counter()
+        _wait_for_exit([short, long], 10.0)  # returns when the first one ends, not after the timeout
+        waited = time.perf_counter() - t0
+        assert 0.25 < waited < 3 and short.poll() == 0 and long.poll() is None
+        t0 = time.perf_counter()
+        _wait_for_exit([short, long], 0.2)  # only the running one counts: back after the timeout
+        assert 0.15 < time.perf_counter() - t0 < 3 and long.poll() is None
+    finally:
+        long.process.kill()
+        long.process.join()
+
+
+def test_the_runner_polls_subprocess_workers():
+    from textcause.runs.runner import _wait_for_exit
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    try:
+        t0 = time.perf_counter()
+        _wait_for_exit([proc], 10.0)
+        assert time.perf_counter() - t0 < 5 and proc.poll() == 0
+    finally:
+        proc.kill()
+        proc.wait()

@@ -297,3 +297,34 @@ def test_a_worker_connection_needs_the_tables_the_runner_made(tmp_path):
         store.connect(url, create=False)
     store.connect(url)
     assert set(store.ledger(store.connect(url, create=False), GRID)) == set()
+
+
+def test_optunas_reads_take_no_write_lock_and_its_writes_still_queue(tmp_path, monkeypatch):
+    import threading
+
+    import optuna
+    from optuna.trial import TrialState
+
+    monkeypatch.setattr(store, "SQLITE_TIMEOUT", 2.0)  # a read that queued for the lock would fail in 2 s
+    storage = store.optuna_storage(store.default_url(tmp_path), heartbeat_interval=10, grace_period=60, max_retry=None)
+    study = optuna.create_study(storage=storage, study_name="s")
+    trial_id = study.ask()._trial_id
+    storage.record_heartbeat(trial_id)
+    raw = sqlite3.connect(tmp_path / "results.db", isolation_level=None)
+    raw.execute("BEGIN IMMEDIATE")  # another process's writer holds the lock
+    done = threading.Event()
+    try:
+        t0 = time.perf_counter()
+        assert storage.get_trial(trial_id).state == TrialState.RUNNING
+        assert [t.number for t in storage.get_all_trials(study._study_id)] == [0]
+        assert storage._get_stale_trial_ids(study._study_id) == []
+        assert storage.get_study_id_from_name("s") == study._study_id
+        assert time.perf_counter() - t0 < 1.5
+        writer = threading.Thread(target=lambda: (storage.set_trial_user_attr(trial_id, "k", 1), done.set()))
+        writer.start()
+        assert not done.wait(0.5)  # a write still waits for the lock
+    finally:
+        raw.execute("ROLLBACK")
+        raw.close()
+    writer.join(10)
+    assert done.is_set() and storage.get_trial(trial_id).user_attrs == {"k": 1}

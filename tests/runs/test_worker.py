@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 import yaml
 
 from textcause.runs import store
@@ -98,12 +99,12 @@ def test_a_worker_waiting_on_a_running_twin_looks_again_soon_then_less_often(tmp
     url = store.default_url(tmp_path / "out")
     open_study(grid, url, create=True)
     sleeps: list[float] = []
-    monkeypatch.setattr(worker, "_running", lambda row, alive: len(sleeps) < 7)  # each twin runs elsewhere
-    monkeypatch.setattr(worker.store, "claim_decision", lambda row, **kw: "run" if len(sleeps) < 7 else "skip")
+    monkeypatch.setattr(worker, "_running", lambda row, alive: len(sleeps) < 9)  # each twin runs elsewhere
+    monkeypatch.setattr(worker.store, "claim_decision", lambda row, **kw: "run" if len(sleeps) < 9 else "skip")
     monkeypatch.setattr(worker.time, "sleep", sleeps.append)
     stats = worker_loop(grid, url, tmp_path / "out", since=store.utcnow(), poll=1.0)
     assert stats.ran == []
-    assert sleeps == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0]
+    assert sleeps == pytest.approx([0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.0, 1.0, 1.0])
 
 
 def test_each_trial_runs_the_cell_its_worker_chose_and_a_requeued_trial_comes_first(tmp_path, tiny_corpus):
@@ -169,3 +170,36 @@ def test_a_worker_fits_the_first_twin_prefers_its_corpora_and_runs_long_models_f
     rows |= {"s3": done(0.001, start=9.5), "s4": done(0.001, start=9.6)}  # started after s1 finished
     plan |= {"s3": "skip", "s4": "skip"}
     assert picks(plan, rows=rows, cells=cells, twins=twins) == {"s2"}  # copies do not make "slow" look fast
+
+
+def test_trials_record_their_cells_the_chosen_ones_claimed_first_and_an_enqueued_one_by_its_values(
+    tmp_path, tiny_corpus, monkeypatch
+):
+    from optuna.trial import TrialState
+
+    from textcause.runs import worker
+
+    spec = yaml.safe_load(_grid(tmp_path, tiny_corpus).read_text(encoding="utf-8"))
+    spec["tasks"] = {"linguistic_complexity": [1, 2, 3]}
+    (tmp_path / "budget.yaml").write_text(yaml.safe_dump(spec), encoding="utf-8")
+    grid = load_grid(tmp_path / "budget.yaml")
+    url = store.default_url(tmp_path / "out")
+    study = open_study(grid, url, create=True)
+    study.enqueue_trial(grid.cells[2].params)  # as RetryHeartbeatStaleTrialCallback re-queues a cell
+    order: list[tuple[str, int]] = []  # (what happened, how many params the trial had recorded then)
+    claim = store.try_claim
+
+    def spy(engine, cell_id, *args, **kwargs):
+        trial = study._storage.get_trial(args[2].trial_id)  # args: grid, config hash, claimant
+        order.append((cell_id, len(trial.params)))
+        return claim(engine, cell_id, *args, **kwargs)
+
+    monkeypatch.setattr(worker.store, "try_claim", spy)
+    stats = worker_loop(grid, url, tmp_path / "out", since=store.utcnow())
+    assert sorted(stats.ran) == sorted(c.cell_id for c in grid.cells)
+    assert order[0] == (grid.cells[2].cell_id, len(grid.search_space))  # the enqueued trial: its values first
+    assert [n for _, n in order[1:]] == [0, 0]  # the chosen cells: claimed before any value is recorded
+    trials = [t for t in study.get_trials() if t.state == TrialState.COMPLETE]
+    assert len(trials) == 3
+    for t in trials:  # every finished trial holds its grid point and names its cell
+        assert grid.cell_for(t.params).cell_id == t.user_attrs["cell_id"]

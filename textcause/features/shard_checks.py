@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from textcause.io import atomic_path, atomic_write_json
+from textcause.io import atomic_path, atomic_write_json, write_chunks
 
 MANIFEST_VERSION = 1
 #: How shards are checked when first used: ``"hash"`` (sizes, shapes, finite values and SHA-256,
@@ -49,7 +49,7 @@ def npy_bytes(arr: np.ndarray) -> bytes:
 def save_bytes(dest: Path, data: bytes) -> dict[str, Any]:
     """Write ``data`` to ``dest`` atomically (fsynced); return its manifest entry."""
     with atomic_path(dest) as tmp, open(tmp, "wb") as fh:
-        fh.write(data)
+        write_chunks(fh, data)
         fh.flush()
         os.fsync(fh.fileno())
     return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}

@@ -27,12 +27,21 @@ from textcause import startup  # after the environment above
 MODULES = (
     "optuna",
     "textcause.runs.worker",
+    "textcause.runs.rdb",
     "textcause.runs.lightning_cli",
-    # what a cell's first fit would import: the networks, the n-gram featurizer (scikit-learn) and
-    # the post-embedding tables
+    # what a cell's first fit would import: the networks, the n-gram featurizer (scikit-learn), the
+    # post-embedding tables, the feature cache, the metrics and the callbacks
     "textcause.models",
     "textcause.features.ngrams",
     "textcause.features.embeddings",
+    "textcause.features.representation",
+    "textcause.features.torch_sparse",
+    "textcause.metrics.evaluation",
+    "textcause.callbacks",
+    # what writing and reading the first checkpoint imports
+    "torch.utils.serialization",
+    "fsspec.implementations.chained",
+    "encodings.cp437",
     # what Optuna's RDBStorage imports when a worker opens it
     "optuna.storages._rdb.models",
     "alembic.command",

@@ -150,6 +150,25 @@ class _Forked:
         return self.process.exitcode
 
 
+def _wait_for_exit(procs: list[Any], timeout: float) -> None:
+    """Return when one of the running ``procs`` has exited, or after ``timeout`` seconds.
+
+    Forked workers have a sentinel (a file descriptor that becomes readable when the process
+    ends), so their exit is seen at once; subprocesses are polled every 0.1 s.
+    """
+    running = [p for p in procs if p.poll() is None]
+    sentinels = [p.process.sentinel for p in running if isinstance(p, _Forked)]
+    if running and len(sentinels) == len(running):
+        from multiprocessing.connection import wait
+
+        wait(sentinels, timeout)
+        return
+    for _ in range(max(1, round(timeout / 0.1))):
+        time.sleep(0.1)
+        if any(p.poll() is not None for p in running):
+            return
+
+
 def _check_config_unchanged(grid: Grid, engine: Any) -> None:
     changed = grid.reconfigured(store.ledger(engine, grid.name))
     if changed:
@@ -261,10 +280,7 @@ def run_benchmark(
             procs.append((proc, log))
         while any(p.poll() is None for p, _ in procs):
             line.update()
-            for _ in range(10):  # the progress line once a second; the workers' exit noticed within 0.1 s
-                time.sleep(0.1)
-                if all(p.poll() is not None for p, _ in procs):
-                    break
+            _wait_for_exit([p for p, _ in procs], 1.0)  # the progress line once a second
         for p, log in procs:
             log.close()
             if p.returncode != 0:

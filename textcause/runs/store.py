@@ -45,6 +45,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from textcause.metrics.schema import ADDED_COLUMNS, RESULT_COLUMNS, RESULT_SCHEMA
+from textcause.runs.sqlite_reads import deferred_reads_on
 
 STATUSES = ("running", "ok", "failed")
 SQLITE_TIMEOUT = 120.0  # seconds a SQLite writer waits for the lock before giving up
@@ -172,7 +173,8 @@ def make_sqlite_transactional(engine: sa.Engine) -> sa.Engine:
 
     @sa.event.listens_for(engine, "begin")
     def _begin(conn: sa.Connection) -> None:
-        conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(_READING) else "BEGIN IMMEDIATE")
+        read = conn.get_execution_options().get(_READING) or deferred_reads_on()
+        conn.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
 
     return engine
 
@@ -256,19 +258,22 @@ def optuna_storage(
     this happens under :func:`schema_lock` (of ``lock``, else of ``url``): commands starting
     together take turns. ``create=False`` (a benchmark worker, whose runner opened the storage
     first) skips the tables, Optuna's schema check and the lock. On SQLite every later session
-    takes the write lock up front (``BEGIN IMMEDIATE``).
+    takes the write lock up front (``BEGIN IMMEDIATE``), except Optuna's read-only calls
+    (:class:`textcause.runs.rdb.ReadingRDBStorage`), which take none.
     """
     import warnings
 
     import optuna
-    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
+
+    from textcause.runs.rdb import ReadingRDBStorage
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     sqlite = sa.engine.make_url(url).get_backend_name() == "sqlite"
     engine_kwargs = {"connect_args": {"timeout": SQLITE_TIMEOUT}} if sqlite else {"pool_pre_ping": True}
     with schema_lock(lock if lock is not None else url) if create else contextlib.nullcontext():
-        storage = RDBStorage(
+        storage = ReadingRDBStorage(
             url,
             engine_kwargs=engine_kwargs,
             skip_compatibility_check=not create,

@@ -1,0 +1,32 @@
+"""Which SQLite transactions of this thread are deferred reads: :func:`deferred_reads`.
+
+:func:`textcause.runs.store.make_sqlite_transactional` begins a transaction with ``BEGIN IMMEDIATE``
+(the write lock up front), or with a plain ``BEGIN`` (a deferred read: no lock in WAL mode) for a
+connection opened by :func:`textcause.runs.store.reading` or a transaction begun inside
+:func:`deferred_reads`, which is for calls that only read through an engine that is not ours
+(Optuna's: :class:`textcause.runs.rdb.ReadingRDBStorage`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+
+_DEFERRED = contextvars.ContextVar("textcause_deferred_reads", default=False)
+
+
+@contextlib.contextmanager
+def deferred_reads() -> Iterator[None]:
+    """Transactions begun inside this block, in this thread, are deferred reads on SQLite. A write
+    inside it may fail with "database is locked" instead of waiting: only reads belong in it."""
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+
+
+def deferred_reads_on() -> bool:
+    """Whether this thread is inside :func:`deferred_reads`."""
+    return _DEFERRED.get()
