@@ -18,8 +18,8 @@ from typing import Any
 #: Bytes per ``write()`` call of :func:`write_chunks`. One ``write()`` of several MiB into a new
 #: file took 7.5-10.4 ms a MiB on this project's 2-core VM (Linux 6.18, ext4), against 0.2-0.4 ms
 #: a MiB in writes of 1 MiB or less, the same bytes to the same files (2 MiB writes were as slow as
-#: one big write). A large write makes the kernel's page cache take large folios (2 MiB pages)
-#: for it, which the VM backed slowly; in chunks of 1 MiB it does not.
+#: one big write). A plausible cause, not checked: for a large write the page cache takes large
+#: folios (2 MiB pages), which the VM backs slowly.
 #: ``benchmarks/bench_scale.py``'s checkpoints (4.7 MB each for SHERBERT) were most of it.
 WRITE_CHUNK = 1 << 20
 

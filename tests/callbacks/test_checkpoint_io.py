@@ -100,6 +100,14 @@ def test_a_failed_write_leaves_the_old_checkpoint_and_no_temporary_file(tmp_path
     assert [p.name for p in tmp_path.iterdir()] == ["last.ckpt"]
 
 
+def test_a_file_url_is_written_at_its_local_path(tmp_path, monkeypatch):
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    ChunkedCheckpointIO().save_checkpoint(_checkpoint(), f"file://{tmp_path}/ckpts/a.ckpt")
+    assert torch.load(tmp_path / "ckpts" / "a.ckpt", weights_only=False)["epoch"] == 3
+    assert list((tmp_path / "cwd").iterdir()) == []  # no "file:" folder made beside the run
+
+
 def test_remote_paths_and_storage_options_are_lightnings():
     import fsspec
 

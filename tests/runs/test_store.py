@@ -305,7 +305,7 @@ def test_optunas_reads_take_no_write_lock_and_its_writes_still_queue(tmp_path, m
     import optuna
     from optuna.trial import TrialState
 
-    monkeypatch.setattr(store, "SQLITE_TIMEOUT", 2.0)  # a read that queued for the lock would fail in 2 s
+    monkeypatch.setattr(store, "SQLITE_TIMEOUT", 5.0)  # a read that queued for the lock would fail in 5 s
     storage = store.optuna_storage(store.default_url(tmp_path), heartbeat_interval=10, grace_period=60, max_retry=None)
     study = optuna.create_study(storage=storage, study_name="s")
     trial_id = study.ask()._trial_id

@@ -22,7 +22,6 @@ from typing import Any, Optional
 
 import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
-from lightning.fabric.utilities.cloud_io import get_filesystem
 
 from textcause.io import atomic_path, write_chunks
 
@@ -32,14 +31,15 @@ class ChunkedCheckpointIO(TorchCheckpointIO):
     in writes of at most 1 MiB (the same file, byte for byte); loading is Lightning's."""
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Optional[Any] = None) -> None:
+        from fsspec.core import url_to_fs
         from fsspec.implementations.local import LocalFileSystem
 
-        if storage_options is not None or not isinstance(get_filesystem(path), LocalFileSystem):
+        fs, dest = url_to_fs(os.fspath(path))  # a file:// URL: its local path
+        if storage_options is not None or not isinstance(fs, LocalFileSystem):
             super().save_checkpoint(checkpoint, path, storage_options=storage_options)
             return
         buffer = io.BytesIO()
         torch.save(checkpoint, buffer)
-        dest = os.fspath(path)
         with atomic_path(dest) as tmp, open(tmp, "wb") as fh:
             write_chunks(fh, buffer.getbuffer())
 

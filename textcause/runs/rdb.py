@@ -36,6 +36,7 @@ READS = (
     "get_trial",
     "_get_trials",
     "get_best_trial",
+    "_get_best_trial_id",  # what Optuna's cached storage calls for the best trial
     "_get_stale_trial_ids",
 )
 

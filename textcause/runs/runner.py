@@ -154,14 +154,20 @@ def _wait_for_exit(procs: list[Any], timeout: float) -> None:
     """Return when one of the running ``procs`` has exited, or after ``timeout`` seconds.
 
     Forked workers have a sentinel (a file descriptor that becomes readable when the process
-    ends), so their exit is seen at once; subprocesses are polled every 0.1 s.
+    ends), so their exit is seen at once, and a worker that ended is reaped before this returns;
+    subprocesses are polled every 0.1 s.
     """
     running = [p for p in procs if p.poll() is None]
-    sentinels = [p.process.sentinel for p in running if isinstance(p, _Forked)]
-    if running and len(sentinels) == len(running):
+    if not running:
+        return
+    forked = [p for p in running if isinstance(p, _Forked)]
+    if len(forked) == len(running):
         from multiprocessing.connection import wait
 
-        wait(sentinels, timeout)
+        ready = wait([p.process.sentinel for p in forked], timeout)
+        for p in forked:  # reaped, so its poll() says it ended (a fork's pipe can close just before)
+            if p.process.sentinel in ready:
+                p.process.join(1.0)
         return
     for _ in range(max(1, round(timeout / 0.1))):
         time.sleep(0.1)
