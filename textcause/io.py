@@ -19,8 +19,8 @@ from typing import Any
 #: file took 7.5-10.4 ms a MiB on this project's 2-core VM (Linux 6.18, ext4), against 0.2-0.4 ms
 #: a MiB in writes of 1 MiB or less, the same bytes to the same files (2 MiB writes were as slow as
 #: one big write). A plausible cause, not checked: for a large write the page cache takes large
-#: folios (2 MiB pages), which the VM backs slowly.
-#: ``benchmarks/bench_scale.py``'s checkpoints (4.7 MB each for SHERBERT) were most of it.
+#: folios (2 MiB pages), which the VM backs slowly. The grid's checkpoints (4.7 MB each for
+#: SHERBERT in ``benchmarks/bench_scale.py``) were the largest such writes.
 WRITE_CHUNK = 1 << 20
 
 
@@ -31,12 +31,6 @@ def write_chunks(fh: Any, data: Any) -> int:
     for start in range(0, len(view), WRITE_CHUNK):
         fh.write(view[start : start + WRITE_CHUNK])
     return len(view)
-
-
-def write_bytes(dest: str | os.PathLike, data: Any) -> None:
-    """``Path(dest).write_bytes(data)`` in writes of at most :data:`WRITE_CHUNK` bytes (:func:`write_chunks`)."""
-    with open(dest, "wb") as fh:
-        write_chunks(fh, data)
 
 
 def content_key(*parts: Any) -> str:
@@ -99,6 +93,14 @@ def atomic_write_text(dest: str | os.PathLike, text: str) -> Path:
     """Write ``text`` to ``dest`` atomically."""
     with atomic_path(dest) as tmp:
         tmp.write_text(text, encoding="utf-8")
+    return Path(dest)
+
+
+def atomic_write_bytes(dest: str | os.PathLike, data: Any) -> Path:
+    """Write the bytes-like ``data`` to ``dest`` atomically, in writes of at most :data:`WRITE_CHUNK`
+    bytes (:func:`write_chunks`)."""
+    with atomic_path(dest) as tmp, open(tmp, "wb") as fh:
+        write_chunks(fh, data)
     return Path(dest)
 
 

@@ -48,10 +48,11 @@ def test_write_chunks_writes_the_same_bytes_in_writes_of_at_most_one_mib():
     assert tio.write_chunks(empty, b"") == 0 and empty.sizes == []
 
 
-def test_write_chunks_takes_any_contiguous_buffer(tmp_path):
+def test_atomic_write_bytes_takes_any_contiguous_buffer(tmp_path):
     arr = torch.arange(300_000, dtype=torch.float64).numpy()  # 2.4 MB of 8-byte items
-    tio.write_bytes(tmp_path / "a.bin", arr)
+    assert tio.atomic_write_bytes(tmp_path / "a.bin", arr) == tmp_path / "a.bin"
     assert (tmp_path / "a.bin").read_bytes() == arr.tobytes()
+    assert [p.name for p in tmp_path.iterdir()] == ["a.bin"]
 
 
 def test_a_checkpoint_is_lightnings_file_byte_for_byte(tmp_path):
@@ -78,7 +79,7 @@ def test_writes_are_at_most_one_mib_each(tmp_path, monkeypatch):
 
         return real(Fh(), data)
 
-    monkeypatch.setattr("textcause.callbacks.checkpoint_io.write_chunks", spy)
+    monkeypatch.setattr("textcause.io.write_chunks", spy)
     ChunkedCheckpointIO().save_checkpoint(_checkpoint(), tmp_path / "a.ckpt")
     assert len(sizes) >= 4 and max(sizes) <= tio.WRITE_CHUNK
     assert sum(sizes) == (tmp_path / "a.ckpt").stat().st_size
@@ -93,7 +94,7 @@ def test_a_failed_write_leaves_the_old_checkpoint_and_no_temporary_file(tmp_path
         fh.write(bytes(memoryview(data)[:100]))
         raise OSError("disk full")
 
-    monkeypatch.setattr("textcause.callbacks.checkpoint_io.write_chunks", broken)
+    monkeypatch.setattr("textcause.io.write_chunks", broken)
     with pytest.raises(OSError, match="disk full"):
         ChunkedCheckpointIO().save_checkpoint(_checkpoint(), dest)
     assert dest.read_bytes() == before

@@ -26,7 +26,7 @@ from typing import Any, Optional
 
 from textcause.corpus.readers import load_histories
 from textcause.corpus.types import Corpus, History
-from textcause.io import atomic_path, content_key, write_bytes
+from textcause.io import atomic_write_bytes, content_key
 from textcause.paths import cache_root, resolve_corpus
 
 SAMPLE_CACHE = "corpus-sample/v1"  # the sample cache's format, part of its key
@@ -189,7 +189,6 @@ def _write_sample(file: Path, corpus: Corpus) -> None:
     if not _same(json.loads(data), payload):  # not exactly (tuples, numpy numbers, non-string keys): no cache
         return
     try:
-        with atomic_path(file) as tmp:
-            write_bytes(tmp, hashlib.sha256(data).hexdigest().encode() + b"\n" + data)
+        atomic_write_bytes(file, hashlib.sha256(data).hexdigest().encode() + b"\n" + data)
     except OSError as err:
         warnings.warn(f"Could not write the corpus sample cache '{file}' ({err}).", stacklevel=4)

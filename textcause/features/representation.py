@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from textcause.features.ngrams import NgramFeaturizer, check_texts, encode_users
 from textcause.features.tokenize import TOKENIZER_VERSION
-from textcause.io import atomic_path, atomic_write_json, content_key, write_bytes
+from textcause.io import atomic_write_bytes, atomic_write_json, content_key
 from textcause.paths import cache_root
 
 #: Bump when the cached files' layout or the featurizer's output changes.
@@ -248,8 +248,7 @@ def _save_cached(folder: Path, rep: Representation) -> None:
             lda = {k: v for k, v in rep.state.items() if isinstance(v, np.ndarray)}
             _write_npz(buf, {"matrix": rep.matrix, **lda})
         blob = buf.getvalue()
-        with atomic_path(folder / f"{rep.key}.npz") as tmp:
-            write_bytes(tmp, blob)
+        atomic_write_bytes(folder / f"{rep.key}.npz", blob)
         meta = {
             "version": CACHE_VERSION,
             "key": rep.key,

@@ -2,9 +2,9 @@
 
 :func:`textcause.runs.store.make_sqlite_transactional` begins a transaction with ``BEGIN IMMEDIATE``
 (the write lock up front), or with a plain ``BEGIN`` (a deferred read: no lock in WAL mode) for a
-connection opened by :func:`textcause.runs.store.reading` or a transaction begun inside
-:func:`deferred_reads`, which is for calls that only read through an engine that is not ours
-(Optuna's: :class:`textcause.runs.rdb.ReadingRDBStorage`).
+transaction begun inside :func:`deferred_reads`: the ledger's reads
+(:func:`textcause.runs.store.reading`) and Optuna's read-only calls
+(:class:`textcause.runs.rdb.ReadingRDBStorage`).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from textcause.metrics.schema import ADDED_COLUMNS, RESULT_COLUMNS, RESULT_SCHEMA
-from textcause.runs.sqlite_reads import deferred_reads_on
+from textcause.runs.sqlite_reads import deferred_reads, deferred_reads_on
 
 STATUSES = ("running", "ok", "failed")
 SQLITE_TIMEOUT = 120.0  # seconds a SQLite writer waits for the lock before giving up
@@ -150,8 +150,9 @@ def make_sqlite_transactional(engine: sa.Engine) -> sa.Engine:
 
     Without this, pysqlite starts a transaction lazily at the first write, so a read-then-write
     transaction can fail with "database is locked" under concurrency instead of waiting. A
-    connection opened by :func:`reading` starts a plain (deferred) ``BEGIN`` instead: in WAL mode a
-    reader sees the last committed state and neither waits for the writer nor makes it wait.
+    transaction begun inside :func:`textcause.runs.sqlite_reads.deferred_reads` (:func:`reading`,
+    Optuna's read-only calls) starts a plain (deferred) ``BEGIN`` instead: in WAL mode a reader sees
+    the last committed state and neither waits for the writer nor makes it wait.
 
     Commits are synced with ``PRAGMA synchronous = NORMAL``, the setting SQLite's documentation
     gives for WAL: the database stays consistent whatever happens, and a killed process loses
@@ -173,21 +174,20 @@ def make_sqlite_transactional(engine: sa.Engine) -> sa.Engine:
 
     @sa.event.listens_for(engine, "begin")
     def _begin(conn: sa.Connection) -> None:
-        read = conn.get_execution_options().get(_READING) or deferred_reads_on()
-        conn.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
+        conn.exec_driver_sql("BEGIN" if deferred_reads_on() else "BEGIN IMMEDIATE")
 
     return engine
-
-
-_READING = "textcause_reading"  # the execution option that makes a SQLite transaction a deferred read
 
 
 @contextlib.contextmanager
 def reading(engine: sa.Engine) -> Iterator[sa.Connection]:
     """A read-only transaction: on SQLite a deferred ``BEGIN`` (no write lock; see
     :func:`make_sqlite_transactional`), elsewhere an ordinary one."""
-    with engine.connect().execution_options(**{_READING: True}) as conn, conn.begin():
-        yield conn
+    with engine.connect() as conn:
+        with deferred_reads():  # only the BEGIN: the caller's block is not marked
+            transaction = conn.begin()
+        with transaction:
+            yield conn
 
 
 @contextlib.contextmanager

@@ -257,7 +257,7 @@ def worker_loop(
     version = code_version()
     rng = random.Random(f"{socket.gethostname()}:{os.getpid()}")  # which cell to run next: scheduling only
     stats = WorkerStats()
-    state: dict[str, Any] = {"refused": False, "frozen": False, "read": None, "chosen": None}
+    state: dict[str, Any] = {"refused": False, "frozen": False, "read": None}
     checked: dict[tuple[str, str], bool] = {}  # holder_alive of rows of the last ledger read
 
     def alive(row: Any) -> bool:
@@ -286,7 +286,7 @@ def worker_loop(
         # The cell this worker chose is claimed before its trial records the grid point's values, so
         # another worker that chose it too learns so sooner; a re-queued trial's cell is its values'.
         chosen = study.sampler.chosen_trial == trial._trial_id
-        cell = state["chosen"] if chosen else suggest(trial)
+        cell = grid.cell_for(study.sampler.next_params) if chosen else suggest(trial)
         rows = store.ledger(engine, grid.name)
         checked.clear()
         row = rows.get(cell.cell_id)
@@ -346,7 +346,6 @@ def worker_loop(
         delay = min(WAIT_FIRST, poll)
         chosen = by_id[_choose(plan, by_id, twin_ids, rows, corpora, rng)]
         study.sampler.next_params = chosen.params  # a re-queued trial, if one waits, comes first
-        state["chosen"] = chosen
         stats.refused += state["refused"]
         state["refused"] = False
         # our trial may be failed as stale while it runs; the ledger decides what happens to the cell
