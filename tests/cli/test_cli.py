@@ -162,7 +162,8 @@ def test_missing_corpus_is_one_sentence(tmp_path, capsys):
     code = friendly_errors(lambda: make_cli(fit_args(str(tmp_path / "nope.jsonl"), tmp_path)))
     assert code == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: ") and "nope.jsonl" in err and "Traceback" not in err
+    assert err.startswith("error: No corpus found at ") and "nope.jsonl" in err and "Traceback" not in err
+    assert "compute_fn" not in err and "dataloader" not in err and len(err.splitlines()) == 1  # not jsonargparse's wrap
 
 
 def test_evaluate_without_a_run_folder_says_so(tmp_path):

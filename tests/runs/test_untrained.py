@@ -139,6 +139,13 @@ def test_an_option_the_cli_rejects_is_the_clis_error(tiny_corpus, tmp_path):
         fit_and_evaluate(cell.run_settings(tmp_path / "run"))
 
 
+def test_a_missing_corpus_is_the_corpus_loaders_own_error(tmp_path):
+    (cell,) = cells(str(tmp_path / "nope.jsonl"), models=("lr_bigram_binary",))
+    with pytest.raises(FileNotFoundError, match=r"^No corpus found at '.*nope\.jsonl'") as info:
+        fit_and_evaluate(cell.run_settings(tmp_path / "run"))
+    assert "compute_fn" not in str(info.value)  # the model's size is linked to the data: not wrapped by that link
+
+
 def test_garbage_is_collected_after_training_or_growth(monkeypatch):
     calls = []
     monkeypatch.setattr(cell_module.gc, "collect", lambda: calls.append(1))

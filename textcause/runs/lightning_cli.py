@@ -155,6 +155,19 @@ class TextCauseCLI(LightningCLI):
             "data", NET_INPUT_DIM, compute_fn=_input_dim, apply_on="instantiate"
         )
 
+    def instantiate_classes(self) -> None:
+        """LightningCLI's, except that an error raised inside a link's ``compute_fn`` (the data module
+        sizing the model: a missing corpus, bad data settings) is raised as itself. jsonargparse wraps it
+        in "Call to compute_fn of link ... with args (...) failed: ...", whose args are the data module's
+        printout, around the one sentence that names the problem."""
+        try:
+            super().instantiate_classes()
+        except ValueError as err:
+            cause = err.__cause__
+            if isinstance(cause, Exception) and str(err).startswith("Call to compute_fn of link"):
+                raise cause.with_traceback(cause.__traceback__) from None
+            raise
+
     def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
         from textcause.callbacks.checkpoint_io import use_chunked_checkpoints
 
