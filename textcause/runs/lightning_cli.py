@@ -165,7 +165,7 @@ class TextCauseCLI(LightningCLI):
         except ValueError as err:
             cause = err.__cause__
             if isinstance(cause, Exception) and str(err).startswith("Call to compute_fn of link"):
-                raise cause.with_traceback(cause.__traceback__) from None
+                raise cause from None  # its own traceback is kept
             raise
 
     def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
