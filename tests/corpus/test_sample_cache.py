@@ -1,4 +1,4 @@
-"""The on-disk cache of corpus samples (textcause.corpus.memo): same corpus, no parse, damage caught."""
+"""The on-disk cache of corpus readings, samples and whole (textcause.corpus.memo): same corpus, no parse, damage caught."""
 
 from __future__ import annotations
 
@@ -74,13 +74,17 @@ def test_a_damaged_cache_file_is_named_and_read_anew(tmp_path, spy):
     assert file.read_bytes() == blob  # rewritten whole
 
 
-def test_the_whole_corpus_is_not_cached(tmp_path, spy):
+def test_the_whole_corpus_is_cached_too_in_an_entry_of_its_own(tmp_path, spy):
     path = _write(tmp_path / "c.jsonl.gz")
-    read_corpus(path, min_posts=3, max_posts=5)
-    memo._read.cache_clear()
-    read_corpus(path, min_posts=3, max_posts=5)
-    assert len(spy) == 2
-    assert not list((cache_root() / "corpora").glob("*.json"))
+    whole = read_corpus(path, min_posts=3, max_posts=5)
+    assert len(spy) == 1 and len(whole) == 60
+    memo._read.cache_clear()  # as a new process would start
+    again = read_corpus(path, min_posts=3, max_posts=5)
+    assert len(spy) == 1  # not parsed again
+    _same(whole, again)
+    sample = read_corpus(path, min_posts=3, max_posts=5, n_users=20)  # not the whole corpus's entry
+    assert len(spy) == 2 and len(sample) == 20
+    assert len(list((cache_root() / "corpora").glob("*.json"))) == 2
 
 
 def test_half_an_emoji_and_odd_metadata_round_trip_or_are_not_cached(tmp_path, spy):

@@ -31,6 +31,20 @@ def test_packed_layers_give_the_plain_vectors_to_the_bit(tiny_encoder):
 
 
 @needs_onednn
+def test_the_embedding_cache_passes_packed_through_and_keeps_one_key(tiny_encoder, tmp_path):
+    from textcause.features.embeddings import PostEmbeddingCache
+
+    kw = dict(precision="bf16-full", progress=False, processes=1)
+    packed = PostEmbeddingCache(tiny_encoder, cache_dir=tmp_path / "a", **kw)
+    plain = PostEmbeddingCache(tiny_encoder, cache_dir=tmp_path / "b", packed=False, **kw)
+    np.testing.assert_array_equal(packed.embed(POSTS), plain.embed(POSTS))
+    assert packed.encoder.packed_layers == 13 and plain.encoder.packed_layers is None
+    assert packed.key == plain.key  # the same vectors to the bit: one cache entry
+    with pytest.raises(ValueError, match=r"The 'packed' parameter of Encoder must be a bool\. Got 'no' instead"):
+        PostEmbeddingCache(tiny_encoder, cache_dir=tmp_path / "c", packed="no")
+
+
+@needs_onednn
 def test_only_full_bf16_is_packed(tiny_encoder):
     for precision in ("fp32", "bf16"):  # fp32 weights; autocast feeds fp32 inputs to bf16 weights
         enc = Encoder(tiny_encoder, precision=precision)

@@ -159,6 +159,10 @@ class PostEmbeddingCache:
             takes it). Like ``precision``, not part of the cache's key: either gives the model's
             vectors to bf16 rounding (cosine 0.99984 at worst between the two on 20,000 Twitter
             posts), the accuracy the cache already accepts with ``precision="auto"``.
+        packed: pack the encoder's Linear weights once for oneDNN in ``bf16-full`` on CPU (see
+            :class:`~textcause.features.encoder.Encoder`; False keeps the plain layers). Not part of
+            the cache's key: the packed layers are used only where a probe product equals the plain
+            one to the bit.
     """
 
     def __init__(
@@ -181,6 +185,7 @@ class PostEmbeddingCache:
         verify: str = "hash",
         processes: int | None = None,
         attention: str = "auto",
+        packed: bool = True,
     ) -> None:
         owner = "PostEmbeddingCache"
         check_options(dtype, "dtype", owner, DTYPES)
@@ -197,6 +202,7 @@ class PostEmbeddingCache:
             layer=layer,
             processes=processes,
             attention=attention,
+            packed=packed,
         )
         self.spec = self.encoder.spec
         self.store_tokens = bool(store_tokens)
