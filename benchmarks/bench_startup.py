@@ -19,7 +19,11 @@ One untimed ``train.py`` run comes first (it writes the bytecode of textcause's 
 the corpus and the features if they are not yet), and every command runs with Python's bytecode
 writing on (PYTHONDONTWRITEBYTECODE removed from its environment), as a user's second run has it.
 
-Prints the median and the best of each, the ratio, and whether the two ``train.py`` runs of every
+With ``--baseline-tree DIR`` (another checkout, e.g. a ``git archive`` snapshot of an earlier
+commit), that tree's own ``train.py`` is one more command of every round, so the two trees are
+timed alternately on the same machine state.
+
+Prints the median and the best of each, the ratio, and whether the ``train.py`` runs of every
 round saved the same weights (every tensor of ``last.ckpt`` equal) and the same ``metrics.csv``.
 Issue 18's target: a whole ``train.py fit`` of LR under 5 s with warm features.
 """
@@ -82,6 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--config", default="configs/lr_bigram_binary.yaml")
+    parser.add_argument(
+        "--baseline-tree",
+        type=Path,
+        default=None,
+        help="another checkout (e.g. a `git archive` snapshot of an earlier commit): its train.py is timed too, alternately",
+    )
     args = parser.parse_args(argv)
     config = str((ROOT / args.config).resolve())
     python = sys.executable
@@ -90,6 +100,18 @@ def main(argv: list[str] | None = None) -> int:
         "train.py before": [python, "-c", _BEFORE, "fit", "--config", config],
         **{name: [python, "-c", code] for name, code in _IMPORTS.items()},
     }
+    if args.baseline_tree is not None:
+        tree = args.baseline_tree.resolve()
+        if not (tree / "train.py").is_file():
+            raise SystemExit(f"--baseline-tree {tree} has no train.py: give the root of a textcause checkout.")
+        # its own train.py first on sys.path, so its own textcause package is the one imported
+        commands["train.py (baseline tree)"] = [
+            python,
+            str(tree / "train.py"),
+            "fit",
+            "--config",
+            str(tree / args.config),
+        ]
     times: dict[str, list[float]] = {name: [] for name in commands}
     same = []
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
@@ -105,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
                 times[name].append(_timed(cmd, folders[name]))
                 print(f"round {r + 1}: {name}: {times[name][-1]:.2f} s", flush=True)
             same.append(_same_run(folders["train.py"], folders["train.py before"]))
+            if args.baseline_tree is not None:
+                same.append(_same_run(folders["train.py"], folders["train.py (baseline tree)"]))
     print(f"\n{args.rounds} rounds, alternately; each a fresh process timed from outside\n")
     print("| command | median s | best s |")
     print("|---|---|---|")
@@ -115,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         f"\ntrain.py fit: {old:.2f} s before -> {new:.2f} s ({old / new:.2f}x); target under 5 s: "
         f"{'met' if new < 5 else 'NOT met'}"
     )
-    print(f"same weights and metrics.csv in {sum(same)} of {len(same)} rounds")
+    if args.baseline_tree is not None:
+        base = statistics.median(times["train.py (baseline tree)"])
+        print(f"train.py fit of {args.baseline_tree}: {base:.2f} s -> this tree's {new:.2f} s ({base / new:.2f}x)")
+    print(f"same weights and metrics.csv in {sum(same)} of {len(same)} comparisons")
     return 0 if all(same) else 1
 
 

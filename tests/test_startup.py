@@ -107,3 +107,27 @@ def test_the_command_preloads_lightning_only_as_its_own_process(monkeypatch, tmp
     calls.clear()
     assert cli_main.main(["evaluate", missing]) != 0  # called in-process (a test, a notebook): nothing
     assert calls == []
+
+
+def test_the_entry_points_and_a_history_read_import_neither_pandas_nor_sklearn(tmp_path):
+    # pandas and scikit-learn cost a train.py process about a third of a second to import
+    # (benchmarks/bench_startup.py); only table corpora, feature fitting and reports need them.
+    corpus = tmp_path / "histories.jsonl"
+    corpus.write_text('{"user_id": "a", "posts": ["one post"]}\n{"user_id": "b", "posts": ["another"]}\n')
+    code = textwrap.dedent(
+        f"""
+        import sys
+        import textcause.runs.lightning_cli, textcause.runs.cell, textcause.cli.main
+        from textcause.corpus import load_histories
+        assert len(load_histories({str(corpus)!r}, min_posts=1)) == 2
+        print(sorted(m for m in ("pandas", "sklearn") if m in sys.modules))
+        from textcause.features.ngrams import NgramFeaturizer
+        try:
+            NgramFeaturizer().get_feature_names_out()
+        except Exception as e:
+            print(type(e).__module__, type(e).__name__)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "[]"
+    assert out[1] == "sklearn.exceptions NotFittedError"  # still scikit-learn's own class, imported when raised

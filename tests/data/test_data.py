@@ -77,7 +77,26 @@ def test_maxabs_scaling_uses_training_rows_and_keeps_count_ratios(tiny_corpus):
     used = col_max > 0
     assert np.allclose(z[:, used], x[:, used] / col_max[used], atol=1e-6)
     assert np.allclose(z[train].max(axis=0)[used], 1.0)
+    # canonical (each row's columns sorted), so that no batch is sorted again on its way to torch
+    assert scaled.features.has_sorted_indices and scaled.features.has_canonical_format
     logged = make_dm(tiny_corpus, representation="bigram_counts", scale="log1p")
     assert np.allclose(logged.features.toarray(), np.log1p(x), atol=1e-6)
     with pytest.raises(ValueError, match="'scale' parameter"):
         CausalTextDataModule(corpus=tiny_corpus, scale="zscore")
+
+
+def test_maxabs_scaling_of_a_sparse_matrix_keeps_every_entry_and_sorts_each_row():
+    import scipy.sparse as sp
+
+    from textcause.data.featurizer import apply_scale, maxabs_factor
+
+    rng = np.random.default_rng(3)
+    x = sp.random(40, 300, density=0.05, format="csr", random_state=3, dtype=np.float32)
+    x.data = rng.integers(1, 9, x.nnz).astype(np.float32)
+    factor = maxabs_factor(x, np.arange(30))
+    scaled = apply_scale(x, "maxabs", factor)
+    before = (x @ sp.diags(factor)).tocsr().astype(np.float32)  # the product as it was, rows unsorted
+    assert not before.has_sorted_indices
+    assert scaled.has_sorted_indices and scaled.dtype == np.float32
+    assert (scaled != before).nnz == 0 and scaled.nnz == before.nnz
+    np.testing.assert_array_equal(scaled.toarray(), before.toarray())

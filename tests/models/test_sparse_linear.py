@@ -66,3 +66,54 @@ def test_a_batch_of_the_wrong_width_is_refused():
     _, x = _batch("csr")
     with pytest.raises(ValueError, match=r"Expected features of shape \(batch, 5\)"):
         linear_forward(nn.Linear(5, 1), x)
+
+
+def _train(net: MLP, batches: list, steps: int = 12) -> None:
+    opt = torch.optim.Adam(net.parameters(), lr=0.05, weight_decay=0.01)
+    for i in range(steps):
+        x, y = batches[i % len(batches)]
+        opt.zero_grad(set_to_none=True)
+        nn.functional.binary_cross_entropy_with_logits(net(x), y).backward()
+        opt.step()
+
+
+@pytest.mark.parametrize("kind", ["coo", "csr", "dense"])
+def test_the_column_major_mlp_trains_to_the_same_weights_bit_for_bit(kind):
+    batches = []
+    for seed in range(3):
+        m, x = _batch("coo" if kind == "dense" else kind, counts=True, seed=seed)
+        x = torch.from_numpy(m.toarray()) if kind == "dense" else x
+        batches.append((x, torch.from_numpy(np.random.default_rng(seed).integers(0, 2, m.shape[0]).astype(np.float32))))
+    torch.manual_seed(0)
+    row = MLP(input_dim=211, hidden_size=10)
+    col = MLP(input_dim=211, hidden_size=10)
+    col.load_state_dict(row.state_dict())
+    weight = col.hidden.weight
+    col.use_sparse_layout()
+    assert col.hidden.weight is weight  # the same parameter object: optimizers and wrappers keep it
+    assert col.hidden.weight.t().is_contiguous() and not col.hidden.weight.is_contiguous()
+    assert torch.equal(col.hidden.weight, row.hidden.weight)
+    _train(row, batches)
+    _train(col, batches)
+    assert row.hidden.weight.is_contiguous()
+    assert col.hidden.weight.t().is_contiguous()  # its gradients and Adam's moments followed the layout
+    for a, b in zip(row.parameters(), col.parameters()):
+        assert torch.equal(a, b)
+    fresh = MLP(input_dim=211, hidden_size=10)
+    fresh.load_state_dict(col.state_dict())  # a checkpoint of either layout loads into the other
+    x = batches[0][0]
+    assert torch.equal(fresh(x), col(x))
+
+
+def test_the_propensity_model_relays_the_mlp_for_adam_and_not_for_lbfgs():
+    from textcause.models import PropensityModel
+
+    adam = PropensityModel(net=MLP(input_dim=211, hidden_size=10), optimizer="adam")
+    adam.setup("fit")
+    assert adam.net.hidden.weight.t().is_contiguous() and not adam.net.hidden.weight.is_contiguous()
+    lbfgs = PropensityModel(net=MLP(input_dim=211, hidden_size=10), optimizer="lbfgs")
+    lbfgs.setup("fit")  # L-BFGS flattens gradients with view(): they must stay row-major
+    assert lbfgs.net.hidden.weight.is_contiguous()
+    predict = PropensityModel(net=MLP(input_dim=211, hidden_size=10), optimizer="adam")
+    predict.setup("predict")
+    assert predict.net.hidden.weight.is_contiguous()

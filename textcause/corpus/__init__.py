@@ -10,8 +10,7 @@ from textcause.corpus.filters import filter_meta, sample_indices
 from textcause.corpus.memo import read_corpus
 from textcause.corpus.readers import FORMATS, corpus_summary, load_histories
 from textcause.corpus.splits import PAPER_FRACTIONS, split_users
-from textcause.corpus.tables import DELETED_AUTHORS
-from textcause.corpus.types import Corpus, History, Split
+from textcause.corpus.types import DELETED_AUTHORS, Corpus, History, Split
 
 __all__ = [
     "DELETED_AUTHORS",

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from textcause.corpus.jsonl import Record, history_record, unique_users
-from textcause.corpus.tables import check_columns, table_records
 from textcause.paths import cache_root
 
 #: Files that mark a ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk`` folder.
@@ -124,6 +123,8 @@ def dataset_records(ds: Any, where: str, author_col: str, text_col: str, time_co
     """
     columns = list(ds.column_names)
     if "posts" not in columns:
+        from textcause.corpus.tables import check_columns, table_records  # pandas: only for a table's rows
+
         needed = [c for c in (author_col, text_col, time_col) if c is not None]
         check_columns(columns, where, author_col, text_col, time_col)
         return table_records(

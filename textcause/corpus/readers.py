@@ -35,7 +35,6 @@ import numpy as np
 from textcause.corpus.filters import sample_indices
 from textcause.corpus.hf import DataFiles, dataset_records, is_saved_dataset, load_hf_dataset
 from textcause.corpus.jsonl import Record, first_json_line, history_record, iter_json_lines, unique_users
-from textcause.corpus.tables import csv_na_options, read_table, table_records
 from textcause.corpus.types import Corpus, History
 from textcause.paths import resolve_corpus
 from textcause.validation import check_int
@@ -166,8 +165,12 @@ def _read_records(
     data_files: DataFiles | None,
 ) -> Iterable[Record]:
     """Dispatch to the reader of ``source``'s format; records come in the source's user order."""
+    # The table readers need pandas (a quarter of a second to import): only the formats that use
+    # them import it, so a process reading a history JSONL, or a corpus from the cache, never does.
     path = Path(source)
     if hf_builder is not None or (fmt == "hf" and not _exists(path)):
+        from textcause.corpus.tables import csv_na_options
+
         ds = load_hf_dataset(
             source, split=hf_split, builder=hf_builder, data_files=data_files, csv_options=csv_na_options(time_col)
         )
@@ -181,6 +184,8 @@ def _read_records(
     if fmt is None:
         fmt = _infer_format(path)
     if fmt == "hf":
+        from textcause.corpus.tables import csv_na_options
+
         ds = load_hf_dataset(source, split=hf_split, csv_options=csv_na_options(time_col))
         return dataset_records(ds, f"'{source}'", author_col, text_col, time_col)
     if path.is_dir():
@@ -188,6 +193,8 @@ def _read_records(
     if fmt == "jsonl":
         lines = ((f"line {n}", history_record(obj, f"Line {n} of '{source}'")) for n, obj in iter_json_lines(path))
         return unique_users(lines, f"'{source}'")
+    from textcause.corpus.tables import read_table, table_records
+
     df = read_table(path, fmt, author_col, text_col, time_col)
     return table_records(df, f"'{source}'", author_col, text_col, time_col)
 

@@ -29,9 +29,7 @@ import numpy as np
 import pandas as pd
 
 from textcause.corpus.jsonl import Record, bad_utf8_line, iter_json_lines, type_name
-
-#: Author names that stand for many deleted accounts, never one user.
-DELETED_AUTHORS = frozenset({"[deleted]", "[removed]"})
+from textcause.corpus.types import DELETED_AUTHORS
 
 _ROLES = (("author_col", "author"), ("text_col", "text"), ("time_col", "time"))
 _NA_TIME = ["", "NA", "N/A", "NaN", "nan", "null", "None"]

@@ -10,6 +10,10 @@ import numpy as np
 
 from textcause.io import content_key
 
+#: Author names that stand for many deleted accounts, never one user (rows of a comment table
+#: with such an author are dropped: :mod:`textcause.corpus.tables`).
+DELETED_AUTHORS = frozenset({"[deleted]", "[removed]"})
+
 
 @dataclass(frozen=True)
 class History:

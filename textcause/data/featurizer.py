@@ -121,7 +121,12 @@ def apply_scale(x: Any, how: Optional[str], factor: Optional[np.ndarray] = None)
     if factor is None:
         raise ValueError("The 'maxabs' scaling needs its fitted column factors.")
     if sp.issparse(x):
-        return (x @ sp.diags(factor)).tocsr().astype(np.float32)
+        scaled = (x @ sp.diags(factor)).tocsr().astype(np.float32)
+        # The product leaves each row's column indices unsorted; every batch of such a matrix would
+        # then be sorted again on its way to torch (to_torch_sparse). Sorted once here instead: the
+        # same entries, so the same batches.
+        scaled.sort_indices()
+        return scaled
     return (x * factor).astype(np.float32)
 
 

@@ -29,9 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
-from sklearn.exceptions import NotFittedError
 
 from textcause.features.kinds import NGRAM_KINDS
 from textcause.features.tokenize import TOKENIZER_VERSION, Encoded, encode
@@ -147,6 +145,8 @@ def _distinct_pairs(users: np.ndarray, codes: np.ndarray, span: int) -> np.ndarr
     if codes.size == 0:
         return codes.astype(np.int64)
     if (int(users.max()) + 1) * span < _INT64_LIMIT:  # pack each pair into one int64 and hash
+        import pandas as pd  # here, not at the top: a run whose features come from the cache never needs it
+
         return pd.unique(users.astype(np.int64) * span + codes) % span
     order = np.lexsort((codes, users))  # too large to pack: sort the pairs instead
     u, c = users[order], codes[order]
@@ -186,6 +186,8 @@ def fit_vocabulary(
             a, b = c[:-1], c[1:]
             pair = chunk.same_post_pairs() & in_train[u0 + users[:-1]] & (a >= 0) & (b >= 0)
             per_user.append(_distinct_pairs(users[:-1][pair], a[pair] * n_freq + b[pair], n_freq * n_freq))
+        import pandas as pd
+
         codes, uniques = pd.factorize(np.concatenate(per_user) if per_user else np.zeros(0, np.int64))
         bi_df = np.bincount(codes, minlength=uniques.size)
         keep = bi_df >= min_users
@@ -391,6 +393,8 @@ class NgramFeaturizer:
 
     def _fitted(self) -> _Vocabulary:
         if self._vocab is None:
+            from sklearn.exceptions import NotFittedError  # scikit-learn's own class, imported only when raised
+
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. Call 'fit' first.")
         return self._vocab
 

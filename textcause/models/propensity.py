@@ -382,6 +382,12 @@ class PropensityModel(PropensityModule):
         settings = getattr(datamodule, "settings", None)
         if settings is not None:
             check_data_requirements(self.net, settings)
+        # A net that trains faster with another memory layout of its weights (the MLP's first layer
+        # on sparse n-gram batches) takes it here, before the optimizer and any DDP wrapper exist.
+        # The values stay the same; L-BFGS flattens gradients with `view` and keeps the plain layout.
+        relayout = getattr(self.net, "use_sparse_layout", None)
+        if stage == "fit" and self.optimizer_name == "adam" and callable(relayout):
+            relayout()
 
     def on_train_epoch_start(self) -> None:
         self._train_loss = None

@@ -10,6 +10,14 @@ torch's own ``torch.sparse.mm`` backward re-derives the transpose every time (ab
 the Twitter 1,2-gram matrix; bit-identical results on binary features, see
 ``tests/models/test_sparse_linear.py``). A batch seen without gradient (validation, prediction)
 never builds the transpose (the same product, so the same numbers).
+
+That gradient comes out column-major (``x.T @ grad`` is (in, out), returned as its transpose), and
+the product needs the weight as a row-major (in, out) matrix. A layer with a plain (row-major)
+weight therefore copies its weight into that layout on every forward, and autograd copies every
+gradient back into the weight's layout. :func:`use_column_major` lays the weight out as the sparse
+product wants it, so neither copy happens (``benchmarks/bench_sparse_mlp.py``: the step of the
+paper's MLP on Twitter 1,2-gram counts). The values are the same in either layout; a dense batch
+multiplies a row-major copy of such a weight, so its numbers do not depend on the layout either.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from textcause.validation import check_int
 
@@ -71,6 +80,20 @@ def _csr_pair(x: torch.Tensor, transposed: bool = True) -> tuple[torch.Tensor, O
     pair = (csr, _transpose(csr) if transposed else None)
     setattr(x, _CACHE, pair)
     return pair
+
+
+def use_column_major(layer: nn.Linear) -> None:
+    """Store ``layer.weight`` column-major (``weight.t()`` contiguous), the layout sparse batches want.
+
+    The parameter stays the same object (its ``data`` is re-laid), so call this before an optimizer
+    has state for it (its moment estimates keep the layout they were made in). Every value is
+    unchanged. Not for optimizers that flatten gradients with ``view`` (``torch.optim.LBFGS``), which
+    needs contiguous gradients.
+    """
+    weight = layer.weight
+    if weight.dim() == 2 and not weight.t().is_contiguous():
+        with torch.no_grad():
+            weight.data = weight.data.t().contiguous().t()
 
 
 def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -124,7 +147,11 @@ def linear_forward(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     if is_sparse(x):
         out = sparse_matmul(x, layer.weight)
         return out + layer.bias if layer.bias is not None else out
-    return layer(x)
+    if layer.weight.is_contiguous():
+        return layer(x)
+    # a column-major weight (use_column_major) as a row-major copy, so that a dense batch's
+    # product, and its numbers, are the same in either layout
+    return F.linear(x, layer.weight.contiguous(), layer.bias)
 
 
 class LogisticRegression(nn.Module):

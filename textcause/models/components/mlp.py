@@ -10,7 +10,7 @@ from typing import Optional
 import torch
 from torch import nn
 
-from textcause.models.components.linear import linear_forward
+from textcause.models.components.linear import linear_forward, use_column_major
 from textcause.validation import check_int, check_real
 
 
@@ -31,6 +31,15 @@ class MLP(nn.Module):
         self.hidden = nn.Linear(self.input_dim, self.hidden_size)
         self.drop = nn.Dropout(self.dropout)
         self.out = nn.Linear(self.hidden_size, 1)
+
+    def use_sparse_layout(self) -> None:
+        """Lay out the hidden layer's weight for sparse batches (:func:`~textcause.models.components.linear.use_column_major`).
+
+        The same values, so the same numbers; for mini-batch optimizers (Adam), called by the
+        propensity model before its optimizer exists. Its steps on n-gram batches are about twice as
+        fast (``benchmarks/bench_sparse_mlp.py``).
+        """
+        use_column_major(self.hidden)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Return the logits, shape (batch,), for a dense or sparse (batch, input_dim) tensor."""
