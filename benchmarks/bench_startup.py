@@ -20,8 +20,8 @@ the corpus and the features if they are not yet), and every command runs with Py
 writing on (PYTHONDONTWRITEBYTECODE removed from its environment), as a user's second run has it.
 
 With ``--baseline-tree DIR`` (another checkout, e.g. a ``git archive`` snapshot of an earlier
-commit), that tree's own ``train.py`` is one more command of every round, so the two trees are
-timed alternately on the same machine state.
+commit), that tree's own ``train.py`` is one more command of every round (after an untimed
+warm-up run of its own), so the two trees are timed alternately on the same machine state.
 
 Prints the median and the best of each, the ratio, and whether the ``train.py`` runs of every
 round saved the same weights (every tensor of ``last.ckpt`` equal) and the same ``metrics.csv``.
@@ -119,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
         warm.mkdir()
         seconds = _timed(commands["train.py"], warm)  # bytecode written, corpus and features cached
         print(f"warm-up (untimed): train.py: {seconds:.2f} s", flush=True)
+        if args.baseline_tree is not None:  # the other tree's bytecode too
+            (Path(tmp) / "warm-up-baseline").mkdir()
+            seconds = _timed(commands["train.py (baseline tree)"], Path(tmp) / "warm-up-baseline")
+            print(f"warm-up (untimed): train.py (baseline tree): {seconds:.2f} s", flush=True)
         for r in range(args.rounds):
             folders = {}
             for name, cmd in commands.items():
