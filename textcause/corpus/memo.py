@@ -10,7 +10,7 @@ disk, under the cache root's ``corpora/`` (:func:`textcause.paths.cache_root`), 
 plus the file's size and the reading code (this package's sources, the versions of numpy, pandas
 and pyarrow): a new process then reads the users it needs from that file instead of parsing the
 corpus again (the smoke grid's 300 Twitter users: 0.59 s to parse the corpus, milliseconds from the
-cache; all 4,120 Twitter users: 1.2 s to parse, 0.16-0.20 s from the 30 MB cache file). The file is
+cache; all 4,120 Twitter users: 1.15-1.2 s to parse, 0.27-0.38 s from the 30 MB cache file). The file is
 written atomically and checked against its SHA-256 when read; one that fails is reported in one
 warning and read anew from the corpus. A sample whose metadata JSON cannot hold exactly is not
 cached, and without a cache root the corpus is read as before.

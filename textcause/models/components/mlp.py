@@ -36,8 +36,8 @@ class MLP(nn.Module):
         """Lay out the hidden layer's weight for sparse batches (:func:`~textcause.models.components.linear.use_column_major`).
 
         The same values, so the same numbers; for mini-batch optimizers (Adam), called by the
-        propensity model before its optimizer exists. Its steps on n-gram batches are about twice as
-        fast (``benchmarks/bench_sparse_mlp.py``).
+        propensity model before its optimizer exists. Its steps on n-gram batches are 1.4-2x as fast
+        (``benchmarks/bench_sparse_mlp.py``).
         """
         use_column_major(self.hidden)
 
