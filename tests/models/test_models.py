@@ -142,6 +142,59 @@ def test_train_loss_is_the_epochs_batch_size_weighted_mean(tmp_path, optimizer):
             assert len(steps) == 1 and np.isfinite(logged)
 
 
+def _logged_each_step() -> type:
+    """benchmarks/bench_eval_loss.py's ``LoggedEachStep``: the evaluation loss logged as before, with a
+    `self.log` in every step (Lightning's own epoch mean)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_eval_loss.py"
+    spec = importlib.util.spec_from_file_location("bench_eval_loss", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.LoggedEachStep
+
+
+class _EvalLosses(L.Callback):
+    def __init__(self) -> None:
+        self.val: list[torch.Tensor] = []
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        self.val.append(trainer.callback_metrics["val_loss"].clone())
+
+
+@pytest.mark.parametrize("precision", ["32-true", "bf16-mixed"])
+def test_the_evaluation_loss_logged_once_an_epoch_has_lightnings_bits(tmp_path, precision):
+    """val_loss / test_loss summed by the model and logged at the epoch's end: the same value, bit for
+    bit, as a `self.log` in every step (what early stopping and the best checkpoint compare)."""
+    runs = {}
+    before = _logged_each_step()
+    for cls in (PropensityModel, before):
+        L.seed_everything(0)
+        dm = ToyData(layout="dense", batch_size=32)  # 101 validation units: a last batch of 5
+        model = cls(MLP(dm.input_dim, hidden_size=8, dropout=0.1), lr=0.05, weight_decay=0.01)
+        seen = _EvalLosses()
+        logger = CSVLogger(tmp_path, name=cls.__name__)
+        trainer = L.Trainer(
+            max_epochs=4,
+            default_root_dir=tmp_path,
+            enable_checkpointing=False,
+            callbacks=[seen],
+            precision=precision,
+            **{**TRAINER, "logger": logger},
+        )
+        trainer.fit(model, dm)
+        test = trainer.test(model, dataloaders=dm.loader("val"), verbose=False)[0]
+        runs[cls] = (seen.val, test["test_loss"], pd.read_csv(Path(logger.log_dir) / "metrics.csv"))
+    (new, new_test, new_csv), (old, old_test, old_csv) = runs[PropensityModel], runs[before]
+    assert len(new) == len(old) == 5  # the sanity check and 4 epochs
+    for a, b in zip(new, old):
+        assert a.dtype == b.dtype == torch.float32 and torch.equal(a, b)
+    assert len({float(v) for v in new}) > 2  # the model trained: the losses moved
+    assert new_test == old_test and np.isfinite(new_test)
+    assert list(new_csv.columns) == list(old_csv.columns)
+    pd.testing.assert_frame_equal(new_csv, old_csv)
+
+
 @pytest.mark.parametrize("layout", ["coo", "csr", "dense"])
 def test_propensity_model_learns_the_signal(tmp_path, layout):
     L.seed_everything(0)

@@ -205,9 +205,11 @@ def _describe(net: nn.Module) -> str:
 class PropensityModule(L.LightningModule):
     """The evaluation side shared by trained propensity models and the baselines.
 
-    Subclasses implement :meth:`propensity_and_loss`. Validation and test steps log
-    ``val_loss`` / ``test_loss`` and collect per-unit outputs into ``val_outputs`` /
-    ``test_outputs``; ``predict_step`` returns them as a dict of tensors.
+    Subclasses implement :meth:`propensity_and_loss`. Validation and test steps collect per-unit
+    outputs into ``val_outputs`` / ``test_outputs`` and sum the loss; the epoch's end logs
+    ``val_loss`` / ``test_loss``, the batch-size-weighted mean (a subclass that overrides
+    ``on_validation_epoch_end`` / ``on_test_epoch_end`` calls ``super()``); ``predict_step`` returns
+    the outputs as a dict of tensors.
 
     Attributes:
         requires_training: whether the model has weights to learn (True here and for
@@ -224,6 +226,8 @@ class PropensityModule(L.LightningModule):
         self.test_outputs = PredictionCollector()
         # The validation / test loss under DDP (no state in checkpoints; unused in one process).
         self._loss_means = nn.ModuleDict({stage: MeanMetric().set_dtype(torch.float64) for stage in ("val", "test")})
+        # The validation / test loss in one process: (summed loss * batch size, units) of the epoch so far.
+        self._eval_loss: dict[str, tuple[torch.Tensor, int]] = {}
 
     # ------------------------------------------------------------------ to implement
     def propensity_and_loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -245,20 +249,43 @@ class PropensityModule(L.LightningModule):
     def _evaluate(self, batch: Batch, stage: str, collector: PredictionCollector) -> torch.Tensor:
         p, loss = self.propensity_and_loss(batch)
         n = int(batch["t"].shape[0])
-        value: Any = loss
         if world_size(self) > 1:
             # Lightning's batch-size-weighted epoch mean divides the summed batch sizes by the world
             # size in integer arithmetic (23 units on 2 ranks count as 22); a metric sums float weights.
-            value = self._loss_means[stage]
-            value.update(loss.detach(), weight=n)
-        self.log(
-            f"{stage}_loss", value, on_step=False, on_epoch=True, prog_bar=stage == "val", sync_dist=True, batch_size=n
-        )
+            self._loss_means[stage].update(loss.detach(), weight=n)
+        else:
+            self._add_eval_loss(stage, loss, n)
         collector.update(**self._outputs(batch, p.detach()))
         return loss
 
+    def _add_eval_loss(self, stage: str, loss: torch.Tensor, n: int) -> None:
+        # The epoch's batch-size-weighted mean loss, summed here and logged once at the epoch's end
+        # (_log_eval_loss) in the arithmetic of Lightning's `self.log(..., on_epoch=True, batch_size=n)`
+        # (a float32 sum of loss * n, then divided by the summed n), so the same bits, without its
+        # bookkeeping on every step (each call moves its result object to the device, field by field).
+        value = loss.detach()
+        if value.dtype not in (torch.float32, torch.float64):
+            value = value.to(torch.float32)
+        total, units = self._eval_loss.get(stage) or (torch.tensor(0.0, device=value.device), 0)
+        self._eval_loss[stage] = (total + value * n, units + n)
+
+    def _log_eval_loss(self, stage: str) -> None:
+        prog_bar = stage == "val"
+        if world_size(self) > 1:
+            if self._loss_means[stage].update_count:
+                self.log(f"{stage}_loss", self._loss_means[stage], on_epoch=True, prog_bar=prog_bar, sync_dist=True)
+            return
+        summed = self._eval_loss.pop(stage, None)
+        if summed is not None:
+            mean = summed[0] / torch.tensor(summed[1], device=summed[0].device)
+            # batch_size=1: Lightning's epoch mean of one value is that value, bit for bit
+            self.log(
+                f"{stage}_loss", mean, on_step=False, on_epoch=True, prog_bar=prog_bar, sync_dist=True, batch_size=1
+            )
+
     def _reset(self, stage: str, collector: PredictionCollector) -> None:
         collector.reset()
+        self._eval_loss.pop(stage, None)
         # Fresh states that are normal tensors: states reset under inference mode would be inference
         # tensors, which a later run under no_grad (DDP with gloo) cannot update in place.
         with torch.inference_mode(False):
@@ -272,6 +299,12 @@ class PropensityModule(L.LightningModule):
 
     def on_test_epoch_start(self) -> None:
         self._reset("test", self.test_outputs)
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_eval_loss("val")
+
+    def on_test_epoch_end(self) -> None:
+        self._log_eval_loss("test")
 
     def validation_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         return self._evaluate(batch, "val", self.val_outputs)
