@@ -5,9 +5,9 @@
 
 On the warm features of ``--config`` (default data: Twitter, Linguistic Complexity 2, seed 0; the
 config's own batch size, learning rate and weight decay), one process, the same initial weights and
-the same training batches (sampled once, each already a torch sparse tensor with its CSR pair built,
-as after the first epoch) for both variants: the zeroing of gradients, the forward, the loss, the
-backward and the Adam step, alternating round by round.
+the same training batches (sampled once, each already a torch sparse tensor with its CSR form and
+transpose built, so that both variants take torch's gradient kernel) for both variants: the zeroing
+of gradients, the forward, the loss, the backward and the Adam step, alternating round by round.
 
 - ``row-major``: the hidden layer's weight as ``nn.Linear`` makes it, as before issue 18's last
   change: every forward copies it into the (in, out) layout of the sparse product, and autograd
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.disable(logging.WARNING)
 
     from textcause.features.torch_sparse import collate_sparse_rows
-    from textcause.models.components.linear import _csr_pair
+    from textcause.models.components.linear import sparse_batch
     from textcause.runs.fit import RunSettings, instantiate, run_config
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     batches = [rng.choice(features.shape[0], loader.batch_size, replace=False) for _ in range(args.steps)]
     xs = [collate_sparse_rows(features, b) for b in batches]
     for x in xs:
-        _csr_pair(x)
+        sparse_batch(x).transpose()
     t = [torch.from_numpy(rng.integers(0, 2, len(b)).astype(np.float32)) for b in batches]
 
     row = model.net

@@ -1,4 +1,5 @@
-"""The sparse linear product: the same numbers as torch's own sparse.mm, gradients included."""
+"""The sparse linear product: the same numbers as torch's own sparse.mm, gradients included, whichever
+kernel (SciPy's with one thread, torch's otherwise) computes it."""
 
 import numpy as np
 import pytest
@@ -7,8 +8,17 @@ import torch
 from torch import nn
 
 from textcause.features.torch_sparse import to_torch_sparse
-from textcause.models.components.linear import LogisticRegression, linear_forward, sparse_matmul
+from textcause.models.components.linear import LogisticRegression, linear_forward, sparse_batch, sparse_matmul
 from textcause.models.components.mlp import MLP
+
+
+@pytest.fixture(params=[1, 2], ids=["one-thread", "two-threads"])
+def threads(request):
+    """Run with one torch intra-op thread (SciPy's kernels) and with two (torch's)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(before)
 
 
 def _batch(layout: str, *, counts: bool = False, seed: int = 0) -> tuple[sp.csr_matrix, torch.Tensor]:
@@ -21,7 +31,7 @@ def _batch(layout: str, *, counts: bool = False, seed: int = 0) -> tuple[sp.csr_
 @pytest.mark.parametrize("layout", ["coo", "csr"])
 @pytest.mark.parametrize("out", [1, 10])
 @pytest.mark.parametrize("counts", [False, True])
-def test_sparse_matmul_matches_torch_sparse_mm(layout, out, counts):
+def test_sparse_matmul_matches_torch_sparse_mm(layout, out, counts, threads):
     """Bit-identical on binary features (the default n-gram representation); equal to float
     rounding on counts, where torch's COO kernel adds the products in another order."""
     m, x = _batch(layout, counts=counts)
@@ -44,14 +54,53 @@ def test_sparse_matmul_matches_torch_sparse_mm(layout, out, counts):
     np.testing.assert_allclose(w_new.grad.numpy(), (grad.t() @ dense).numpy(), rtol=1e-5, atol=1e-5)
 
 
-def test_the_transpose_is_built_once_per_batch_and_reused():
+def test_the_transpose_is_built_only_for_torchs_gradient_kernel_and_once_per_batch(threads):
     m, x = _batch("coo")
-    w = torch.randn(1, m.shape[1], requires_grad=True)
-    sparse_matmul(x, w).sum().backward()
-    pair = x._textcause_csr_pair
-    sparse_matmul(x, w).sum().backward()
-    assert x._textcause_csr_pair is pair
-    assert pair[1].shape == (m.shape[1], m.shape[0])
+    for out in (1, 10):
+        x = to_torch_sparse(m, "csr")
+        w = torch.randn(out, m.shape[1], requires_grad=True)
+        sparse_matmul(x, w).sum().backward()
+        batch = sparse_batch(x)
+        if threads == 1:  # SciPy computes the first gradient of a batch without a transpose, and every one for out=1
+            assert batch.transposed is None and batch.view is not None
+        else:
+            assert batch.transposed is not None and batch.transposed.shape == (m.shape[1], m.shape[0])
+        first = w.grad.clone()
+        w.grad = None
+        sparse_matmul(x, w).sum().backward()  # the same batch again (full-batch L-BFGS)
+        assert sparse_batch(x) is batch and batch.gradients == 2
+        assert (batch.transposed is None) == (threads == 1 and out == 1)
+        assert torch.equal(w.grad, first)
+
+
+@pytest.mark.parametrize("counts", [False, True])
+def test_scipys_and_torchs_kernels_give_the_same_bits(counts):
+    """Both products of every layer width, on the batch's first gradient (SciPy with one thread) and later
+    ones (the transpose), against torch's CSR product with two threads."""
+    m, _ = _batch("csr", counts=counts)
+    m.data = m.data / 3.0 if counts else m.data  # values that are not small integers
+    results = {}
+    before = torch.get_num_threads()
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            for out in (1, 3, 10):
+                w = torch.randn(out, m.shape[1], generator=torch.Generator().manual_seed(out), requires_grad=True)
+                grad = torch.randn(m.shape[0], out, generator=torch.Generator().manual_seed(100 + out))
+                x = to_torch_sparse(m, "csr")
+                for k in range(2):
+                    y = sparse_matmul(x, w)
+                    y.backward(grad)
+                    results[n, out, k] = (y.detach(), w.grad.clone())
+                    w.grad = None
+                with torch.no_grad():
+                    results[n, out, "eval"] = (sparse_matmul(to_torch_sparse(m, "csr"), w), results[n, out, 0][1])
+    finally:
+        torch.set_num_threads(before)
+    for key, (y, g) in results.items():
+        ref_y, ref_g = results[(2,) + key[1:2] + (0,)]
+        assert torch.equal(y, ref_y) and torch.equal(g, ref_g), key
+    assert not torch.equal(results[2, 3, 0][0][:, 0], results[2, 1, 0][0][:, 0])  # the weights differ by width
 
 
 def test_models_take_sparse_and_dense_batches_alike():
@@ -78,7 +127,7 @@ def _train(net: MLP, batches: list, steps: int = 12) -> None:
 
 
 @pytest.mark.parametrize("kind", ["coo", "csr", "dense"])
-def test_the_column_major_mlp_trains_to_the_same_weights_bit_for_bit(kind):
+def test_the_column_major_mlp_trains_to_the_same_weights_bit_for_bit(kind, threads):
     batches = []
     for seed in range(3):
         m, x = _batch("coo" if kind == "dense" else kind, counts=True, seed=seed)

@@ -49,7 +49,7 @@ class FeatureCollate:
         if sp.issparse(self.features):
             from textcause.features.torch_sparse import collate_sparse_rows
 
-            return collate_sparse_rows(self.features, idx)
+            return collate_sparse_rows(self.features, idx, layout="csr")  # the sparse products' own layout
         return torch.from_numpy(self.features[idx])
 
     def __call__(self, indices: Sequence[int]) -> dict[str, torch.Tensor]:

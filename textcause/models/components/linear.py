@@ -4,12 +4,20 @@
 
 Accepts dense float tensors and torch sparse tensors (COO or CSR) of shape (batch, input_dim);
 a sparse batch is never densified. Its product with the weight runs in CSR form, and the weight's
-gradient ``x.T @ grad`` is a CSR product with the batch's transpose, built once per batch and kept
-on the batch tensor: full-batch L-BFGS evaluates the same batch dozens of times per step, and
-torch's own ``torch.sparse.mm`` backward re-derives the transpose every time (about 10x slower on
-the Twitter 1,2-gram matrix; bit-identical results on binary features, see
-``tests/models/test_sparse_linear.py``). A batch seen without gradient (validation, prediction)
-never builds the transpose (the same product, so the same numbers).
+gradient is ``x.T @ grad``. Which kernel computes each product is chosen per call; every choice
+adds the same products in the same order, so the numbers do not depend on it (bit for bit on this
+project's machines, ``tests/models/test_sparse_linear.py``):
+
+* on the CPU with one intra-op thread (a grid worker, ``OMP_NUM_THREADS=1``), SciPy's
+  single-threaded kernels on a zero-copy view of the batch compute the gradient of a batch seen for
+  the first time (``x.T @ grad`` as the CSC matrix ``x.T``: no transpose to build; a mini-batch is
+  seen once an epoch) and both products of a one-output layer (a logistic regression), where they
+  are faster than torch's (``benchmarks/bench_sparse_grad.py``);
+* otherwise torch's CSR product, the gradient with the batch's transpose, built once per batch and
+  kept on the batch tensor: full-batch L-BFGS evaluates the same batch dozens of times per step, and
+  torch's own ``torch.sparse.mm`` backward re-derives the transpose every time (about 10x slower on
+  the Twitter 1,2-gram matrix). A batch seen without gradient (validation, prediction) never builds
+  the transpose.
 
 That gradient comes out column-major (``x.T @ grad`` is (in, out), returned as its transpose), and
 the product needs the weight as a row-major (in, out) matrix. A layer with a plain (row-major)
@@ -23,6 +31,7 @@ multiplies a row-major copy of such a weight, so its numbers do not depend on th
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -41,7 +50,39 @@ def is_sparse(x: torch.Tensor) -> bool:
     return x.layout in _SPARSE_LAYOUTS
 
 
-_CACHE = "_textcause_csr_pair"
+_CACHE = "_textcause_sparse_batch"
+
+
+@dataclass
+class SparseBatch:
+    """What a sparse batch tensor keeps for the products it takes part in (cached on the tensor).
+
+    Attributes:
+        csr: the batch as a torch CSR tensor.
+        transposed: its transpose as CSR, built for the torch gradient kernel (None: not built).
+        view: a SciPy CSR view of a CPU batch, for SciPy's kernels (None: not made).
+        gradients: the forwards with a gradient it has been through.
+    """
+
+    csr: torch.Tensor
+    transposed: Optional[torch.Tensor] = None
+    view: Optional[sp.csr_matrix] = None
+    gradients: int = 0
+
+    def scipy(self) -> sp.csr_matrix:
+        """The batch as a SciPy CSR matrix sharing the values (made once)."""
+        if self.view is None:
+            csr = self.csr
+            self.view = sp.csr_matrix(
+                (csr.values().numpy(), csr.col_indices().numpy(), csr.crow_indices().numpy()), shape=tuple(csr.shape)
+            )
+        return self.view
+
+    def transpose(self) -> torch.Tensor:
+        """The batch's transpose as CSR (built once)."""
+        if self.transposed is None:
+            self.transposed = _transpose(self.csr)
+        return self.transposed
 
 
 def _as_csr(x: torch.Tensor) -> torch.Tensor:
@@ -67,19 +108,18 @@ def _transpose(csr: torch.Tensor) -> torch.Tensor:
         return csr.to_sparse_coo().t().coalesce().to_sparse_csr()
 
 
-def _csr_pair(x: torch.Tensor, transposed: bool = True) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-    """The batch ``x`` as CSR and (when ``transposed``) its transpose, each computed once and cached on ``x``.
+def sparse_batch(x: torch.Tensor) -> SparseBatch:
+    """The :class:`SparseBatch` of the sparse tensor ``x`` (its CSR form computed once and cached on ``x``)."""
+    batch = getattr(x, _CACHE, None)
+    if batch is None:
+        batch = SparseBatch(_as_csr(x))
+        setattr(x, _CACHE, batch)
+    return batch
 
-    The transpose is only needed for the weight's gradient: evaluation and prediction batches
-    (no gradient) never build it.
-    """
-    cached = getattr(x, _CACHE, None)
-    if cached is not None and (cached[1] is not None or not transposed):
-        return cached
-    csr = cached[0] if cached is not None else _as_csr(x)
-    pair = (csr, _transpose(csr) if transposed else None)
-    setattr(x, _CACHE, pair)
-    return pair
+
+def _one_thread_cpu(t: torch.Tensor) -> bool:
+    """Whether SciPy's single-threaded kernels may take the product: a float32 CPU batch, one torch intra-op thread."""
+    return t.device.type == "cpu" and t.dtype == torch.float32 and torch.get_num_threads() == 1
 
 
 def use_column_major(layer: nn.Linear) -> None:
@@ -101,29 +141,51 @@ def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return a @ b.contiguous()
 
 
+def _scipy_product(a: sp.spmatrix, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` for a SciPy sparse ``a`` (CSR, or the CSC transpose of one) and a dense float32 (k, n) ``b``."""
+    return torch.from_numpy(a @ np.ascontiguousarray(b.detach().numpy()))
+
+
+def _forward(batch: SparseBatch, weight: torch.Tensor) -> torch.Tensor:
+    """``x @ weight.T`` in float32 (autocast off: the sparse kernels have no bf16)."""
+    w = weight.float().t()
+    if w.shape[1] == 1 and _one_thread_cpu(batch.csr):
+        return _scipy_product(batch.scipy(), w)
+    return _product(batch.csr, w)
+
+
 class _SparseLinear(torch.autograd.Function):
     """``x @ weight.T`` for a sparse batch ``x`` (no gradient for ``x``: it is data)."""
 
     @staticmethod
-    def forward(ctx, csr: torch.Tensor, transposed: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        ctx.transposed = transposed
-        with torch.autocast(device_type=csr.device.type, enabled=False):
-            return _product(csr, weight.float().t())
+    def forward(ctx, batch: SparseBatch, weight: torch.Tensor) -> torch.Tensor:
+        # the gradient's kernel: SciPy's on a batch's first gradient or for one output, else the transpose
+        ctx.batch = batch
+        ctx.scipy = _one_thread_cpu(batch.csr) and (
+            weight.shape[0] == 1 or batch.transposed is None and batch.gradients == 0
+        )
+        if not ctx.scipy:
+            batch.transpose()
+        batch.gradients += 1
+        with torch.autocast(device_type=batch.csr.device.type, enabled=False):
+            return _forward(batch, weight)
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> tuple[None, None, torch.Tensor]:
+    def backward(ctx, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
+        batch = ctx.batch
         with torch.autocast(device_type=grad.device.type, enabled=False):
-            return None, None, _product(ctx.transposed, grad.float()).t()
+            if ctx.scipy:
+                return None, _scipy_product(batch.scipy().T, grad.float()).t()
+            return None, _product(batch.transpose(), grad.float()).t()
 
 
 def sparse_matmul(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """``x @ weight.T`` for a sparse (batch, in) ``x`` and a dense (out, in) ``weight``, with the weight's gradient."""
+    batch = sparse_batch(x)
     if not (weight.requires_grad and torch.is_grad_enabled()):
-        csr, _ = _csr_pair(x, transposed=False)
-        with torch.autocast(device_type=csr.device.type, enabled=False):
-            return _product(csr, weight.float().t())
-    csr, transposed = _csr_pair(x)
-    return _SparseLinear.apply(csr, transposed, weight)
+        with torch.autocast(device_type=batch.csr.device.type, enabled=False):
+            return _forward(batch, weight)
+    return _SparseLinear.apply(batch, weight)
 
 
 def linear_forward(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
