@@ -9,7 +9,7 @@ adds the same products in the same order, so the numbers do not depend on it (bi
 project's machines, ``tests/models/test_sparse_linear.py``):
 
 * on the CPU with one intra-op thread (a grid worker, ``OMP_NUM_THREADS=1``), SciPy's
-  single-threaded kernels on a zero-copy view of the batch compute the gradient of a batch seen for
+  single-threaded kernels on a SciPy view of the batch (its values shared) compute the gradient of a batch seen for
   the first time (``x.T @ grad`` as the CSC matrix ``x.T``: no transpose to build; a mini-batch is
   seen once an epoch) and both products of a one-output layer (a logistic regression), where they
   are faster than torch's (``benchmarks/bench_sparse_grad.py``);
@@ -70,7 +70,7 @@ class SparseBatch:
     gradients: int = 0
 
     def scipy(self) -> sp.csr_matrix:
-        """The batch as a SciPy CSR matrix sharing the values (made once)."""
+        """The batch as a SciPy CSR matrix sharing its values (made once; SciPy copies the indices to int32)."""
         if self.view is None:
             csr = self.csr
             self.view = sp.csr_matrix(
