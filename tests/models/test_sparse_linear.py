@@ -55,11 +55,13 @@ def test_sparse_matmul_matches_torch_sparse_mm(layout, out, counts, threads):
 
 
 def test_the_transpose_is_built_only_for_torchs_gradient_kernel_and_once_per_batch(threads):
-    m, x = _batch("coo")
-    for out in (1, 10):
-        x = to_torch_sparse(m, "csr")
+    m, _ = _batch("coo", counts=True)
+    m.data = m.data / 3.0  # sums whose value depends on the order of the additions
+    for out, layout in ((1, "coo"), (10, "csr")):
+        x = to_torch_sparse(m, layout)
         w = torch.randn(out, m.shape[1], requires_grad=True)
-        sparse_matmul(x, w).sum().backward()
+        grad = torch.randn(m.shape[0], out)
+        sparse_matmul(x, w).backward(grad)
         batch = sparse_batch(x)
         if threads == 1:  # SciPy computes the first gradient of a batch without a transpose, and every one for out=1
             assert batch.transposed is None and batch.view is not None
@@ -67,10 +69,22 @@ def test_the_transpose_is_built_only_for_torchs_gradient_kernel_and_once_per_bat
             assert batch.transposed is not None and batch.transposed.shape == (m.shape[1], m.shape[0])
         first = w.grad.clone()
         w.grad = None
-        sparse_matmul(x, w).sum().backward()  # the same batch again (full-batch L-BFGS)
+        sparse_matmul(x, w).backward(grad)  # the same batch again (full-batch L-BFGS)
         assert sparse_batch(x) is batch and batch.gradients == 2
         assert (batch.transposed is None) == (threads == 1 and out == 1)
         assert torch.equal(w.grad, first)
+        assert getattr(batch.csr, "_textcause_sparse_batch", None) is None  # the cache holds no cycle back to x
+        assert batch.csr is not x
+
+
+def test_a_graph_of_the_gradient_takes_torchs_differentiable_product(threads):
+    m, x = _batch("csr", counts=True)
+    w = torch.randn(3, m.shape[1], requires_grad=True)
+    grad = torch.randn(m.shape[0], 3, requires_grad=True)
+    (gw,) = torch.autograd.grad(sparse_matmul(x, w), w, grad, create_graph=True)
+    (gg,) = torch.autograd.grad((gw * gw).sum(), grad)
+    dense = torch.from_numpy(m.toarray())
+    torch.testing.assert_close(gg, 2 * dense @ gw.detach().t(), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("counts", [False, True])

@@ -112,7 +112,14 @@ def sparse_batch(x: torch.Tensor) -> SparseBatch:
     """The :class:`SparseBatch` of the sparse tensor ``x`` (its CSR form computed once and cached on ``x``)."""
     batch = getattr(x, _CACHE, None)
     if batch is None:
-        batch = SparseBatch(_as_csr(x))
+        csr = _as_csr(x)
+        if csr is x:  # an alias of a CSR batch (the same memory), so that x and its cache hold no reference cycle
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+                csr = torch.sparse_csr_tensor(
+                    x.crow_indices(), x.col_indices(), x.values(), size=x.shape, check_invariants=False
+                )
+        batch = SparseBatch(csr)
         setattr(x, _CACHE, batch)
     return batch
 
@@ -174,7 +181,7 @@ class _SparseLinear(torch.autograd.Function):
     def backward(ctx, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
         batch = ctx.batch
         with torch.autocast(device_type=grad.device.type, enabled=False):
-            if ctx.scipy:
+            if ctx.scipy and not grad.requires_grad:  # a graph of the gradient (create_graph) needs torch's product
                 return None, _scipy_product(batch.scipy().T, grad.float()).t()
             return None, _product(batch.transpose(), grad.float()).t()
 
