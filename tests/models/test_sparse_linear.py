@@ -8,7 +8,14 @@ import torch
 from torch import nn
 
 from textcause.features.torch_sparse import to_torch_sparse
-from textcause.models.components.linear import LogisticRegression, linear_forward, sparse_batch, sparse_matmul
+from textcause.models.components import linear
+from textcause.models.components.linear import (
+    LogisticRegression,
+    linear_forward,
+    scipy_agrees,
+    sparse_batch,
+    sparse_matmul,
+)
 from textcause.models.components.mlp import MLP
 
 
@@ -63,7 +70,10 @@ def test_the_transpose_is_built_only_for_torchs_gradient_kernel_and_once_per_bat
         grad = torch.randn(m.shape[0], out)
         sparse_matmul(x, w).backward(grad)
         batch = sparse_batch(x)
-        if threads == 1:  # SciPy computes the first gradient of a batch without a transpose, and every one for out=1
+        # SciPy computes the first gradient of a batch without a transpose, and every one for out=1,
+        # where its kernel adds in torch's order on this machine
+        scipy = threads == 1 and scipy_agrees("gradient", out)
+        if scipy:
             assert batch.transposed is None and batch.view is not None
         else:
             assert batch.transposed is not None and batch.transposed.shape == (m.shape[1], m.shape[0])
@@ -71,10 +81,40 @@ def test_the_transpose_is_built_only_for_torchs_gradient_kernel_and_once_per_bat
         w.grad = None
         sparse_matmul(x, w).backward(grad)  # the same batch again (full-batch L-BFGS)
         assert sparse_batch(x) is batch and batch.gradients == 2
-        assert (batch.transposed is None) == (threads == 1 and out == 1)
+        assert (batch.transposed is None) == (scipy and out == 1)
         assert torch.equal(w.grad, first)
         assert getattr(batch.csr, "_textcause_sparse_batch", None) is None  # the cache holds no cycle back to x
         assert batch.csr is not x
+
+
+@pytest.mark.parametrize("product", ["forward", "gradient"])
+@pytest.mark.parametrize("out", [1, 3, 10])
+def test_scipys_kernel_is_used_only_where_it_adds_in_torchs_order(product, out, monkeypatch):
+    """The probe's verdict holds on another matrix (where it says equal, the products are equal to the
+    bit), and a verdict of unequal sends one-thread products to torch's kernels."""
+    m, _ = _batch("csr", counts=True, seed=3)
+    m.data = m.data / 7.0
+    x = to_torch_sparse(m, "csr")
+    k = m.shape[1] if product == "forward" else m.shape[0]
+    dense = torch.randn(k, out, generator=torch.Generator().manual_seed(out))
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        if product == "forward":
+            ours, theirs = linear._scipy_product(m, dense), linear._product(x, dense)
+        else:
+            ours, theirs = linear._scipy_product(m.T, dense), linear._product(linear._transpose(x), dense)
+        if scipy_agrees(product, out):
+            assert torch.equal(ours, theirs)
+        for key in (("forward", 1), ("gradient", out)):
+            monkeypatch.setitem(linear._AGREES, key, False)
+        w = torch.randn(out, m.shape[1], requires_grad=True)
+        sparse_matmul(x, w).backward(torch.ones(m.shape[0], out))
+        batch = sparse_batch(x)
+        assert batch.view is None  # nothing asked SciPy for a product
+        assert batch.transposed is not None  # torch's gradient kernel, with the transpose
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_a_graph_of_the_gradient_takes_torchs_differentiable_product(threads):

@@ -4,9 +4,12 @@
 
 Accepts dense float tensors and torch sparse tensors (COO or CSR) of shape (batch, input_dim);
 a sparse batch is never densified. Its product with the weight runs in CSR form, and the weight's
-gradient is ``x.T @ grad``. Which kernel computes each product is chosen per call; every choice
-adds the same products in the same order, so the numbers do not depend on it (bit for bit on this
-project's machines, ``tests/models/test_sparse_linear.py``):
+gradient is ``x.T @ grad``. Which kernel computes each product is chosen per call, and a kernel is
+only chosen where it adds the same products in the same order as torch's, so the numbers do not
+depend on the choice (bit for bit, ``tests/models/test_sparse_linear.py``): SciPy's kernels are used
+only where :func:`scipy_agrees` found them equal to torch's to the bit on a probe matrix, once a
+process (on an AMD EPYC they are; on an Intel Xeon, whose MKL sparse kernel adds in another order,
+they are not, and torch's kernels compute everything):
 
 * on the CPU with one intra-op thread (a grid worker, ``OMP_NUM_THREADS=1``), SciPy's
   single-threaded kernels on a SciPy view of the batch (its values shared) compute the gradient of a batch seen for
@@ -129,6 +132,57 @@ def _one_thread_cpu(t: torch.Tensor) -> bool:
     return t.device.type == "cpu" and t.dtype == torch.float32 and torch.get_num_threads() == 1
 
 
+#: Whether SciPy's kernel gives torch's bits, by (product, output width): measured once a process (:func:`scipy_agrees`).
+_AGREES: dict[tuple[str, int], bool] = {}
+
+
+def _probe_matrix() -> sp.csr_matrix:
+    """A fixed sparse float32 matrix with rows of 1 to about 1,400 entries, some columns in every row
+    and values that are not small integers: sums whose bits depend on the order of the additions."""
+    rng = np.random.default_rng(0)
+    rows, cols = 256, 2048
+    density = np.geomspace(5e-4, 0.7, rows)[:, None]
+    dense = (rng.random((rows, cols)) < density) | (np.arange(cols) < 8)
+    values = rng.random((rows, cols), dtype=np.float32) + np.float32(0.01)
+    return sp.csr_matrix(np.where(dense, values, np.float32(0.0)))
+
+
+def scipy_agrees(product: str, out: int) -> bool:
+    """Whether SciPy's single-threaded kernel adds in the order of torch's CSR kernel on this machine.
+
+    Measured once a process for each product and output width on :func:`_probe_matrix`, with one
+    torch thread: ``"forward"`` is ``x @ w`` (CSR), ``"gradient"`` is ``x.T @ grad`` (``x.T`` as
+    CSC against torch's product with the built transpose). Where they differ, SciPy's kernels are
+    not used, so a result never depends on which kernel was chosen. (Seen: equal to the bit on a
+    2-core AMD EPYC; different on an Intel Xeon, whose MKL sparse kernel adds in another order.)
+    """
+    key = (product, int(out))
+    if key not in _AGREES:
+        m = _probe_matrix()
+        k = m.shape[1] if product == "forward" else m.shape[0]
+        dense = torch.randn(k, key[1], generator=torch.Generator().manual_seed(0))
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+                csr = torch.sparse_csr_tensor(
+                    torch.from_numpy(m.indptr.astype(np.int64)),
+                    torch.from_numpy(m.indices.astype(np.int64)),
+                    torch.from_numpy(m.data),
+                    size=m.shape,
+                    check_invariants=False,
+                )
+                if product == "forward":
+                    ours, theirs = _scipy_product(m, dense), _product(csr, dense)
+                else:
+                    ours, theirs = _scipy_product(m.T, dense), _product(_transpose(csr), dense)
+        finally:
+            torch.set_num_threads(before)
+        _AGREES[key] = bool(torch.equal(ours, theirs))
+    return _AGREES[key]
+
+
 def use_column_major(layer: nn.Linear) -> None:
     """Store ``layer.weight`` column-major (``weight.t()`` contiguous), the layout sparse batches want.
 
@@ -156,7 +210,7 @@ def _scipy_product(a: sp.spmatrix, b: torch.Tensor) -> torch.Tensor:
 def _forward(batch: SparseBatch, weight: torch.Tensor) -> torch.Tensor:
     """``x @ weight.T`` in float32 (autocast off: the sparse kernels have no bf16)."""
     w = weight.float().t()
-    if w.shape[1] == 1 and _one_thread_cpu(batch.csr):
+    if w.shape[1] == 1 and _one_thread_cpu(batch.csr) and scipy_agrees("forward", 1):
         return _scipy_product(batch.scipy(), w)
     return _product(batch.csr, w)
 
@@ -168,8 +222,10 @@ class _SparseLinear(torch.autograd.Function):
     def forward(ctx, batch: SparseBatch, weight: torch.Tensor) -> torch.Tensor:
         # the gradient's kernel: SciPy's on a batch's first gradient or for one output, else the transpose
         ctx.batch = batch
-        ctx.scipy = _one_thread_cpu(batch.csr) and (
-            weight.shape[0] == 1 or batch.transposed is None and batch.gradients == 0
+        ctx.scipy = (
+            _one_thread_cpu(batch.csr)
+            and (weight.shape[0] == 1 or batch.transposed is None and batch.gradients == 0)
+            and scipy_agrees("gradient", weight.shape[0])
         )
         if not ctx.scipy:
             batch.transpose()
