@@ -1,6 +1,9 @@
 """The sparse linear product: the same numbers as torch's own sparse.mm, gradients included, whichever
 kernel (SciPy's with one thread, torch's otherwise) computes it."""
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -115,6 +118,36 @@ def test_scipys_kernel_is_used_only_where_it_adds_in_torchs_order(product, out, 
         assert batch.transposed is not None  # torch's gradient kernel, with the transpose
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+@pytest.mark.parametrize("scipy", [False, True], ids=["torch-kernels", "scipy-kernels"])
+@pytest.mark.parametrize("out", [1, 10])
+def test_a_batch_and_its_cache_are_freed_as_soon_as_nothing_refers_to_the_batch(
+    layout, scipy, out, threads, monkeypatch
+):
+    """No reference cycle, seen or unseen by the garbage collector: x.values() is an autograd view whose
+    base is x, so a cache on x holding it would keep every batch of a run alive (about 1 GB a grid cell)."""
+    for key in (("forward", 1), ("gradient", out)):
+        monkeypatch.setitem(linear._AGREES, key, scipy)  # either kernel, whatever this machine's probe says
+    m, _ = _batch(layout, counts=True)
+    w = torch.randn(out, m.shape[1], requires_grad=True)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        x = to_torch_sparse(m, layout)
+        for _ in range(2):  # a first and a later gradient
+            sparse_matmul(x, w).sum().backward()
+        with torch.no_grad():
+            sparse_matmul(x, w)
+        batch = sparse_batch(x)
+        batch.scipy(), batch.transpose()  # every part of the cache made
+        freed = weakref.ref(x), weakref.ref(batch), weakref.ref(batch.csr)
+        del x, batch
+        assert all(ref() is None for ref in freed)  # by reference counting alone, the collector off
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def test_a_graph_of_the_gradient_takes_torchs_differentiable_product(threads):

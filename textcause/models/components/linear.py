@@ -77,7 +77,8 @@ class SparseBatch:
         if self.view is None:
             csr = self.csr
             self.view = sp.csr_matrix(
-                (csr.values().numpy(), csr.col_indices().numpy(), csr.crow_indices().numpy()), shape=tuple(csr.shape)
+                (csr.values().detach().numpy(), csr.col_indices().numpy(), csr.crow_indices().numpy()),
+                shape=tuple(csr.shape),
             )
         return self.view
 
@@ -116,11 +117,18 @@ def sparse_batch(x: torch.Tensor) -> SparseBatch:
     batch = getattr(x, _CACHE, None)
     if batch is None:
         csr = _as_csr(x)
-        if csr is x:  # an alias of a CSR batch (the same memory), so that x and its cache hold no reference cycle
+        if csr is x:
+            # an alias of a CSR batch (the same memory) that holds no reference to x: x.values() is an
+            # autograd view whose base is x, a link the garbage collector cannot see, so a cache holding
+            # it (or x) on x would keep every batch alive; detach() shares the memory without the link
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
                 csr = torch.sparse_csr_tensor(
-                    x.crow_indices(), x.col_indices(), x.values(), size=x.shape, check_invariants=False
+                    x.crow_indices().detach(),
+                    x.col_indices().detach(),
+                    x.values().detach(),
+                    size=x.shape,
+                    check_invariants=False,
                 )
         batch = SparseBatch(csr)
         setattr(x, _CACHE, batch)
