@@ -622,6 +622,41 @@ def test_a_killed_runner_takes_its_forked_workers_with_it(tmp_path, tiny_corpus)
     assert all(_gone(pid) for pid in pids), "a worker outlived the killed runner"
 
 
+def test_a_dead_workers_exit_is_said_in_words():
+    from textcause.runs.runner import worker_ended
+
+    assert worker_ended(0, -9, "out/logs/worker-0.log") == (
+        "worker 0 was killed by SIGKILL (when nothing else sent it, the kernel's out-of-memory killer: "
+        "see `dmesg`); see out/logs/worker-0.log"
+    )
+    assert worker_ended(1, -15, "w.log") == "worker 1 was killed by SIGTERM; see w.log"
+    assert worker_ended(1, 3, "w.log") == "worker 1 exited with code 3; see w.log"
+
+
+@pytest.mark.slow  # a runner process with two forked workers, one killed mid-run: about 15 s
+@pytest.mark.skipif(sys.platform != "linux", reason="the fork server is Linux's")
+def test_a_killed_worker_is_said_at_once_and_the_other_finishes_the_grid(tmp_path, tiny_corpus):
+    config = write_grid(tmp_path, tiny_corpus, levels=(1, 2, 3, 4), models=("oracle", "unadjusted", "lr_bigram_binary"))
+    proc = subprocess.Popen(
+        _command(config, tmp_path, "--workers", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    deadline, pids = time.monotonic() + 120, set()
+    while len(pids) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        if (tmp_path / "out" / "results.db").exists():
+            with contextlib.suppress(sa.exc.OperationalError):  # the tables are being created
+                pids = {r.pid for r in store.ledger(db(tmp_path), "tiny").values() if r.pid}
+    assert len(pids) == 2 and proc.poll() is None, "both workers must have claimed a cell before the kill"
+    os.kill(min(pids), signal.SIGKILL)  # as the out-of-memory killer does
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1
+    said = [line for line in err.splitlines() if line.startswith("error: worker ")]
+    assert len(said) == 1 and "was killed by SIGKILL" in said[0] and "out-of-memory killer" in said[0], err[-2000:]
+    assert said[0].endswith("the other workers go on."), said
+    rows = store.ledger(db(tmp_path), "tiny")  # the other worker took over the dead one's cell
+    assert len(rows) == 12 and all(r.status == "ok" for r in rows.values())
+
+
 def _forked_sleeper(seconds: float):
     import multiprocessing
 

@@ -150,6 +150,27 @@ class _Forked:
         return self.process.exitcode
 
 
+def worker_ended(index: int, code: int, log: str) -> str:
+    """What a worker's exit code says, for the one line the runner prints (``code`` is not 0).
+
+    A negative code is the signal that ended it (``subprocess`` and ``multiprocessing`` alike);
+    SIGKILL is named as what it most often is, the kernel's out-of-memory killer.
+    """
+    import signal
+
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        why = f"was killed by {name}"
+        if -code == signal.SIGKILL:
+            why += " (when nothing else sent it, the kernel's out-of-memory killer: see `dmesg`)"
+    else:
+        why = f"exited with code {code}"
+    return f"worker {index} {why}; see {log}"
+
+
 def _wait_for_exit(procs: list[Any], timeout: float) -> None:
     """Return when one of the running ``procs`` has exited, or after ``timeout`` seconds.
 
@@ -284,18 +305,28 @@ def run_benchmark(
             else:  # a forked worker's parent is the server, not this process
                 proc = _Forked(server, args, log.name, grid)
             procs.append((proc, log))
+        told: set[int] = set()
         while any(p.poll() is None for p, _ in procs):
             line.update()
             _wait_for_exit([p for p, _ in procs], 1.0)  # the progress line once a second
-        for p, log in procs:
+            for i, (p, log) in enumerate(procs):  # a worker that died is said at once, the others go on
+                if i not in told and p.poll() not in (None, 0) and any(q.poll() is None for q, _ in procs):
+                    told.add(i)
+                    print(f"\nerror: {worker_ended(i, p.poll(), log.name)}; the other workers go on.", file=sys.stderr)
+        for i, (p, log) in enumerate(procs):
             log.close()
             if p.returncode != 0:
-                print(f"\nerror: a worker exited with code {p.returncode}; see {log.name}", file=sys.stderr)
+                if i not in told:
+                    print(f"\nerror: {worker_ended(i, p.returncode, log.name)}.", file=sys.stderr)
                 status = 1
     p = line.update(final=True)
     failed = p.failed_since if retry_failed else p.failed
     if p.ok + failed < p.total and status == 0:
-        print(f"error: {p.total - p.ok - failed} cells were left unfinished.", file=sys.stderr)
+        print(
+            f"error: {p.total - p.ok - failed} cells were left unfinished; the same command runs them, "
+            "keeping the finished ones.",
+            file=sys.stderr,
+        )
         status = 1
     return status
 
