@@ -23,7 +23,9 @@ and batch 128 (its own length sorting), after a warm-up, and prints the ratio an
 its vectors to the cache's (1st percentile). ``--processes 1`` is the in-process encode of before
 issue 18's worker processes (two torch threads in one process); ``--attention sdpa`` the model's own
 attention kernel instead of textcause's (``--ab-attention N``: both, N rounds each, alternately,
-in this run); ``--ab-packed N`` the plain Linear layers against those packed once for oneDNN. It also reports the truncation:
+in this run); ``--ab-packed N`` the plain Linear layers against those packed once for oneDNN;
+``--onnx`` ONNX Runtime too (fp32 with BERT's fused operators, and int8 by dynamic quantisation), on
+the same posts, batches and cap (skipped unless ``onnxruntime`` is installed). It also reports the truncation:
 the share of posts longer than the token cap, from the untruncated token counts.
 """
 
@@ -210,6 +212,109 @@ def peer_run(cache, posts: list[str], max_tokens: int, batch_size: int, rate: fl
     }
 
 
+def onnx_peer_run(cache, posts: list[str], max_tokens: int, batch_size: int, rate: float) -> dict:
+    """ONNX Runtime on the same posts: the model exported to ONNX (fp32), BERT's fusions applied by
+    ONNX Runtime's transformer optimizer, then also quantised to int8 (dynamic, per-channel weights):
+    posts/s of each with mean pooling and the same length-sorted batches and cap as ours, the ratio
+    textcause / peer, and cosines (to the cache; int8 also to ONNX Runtime's fp32 vectors)."""
+    import numpy as np
+    import torch
+
+    try:
+        import onnxruntime as ort
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        from onnxruntime.transformers.optimizer import optimize_model
+    except ImportError:
+        return {"skipped": "onnxruntime is not installed (pip install onnxruntime onnx)"}
+    from transformers import AutoModel
+
+    tokenizer = cache.encoder.tokenizer
+    config = json.loads((cache.spec.path / "config.json").read_text(encoding="utf-8"))
+    threads = os.cpu_count() or 1
+    out: dict = {"what": f"onnxruntime {ort.__version__}, CPUExecutionProvider, {threads} threads, batch {batch_size}"}
+    with tempfile.TemporaryDirectory(prefix="bench-encode-onnx-") as folder:
+        plain = os.path.join(folder, "model.onnx")
+
+        class LastHidden(torch.nn.Module):  # keyword inputs, one output: what the exporter traces
+            def __init__(self, model):
+                super().__init__()
+                self.model = model
+
+            def forward(self, input_ids, attention_mask):
+                return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+        model = AutoModel.from_pretrained(str(cache.spec.path), attn_implementation="eager").eval()
+        example = tokenizer(["a post", "another post, longer"], padding=True, return_tensors="pt")
+        with torch.no_grad():
+            torch.onnx.export(
+                LastHidden(model),
+                (example["input_ids"], example["attention_mask"]),
+                plain,
+                input_names=["input_ids", "attention_mask"],
+                output_names=["last_hidden_state"],
+                dynamic_axes={k: {0: "batch", 1: "seq"} for k in ("input_ids", "attention_mask", "last_hidden_state")},
+                opset_version=17,
+                dynamo=False,
+            )
+        optimized = optimize_model(
+            plain, model_type="bert", num_heads=config["num_attention_heads"], hidden_size=config["hidden_size"]
+        )
+        out["fused_operators"] = {k: v for k, v in optimized.get_fused_operator_statistics().items() if v}
+        fp32_path = os.path.join(folder, "model-opt.onnx")
+        optimized.save_model_to_file(fp32_path)
+        int8_path = os.path.join(folder, "model-int8.onnx")
+        import onnx
+
+        quantize_dynamic(  # the fused operators' outputs have no inferred type: float, as the message asks
+            fp32_path,
+            int8_path,
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+        ours = cache.embed(posts)
+
+        def encode(session, texts: list[str]) -> np.ndarray:
+            ids = tokenizer(texts, truncation=True, max_length=max_tokens, padding=False)["input_ids"]
+            order = np.argsort([len(i) for i in ids], kind="stable")
+            vec = np.empty((len(texts), config["hidden_size"]), np.float32)
+            for start in range(0, len(order), batch_size):
+                idx = order[start : start + batch_size]
+                width = max(len(ids[i]) for i in idx)
+                batch = np.full((len(idx), width), tokenizer.pad_token_id, np.int64)
+                mask = np.zeros((len(idx), width), np.int64)
+                for row, i in enumerate(idx):
+                    batch[row, : len(ids[i])] = ids[i]
+                    mask[row, : len(ids[i])] = 1
+                (states,) = session.run(None, {"input_ids": batch, "attention_mask": mask})
+                m = mask[:, :, None].astype(np.float32)
+                pooled = (states * m).sum(1) / np.maximum(m.sum(1), 1.0)
+                vec[idx] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+            return vec
+
+        vectors = {}
+        for name, path in (("fp32", fp32_path), ("int8", int8_path)):
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+            encode(session, posts[:256])  # warm-up
+            t0 = time.perf_counter()
+            vec = encode(session, posts)
+            seconds = time.perf_counter() - t0
+            vectors[name] = vec
+            cos = (vec * ours).sum(1) / np.linalg.norm(ours, axis=1)
+            out[name] = {
+                "posts_per_s": round(len(posts) / seconds, 1),
+                "textcause_over_peer": round(rate / (len(posts) / seconds), 2),
+                "cosine_to_cache_p1": round(float(np.percentile(cos, 1)), 5),
+                "cosine_to_cache_min": round(float(cos.min()), 5),
+            }
+        first = slice(0, min(1000, len(posts)))  # issue 18's int8 criterion: cosine to fp32 on 1,000 real posts
+        cos = (vectors["int8"][first] * vectors["fp32"][first]).sum(1)
+        out["int8"]["cosine_to_fp32_p1_first_1000"] = round(float(np.percentile(cos, 1)), 5)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default="twitter", help="a corpus name or path for load_histories")
@@ -257,6 +362,11 @@ def main() -> None:
         "--attention", default="auto", help="the encoder's attention: auto (textcause's on CPU), sdpa, eager"
     )
     parser.add_argument("--peer-batch-size", type=int, default=128)
+    parser.add_argument(
+        "--onnx",
+        action="store_true",
+        help="also time ONNX Runtime (fp32 with BERT's fusions, and int8) on the same posts (needs onnxruntime)",
+    )
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args()
 
@@ -368,6 +478,8 @@ def main() -> None:
         out["linear_plain_vs_packed"] = packed_rounds(args, posts)
     if not args.all and not args.no_peer and stats["n_encoded"]:
         out["peer"] = peer_run(cache, posts, args.max_tokens, args.peer_batch_size, rate)
+    if args.onnx and not args.all and stats["n_encoded"]:
+        out["onnxruntime"] = onnx_peer_run(cache, posts, args.max_tokens, args.batch_size, rate)
     print(json.dumps(out, indent=2))
     if tmp is not None:
         tmp.cleanup()
