@@ -25,7 +25,8 @@ issue 18's worker processes (two torch threads in one process); ``--attention sd
 attention kernel instead of textcause's (``--ab-attention N``: both, N rounds each, alternately,
 in this run); ``--ab-packed N`` the plain Linear layers against those packed once for oneDNN;
 ``--onnx`` ONNX Runtime too (fp32 with BERT's fused operators, and int8 by dynamic quantisation), on
-the same posts, batches and cap (skipped unless ``onnxruntime`` is installed). It also reports the truncation:
+the same posts, batch size and cap (its batches sorted by length over all the posts; skipped unless
+``onnxruntime`` is installed). It also reports the truncation:
 the share of posts longer than the token cap, from the untruncated token counts.
 """
 

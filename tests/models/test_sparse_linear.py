@@ -107,6 +107,7 @@ def test_scipys_kernel_is_used_only_where_it_adds_in_torchs_order(product, out, 
             ours, theirs = linear._scipy_product(m, dense), linear._product(x, dense)
         else:
             ours, theirs = linear._scipy_product(m.T, dense), linear._product(linear._transpose(x), dense)
+        torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)  # unequal only in the order of additions
         if scipy_agrees(product, out):
             assert torch.equal(ours, theirs)
         for key in (("forward", 1), ("gradient", out)):
@@ -148,6 +149,53 @@ def test_a_batch_and_its_cache_are_freed_as_soon_as_nothing_refers_to_the_batch(
     finally:
         if enabled:
             gc.enable()
+
+
+@pytest.mark.parametrize("out", [1, 10])
+def test_a_verdict_of_equal_sends_one_thread_products_to_scipy(out, monkeypatch):
+    """Where the probe finds SciPy's kernels equal (an AMD EPYC), they compute a one-thread batch's first
+    gradient without a transpose, and both products of a one-output layer."""
+    for key in (("forward", 1), ("gradient", out)):
+        monkeypatch.setitem(linear._AGREES, key, True)
+    m, x = _batch("csr", counts=True)
+    w = torch.randn(out, m.shape[1], requires_grad=True)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        y = sparse_matmul(x, w)
+        y.backward(torch.ones_like(y))
+    finally:
+        torch.set_num_threads(before)
+    batch = sparse_batch(x)
+    assert batch.view is not None and batch.transposed is None
+    dense = torch.from_numpy(m.toarray())
+    torch.testing.assert_close(y.detach(), dense @ w.detach().t(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(w.grad, torch.ones(m.shape[0], out).t() @ dense, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("out", [1, 10])
+def test_the_probe_runs_in_float32_under_bf16_autocast(out, monkeypatch):
+    """The probe may first run inside a bf16-mixed training step: it must neither fail (torch's sparse
+    kernels have no bf16) nor record a verdict from bf16 products."""
+    monkeypatch.setattr(linear, "_AGREES", {})
+    m, _ = _batch("csr", counts=True)
+    w = torch.randn(out, m.shape[1], requires_grad=True)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = sparse_matmul(to_torch_sparse(m, "csr"), w)
+            y.sum().backward()
+        verdicts = dict(linear._AGREES)
+        monkeypatch.setattr(linear, "_AGREES", {})
+        assert verdicts == {key: scipy_agrees(*key) for key in verdicts} and ("gradient", out) in verdicts
+        g = w.grad.clone()
+        w.grad = None
+        ref = sparse_matmul(to_torch_sparse(m, "csr"), w)
+        ref.sum().backward()
+    finally:
+        torch.set_num_threads(before)
+    assert y.dtype == torch.float32 and torch.equal(y.detach(), ref.detach()) and torch.equal(g, w.grad)
 
 
 def test_a_graph_of_the_gradient_takes_torchs_differentiable_product(threads):

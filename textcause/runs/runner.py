@@ -321,7 +321,7 @@ def run_benchmark(
                 status = 1
     p = line.update(final=True)
     failed = p.failed_since if retry_failed else p.failed
-    if p.ok + failed < p.total and status == 0:
+    if p.ok + failed < p.total:
         print(
             f"error: {p.total - p.ok - failed} cells were left unfinished; the same command runs them, "
             "keeping the finished ones.",

@@ -4,12 +4,11 @@
 
 Accepts dense float tensors and torch sparse tensors (COO or CSR) of shape (batch, input_dim);
 a sparse batch is never densified. Its product with the weight runs in CSR form, and the weight's
-gradient is ``x.T @ grad``. Which kernel computes each product is chosen per call, and a kernel is
-only chosen where it adds the same products in the same order as torch's, so the numbers do not
-depend on the choice (bit for bit, ``tests/models/test_sparse_linear.py``): SciPy's kernels are used
-only where :func:`scipy_agrees` found them equal to torch's to the bit on a probe matrix, once a
-process (on an AMD EPYC they are; on an Intel Xeon, whose MKL sparse kernel adds in another order,
-they are not, and torch's kernels compute everything):
+gradient is ``x.T @ grad``. Which kernel computes each product is chosen per call, so that the
+numbers do not depend on the choice (``tests/models/test_sparse_linear.py``): SciPy's kernels are
+used only where :func:`scipy_agrees` found them equal to torch's to the bit on a probe matrix, once
+a process (by earlier measurements an AMD EPYC is such a machine; on an Intel Xeon, whose MKL sparse
+kernel adds in another order, the probe finds them unequal and torch's kernels compute everything):
 
 * on the CPU with one intra-op thread (a grid worker, ``OMP_NUM_THREADS=1``), SciPy's
   single-threaded kernels on a SciPy view of the batch (its values shared) compute the gradient of a batch seen for
@@ -119,8 +118,9 @@ def sparse_batch(x: torch.Tensor) -> SparseBatch:
         csr = _as_csr(x)
         if csr is x:
             # an alias of a CSR batch (the same memory) that holds no reference to x: x.values() is an
-            # autograd view whose base is x, a link the garbage collector cannot see, so a cache holding
-            # it (or x) on x would keep every batch alive; detach() shares the memory without the link
+            # autograd view whose base is x, a link the garbage collector cannot see, so a cache on x
+            # holding it would keep every batch alive (x itself would be a cycle the collector frees
+            # only when it runs); detach() shares the memory without the link
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
                 csr = torch.sparse_csr_tensor(
@@ -145,7 +145,7 @@ _AGREES: dict[tuple[str, int], bool] = {}
 
 
 def _probe_matrix() -> sp.csr_matrix:
-    """A fixed sparse float32 matrix with rows of 1 to about 1,400 entries, some columns in every row
+    """A fixed sparse float32 matrix with rows of 8 to about 1,450 entries (8 columns are in every row)
     and values that are not small integers: sums whose bits depend on the order of the additions."""
     rng = np.random.default_rng(0)
     rows, cols = 256, 2048
@@ -161,18 +161,20 @@ def scipy_agrees(product: str, out: int) -> bool:
     Measured once a process for each product and output width on :func:`_probe_matrix`, with one
     torch thread: ``"forward"`` is ``x @ w`` (CSR), ``"gradient"`` is ``x.T @ grad`` (``x.T`` as
     CSC against torch's product with the built transpose). Where they differ, SciPy's kernels are
-    not used, so a result never depends on which kernel was chosen. (Seen: equal to the bit on a
-    2-core AMD EPYC; different on an Intel Xeon, whose MKL sparse kernel adds in another order.)
+    not used. The probe is one fixed matrix, not a proof: it stands for the kernels' order of
+    addition, which on the machines measured did not depend on the data (on a 2-core AMD EPYC every
+    product of a five-seed grid was torch's to the bit, before the probe existed; on an Intel Xeon,
+    whose MKL sparse kernel adds in another order, the probe finds every product unequal).
     """
     key = (product, int(out))
     if key not in _AGREES:
         m = _probe_matrix()
         k = m.shape[1] if product == "forward" else m.shape[0]
-        dense = torch.randn(k, key[1], generator=torch.Generator().manual_seed(0))
+        dense = torch.randn(k, key[1], generator=torch.Generator().manual_seed(0), dtype=torch.float32)
         before = torch.get_num_threads()
         torch.set_num_threads(1)
-        try:
-            with torch.no_grad(), warnings.catch_warnings():
+        try:  # float32 products whatever the caller's autocast (torch's sparse kernels have no bf16)
+            with torch.no_grad(), torch.autocast("cpu", enabled=False), warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
                 csr = torch.sparse_csr_tensor(
                     torch.from_numpy(m.indptr.astype(np.int64)),
