@@ -599,13 +599,10 @@ def _gone(pid: int) -> bool:
         return True
 
 
-@pytest.mark.slow  # a runner process with two forked workers, killed mid-run: about 15 s
-@pytest.mark.skipif(sys.platform != "linux", reason="the fork server and PR_SET_PDEATHSIG are Linux's")
-def test_a_killed_runner_takes_its_forked_workers_with_it(tmp_path, tiny_corpus):
+def _two_workers_with_a_cell(tmp_path, tiny_corpus, **popen):
+    """A runner process on 2 forked workers (12 cells), once both workers have claimed a cell: (process, pids)."""
     config = write_grid(tmp_path, tiny_corpus, levels=(1, 2, 3, 4), models=("oracle", "unadjusted", "lr_bigram_binary"))
-    proc = subprocess.Popen(
-        _command(config, tmp_path, "--workers", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    proc = subprocess.Popen(_command(config, tmp_path, "--workers", "2"), stdout=subprocess.DEVNULL, **popen)
     deadline, pids = time.monotonic() + 120, set()
     while len(pids) < 2 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
@@ -613,6 +610,13 @@ def test_a_killed_runner_takes_its_forked_workers_with_it(tmp_path, tiny_corpus)
             with contextlib.suppress(sa.exc.OperationalError):  # the tables are being created
                 pids = {r.pid for r in store.ledger(db(tmp_path), "tiny").values() if r.pid}
     assert len(pids) == 2 and proc.poll() is None, "both workers must have claimed a cell before the kill"
+    return proc, pids
+
+
+@pytest.mark.slow  # a runner process with two forked workers, killed mid-run: about 15 s
+@pytest.mark.skipif(sys.platform != "linux", reason="the fork server and PR_SET_PDEATHSIG are Linux's")
+def test_a_killed_runner_takes_its_forked_workers_with_it(tmp_path, tiny_corpus):
+    proc, pids = _two_workers_with_a_cell(tmp_path, tiny_corpus, stderr=subprocess.DEVNULL)
     assert all(not _gone(pid) for pid in pids)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -636,17 +640,7 @@ def test_a_dead_workers_exit_is_said_in_words():
 @pytest.mark.slow  # a runner process with two forked workers, one killed mid-run: about 15 s
 @pytest.mark.skipif(sys.platform != "linux", reason="the fork server is Linux's")
 def test_a_killed_worker_is_said_at_once_and_the_other_finishes_the_grid(tmp_path, tiny_corpus):
-    config = write_grid(tmp_path, tiny_corpus, levels=(1, 2, 3, 4), models=("oracle", "unadjusted", "lr_bigram_binary"))
-    proc = subprocess.Popen(
-        _command(config, tmp_path, "--workers", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    deadline, pids = time.monotonic() + 120, set()
-    while len(pids) < 2 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.2)
-        if (tmp_path / "out" / "results.db").exists():
-            with contextlib.suppress(sa.exc.OperationalError):  # the tables are being created
-                pids = {r.pid for r in store.ledger(db(tmp_path), "tiny").values() if r.pid}
-    assert len(pids) == 2 and proc.poll() is None, "both workers must have claimed a cell before the kill"
+    proc, pids = _two_workers_with_a_cell(tmp_path, tiny_corpus, stderr=subprocess.PIPE, text=True)
     os.kill(min(pids), signal.SIGKILL)  # as the out-of-memory killer does
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 1
