@@ -68,9 +68,9 @@ class BeforeSparseLinear(torch.autograd.Function):
 def before_sparse_matmul(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     cached = getattr(x, "_bench_before", None)
     if cached is None:
-        csr = linear._as_csr(x)
-        cached = (csr, linear._transpose(csr) if weight.requires_grad and torch.is_grad_enabled() else None)
-        x._bench_before = cached
+        cached = x._bench_before = [linear._as_csr(x), None]
+    if cached[1] is None and weight.requires_grad and torch.is_grad_enabled():  # also when an earlier call had none
+        cached[1] = linear._transpose(cached[0])
     return BeforeSparseLinear.apply(cached[0], cached[1], weight)
 
 

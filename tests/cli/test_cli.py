@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
 import re
@@ -141,6 +142,40 @@ def test_oracle_run_reproduces_true_propensity_estimates(tiny_corpus, tmp_path):
     assert strat["treatment_accuracy"] == pytest.approx(
         np.mean((task.propensity[test] > 0.5) == task.treatment[test]), abs=1e-12
     )
+
+
+@pytest.mark.parametrize("config", ["lr_bigram_binary.yaml", "nn_lda.yaml", "oracle.yaml"])
+def test_the_config_dumps_are_lightnings_own(tiny_corpus, tmp_path, monkeypatch, config):
+    """The CLI dumps its config without validating it a second time (faster): the mapping the model and
+    data module record as hyperparameters, and config.yaml, must be what Lightning's own methods make."""
+    from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
+
+    from textcause.runs.lightning_cli import TextCauseCLI
+
+    ours_then_lightnings = []
+    dump = TextCauseCLI._dump_config
+
+    def both(cli):  # at the same moment (an instantiation link is applied meanwhile)
+        if hasattr(cli, "config_dump"):
+            return
+        dump(cli)
+        ours = cli.config_dump
+        del cli.config_dump
+        LightningCLI._dump_config(cli)
+        ours_then_lightnings.append((copy.deepcopy(ours), cli.config_dump))
+        cli.config_dump = ours  # the instantiators then add the linked values (input_dim) to it
+
+    monkeypatch.setattr(TextCauseCLI, "_dump_config", both)
+    cli = make_cli(fit_args(tiny_corpus, tmp_path, config, "--trainer.max_epochs", "1"))
+    make_cli(config_args(tiny_corpus, config), run=False)  # the internal runs' CLI (no subcommand)
+    assert len(ours_then_lightnings) == 2
+    for k, (ours, lightnings) in enumerate(ours_then_lightnings):
+        assert ours == lightnings, k
+    assert cli.model.hparams["_instantiator"]  # the model recorded the dump (load_from_checkpoint support)
+    run_dir = Path(cli.trainer.log_dir)
+    reference = SaveConfigCallback(cli._parser("fit"), cli.config["fit"], config_filename="lightning.yaml")
+    reference.setup(cli.trainer, cli.model, "fit")
+    assert (run_dir / "config.yaml").read_text() == (run_dir / "lightning.yaml").read_text()
 
 
 def test_print_config_shows_resolved_values(capsys):

@@ -173,6 +173,33 @@ def test_a_verdict_of_equal_sends_one_thread_products_to_scipy(out, monkeypatch)
     torch.testing.assert_close(w.grad, torch.ones(m.shape[0], out).t() @ dense, rtol=1e-5, atol=1e-5)
 
 
+def test_the_transpose_of_a_batch_with_a_scipy_view_is_made_from_the_view_and_is_the_same(monkeypatch):
+    """Where SciPy computes the forward product but not the gradient (the verdicts differ), the transpose
+    for torch's gradient kernel is made from the batch's SciPy view: the same tensor, the same gradient."""
+    monkeypatch.setitem(linear._AGREES, ("forward", 1), True)
+    monkeypatch.setitem(linear._AGREES, ("gradient", 1), False)
+    m, _ = _batch("coo", counts=True)
+    m.data = m.data / 3.0
+    grads = []
+    for n_threads in (1, 2):
+        x = to_torch_sparse(m, "csr")
+        w = torch.ones(1, m.shape[1], requires_grad=True)
+        before = torch.get_num_threads()
+        torch.set_num_threads(n_threads)
+        try:
+            sparse_matmul(x, w).backward(torch.linspace(-1.0, 1.0, m.shape[0]).unsqueeze(1))
+        finally:
+            torch.set_num_threads(before)
+        grads.append(w.grad)
+        batch = sparse_batch(x)
+        assert batch.transposed is not None
+        assert (batch.view is not None) == (n_threads == 1)
+        plain = linear._transpose(batch.csr)  # made from the batch itself
+        for part in ("crow_indices", "col_indices", "values"):
+            assert torch.equal(getattr(batch.transposed, part)(), getattr(plain, part)())
+    assert torch.equal(grads[0], grads[1])
+
+
 @pytest.mark.parametrize("out", [1, 10])
 def test_the_probe_runs_in_float32_under_bf16_autocast(out, monkeypatch):
     """The probe may first run inside a bf16-mixed training step: it must neither fail (torch's sparse

@@ -84,7 +84,7 @@ class SparseBatch:
     def transpose(self) -> torch.Tensor:
         """The batch's transpose as CSR (built once)."""
         if self.transposed is None:
-            self.transposed = _transpose(self.csr)
+            self.transposed = _transpose(self.csr, self.view)
         return self.transposed
 
 
@@ -94,11 +94,14 @@ def _as_csr(x: torch.Tensor) -> torch.Tensor:
         return x if x.layout == torch.sparse_csr else x.coalesce().to_sparse_csr()
 
 
-def _transpose(csr: torch.Tensor) -> torch.Tensor:
+def _transpose(csr: torch.Tensor, view: Optional[sp.csr_matrix] = None) -> torch.Tensor:
+    """``csr``'s transpose as a torch CSR tensor (on CPU through SciPy, from ``view`` where the batch has one)."""
     if csr.device.type == "cpu":
-        m = sp.csr_matrix(
-            (csr.values().numpy(), csr.col_indices().numpy(), csr.crow_indices().numpy()), shape=tuple(csr.shape)
-        ).T.tocsr()
+        if view is None:
+            view = sp.csr_matrix(
+                (csr.values().numpy(), csr.col_indices().numpy(), csr.crow_indices().numpy()), shape=tuple(csr.shape)
+            )
+        m = view.T.tocsr()
         return torch.sparse_csr_tensor(
             torch.from_numpy(m.indptr.astype(np.int64)),
             torch.from_numpy(m.indices.astype(np.int64)),
