@@ -144,6 +144,19 @@ def test_oracle_run_reproduces_true_propensity_estimates(tiny_corpus, tmp_path):
     )
 
 
+def test_a_trainer_without_a_log_folder_is_one_clear_error_before_any_config_is_written():
+    from types import SimpleNamespace
+
+    from textcause.runs.lightning_cli import SaveAndLogConfig
+
+    callback = SaveAndLogConfig(parser=None, config={})
+    trainer = SimpleNamespace(log_dir=None)
+    with pytest.raises(ValueError, match="The trainer has no log folder to write config.yaml into"):
+        callback.setup(trainer, None, "fit")
+    callback.setup(trainer, None, "test")  # only a fit writes a config: nothing asked of the trainer
+    assert not callback.already_saved
+
+
 @pytest.mark.parametrize("config", ["lr_bigram_binary.yaml", "nn_lda.yaml", "oracle.yaml"])
 def test_the_config_dumps_are_lightnings_own(tiny_corpus, tmp_path, monkeypatch, config):
     """The CLI dumps its config without validating it a second time (faster): the mapping the model and

@@ -86,7 +86,11 @@ class SaveAndLogConfig(SaveConfigCallback):
             return
         if self.save_to_log_dir:
             log_dir = trainer.log_dir  # this broadcasts the directory
-            assert log_dir is not None
+            if log_dir is None:  # Lightning asserts it; a user should read what to change
+                raise ValueError(
+                    "The trainer has no log folder to write config.yaml into: give it a logger or a "
+                    "default_root_dir, or set save_config_kwargs={'save_to_log_dir': False}."
+                )
             config_path = os.path.join(log_dir, self.config_filename)
             fs = get_filesystem(log_dir)
             if not self.overwrite:
