@@ -26,6 +26,8 @@ MAX_MAGNITUDE = 1e100
 
 #: dtype kinds that hold numbers as numbers (bool, signed, unsigned, float).
 _NUMERIC = "biuf"
+#: The closed interval of float64 values strictly between 0 and 1.
+_ABOVE_ZERO, _BELOW_ONE = float(np.nextafter(0.0, 1.0)), float(np.nextafter(1.0, 0.0))
 
 
 def check_consistent_length(*arrays: Any) -> int:
@@ -42,12 +44,8 @@ def _what(x: Any) -> str:
     return f"a {type(x).__name__}" + (f" of dtype {dtype}" if dtype is not None else "")
 
 
-def as_1d_float(x: Any, name: str) -> np.ndarray:
-    """Convert ``x`` to a finite 1-D float64 array.
-
-    Numbers (bool, int, float, or strings of numbers) are converted; complex numbers, dates and
-    anything that is not an array of numbers are refused, never silently cast.
-    """
+def _to_1d_float(x: Any, name: str) -> np.ndarray:
+    """``x`` as a non-empty 1-D float64 array (its values not yet checked)."""
     try:
         raw = np.asarray(x)
         if raw.dtype.kind not in _NUMERIC + "OUS":
@@ -59,9 +57,39 @@ def as_1d_float(x: Any, name: str) -> np.ndarray:
         raise ValueError(f"Expected '{name}' to be a 1-D array. Got an array with shape {arr.shape} instead.")
     if arr.size == 0:
         raise ValueError(f"'{name}' is empty: at least one unit is needed.")
+    return arr
+
+
+def _all_within(arr: np.ndarray, low: float, high: float) -> bool:
+    """Whether every value of the non-empty float array lies in [low, high], which also means that
+    none is NaN or infinite (a NaN makes the minimum NaN): two passes, no temporary arrays."""
+    return bool(low <= arr.min() and arr.max() <= high)
+
+
+def _check_finite(arr: np.ndarray, name: str) -> None:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"'{name}' contains NaN or infinite values.")
+
+
+def as_1d_float(x: Any, name: str) -> np.ndarray:
+    """Convert ``x`` to a finite 1-D float64 array.
+
+    Numbers (bool, int, float, or strings of numbers) are converted; complex numbers, dates and
+    anything that is not an array of numbers are refused, never silently cast.
+    """
+    arr = _to_1d_float(x, name)
+    _check_finite(arr, name)
     return arr
+
+
+def as_bounded_float(x: Any, name: str, owner: str) -> np.ndarray:
+    """:func:`as_1d_float` then :func:`check_magnitude` (the same errors, in the same order), in two
+    passes over the values without temporaries when every value is finite and within bounds."""
+    arr = _to_1d_float(x, name)
+    if _all_within(arr, -MAX_MAGNITUDE, MAX_MAGNITUDE):
+        return arr
+    _check_finite(arr, name)
+    return check_magnitude(arr, name, owner)
 
 
 def check_magnitude(arr: np.ndarray, name: str, owner: str) -> np.ndarray:
@@ -157,7 +185,10 @@ def _count_treated(arr: np.ndarray) -> int | None:
 
 def check_propensity(p: Any, name: str = "propensity") -> np.ndarray:
     """Return ``p`` as float64, strictly inside (0, 1) and finite."""
-    arr = as_1d_float(p, name)
+    arr = _to_1d_float(p, name)
+    if _all_within(arr, _ABOVE_ZERO, _BELOW_ONE):  # the usual case: two passes, no temporaries
+        return arr
+    _check_finite(arr, name)
     bad = (arr <= 0.0) | (arr >= 1.0)
     if np.any(bad):
         i = int(np.flatnonzero(bad)[0])
@@ -170,7 +201,10 @@ def check_propensity(p: Any, name: str = "propensity") -> np.ndarray:
 
 def check_probability(p: Any, name: str = "propensity") -> np.ndarray:
     """Return ``p`` as float64 inside the closed interval [0, 1] (for metrics, not weights)."""
-    arr = as_1d_float(p, name)
+    arr = _to_1d_float(p, name)
+    if _all_within(arr, 0.0, 1.0):  # the usual case: two passes, no temporaries
+        return arr
+    _check_finite(arr, name)
     bad = (arr < 0.0) | (arr > 1.0)
     if np.any(bad):
         i = int(np.flatnonzero(bad)[0])

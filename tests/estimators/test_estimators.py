@@ -187,6 +187,32 @@ def test_propensity_strata_rank_rule():
     assert set(propensity_strata(np.full(7, 0.3), 10)) == {4}
 
 
+@pytest.mark.parametrize("n", [7, 60, 2_000])
+@pytest.mark.parametrize("n_strata", [2, 10, 5_000])
+@pytest.mark.parametrize("decimals", [None, 1, 2, 3])
+def test_propensity_strata_follow_scipys_average_ranks(n, n_strata, decimals):
+    """The rank rule against scipy.stats.rankdata(method="average"): without ties, with ties that
+    stay inside a stratum (the positions alone decide) and with runs of ties across boundaries."""
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(n + n_strata)
+    p = rng.uniform(0.06, 0.94, size=n)
+    if decimals is not None:
+        p = np.round(p, decimals)
+    expected = (n_strata * (rankdata(p, method="average") - 1) // n).astype(np.int64)
+    np.testing.assert_array_equal(propensity_strata(p, n_strata), expected)
+
+
+def test_ties_inside_strata_keep_their_positions_strata():
+    """Pairs of ties that never cross a boundary (5 strata of 2 units; 4 strata of 3 cross)."""
+    p = np.repeat([0.1, 0.3, 0.5, 0.7, 0.9], 2)
+    np.testing.assert_array_equal(propensity_strata(p, 5), [0, 0, 1, 1, 2, 2, 3, 3, 4, 4])
+    p = np.repeat([0.1, 0.3, 0.5, 0.7], 3)  # boundaries at positions 3, 6, 9: no run crosses
+    np.testing.assert_array_equal(propensity_strata(p, 4), np.repeat([0, 1, 2, 3], 3))
+    p = np.repeat([0.1, 0.3, 0.5], 4)  # 4 strata of 3: runs of 4 cross, each goes to its mean rank
+    np.testing.assert_array_equal(propensity_strata(p, 4), np.repeat([0, 1, 3], 4))
+
+
 def test_matching_equals_sklearn_nearest_neighbors(small):
     from sklearn.neighbors import NearestNeighbors
 

@@ -8,7 +8,7 @@ import pytest
 from textcause.estimators import bootstrap_ci, bootstrap_indices, ipw, unadjusted
 from textcause.estimators.bootstrap import _draws
 from textcause.estimators.weighting import ipw_columns
-from textcause.validation import check_treatment
+from textcause.validation import MAX_MAGNITUDE, as_bounded_float, check_probability, check_propensity, check_treatment
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint8, np.uint64, bool, np.float32, np.float64])
@@ -38,6 +38,36 @@ def test_treatment_check_without_sorting(dtype):
 def test_treatment_values_outside_zero_one_are_named(bad, shown):
     with pytest.raises(ValueError, match=r"The treatment 't' must be binary \(0/1\)\. Got values " + shown):
         check_treatment(bad)
+
+
+def test_the_two_pass_value_checks_accept_exactly_what_the_elementwise_checks_accept():
+    tiny, below_one = np.nextafter(0.0, 1.0), np.nextafter(1.0, 0.0)
+    edges = np.array([tiny, 0.5, below_one])
+    assert check_propensity(edges) is edges  # strictly inside (0, 1), to the last float: kept, not copied
+    for bad in (0.0, -0.0, 1.0, -tiny, 1.5):
+        with pytest.raises(ValueError, match=r"strictly between 0 and 1\. Got .* at index 1 \(1 values out of range\)"):
+            check_propensity(np.array([0.5, bad, 0.5]))
+    assert check_probability(np.array([0.0, 1.0])).tolist() == [0.0, 1.0]
+    with pytest.raises(ValueError, match=r"must lie in \[0, 1\]\. Got (np\.float64\()?1\.5\)? at index 2"):
+        check_probability(np.array([0.0, 1.0, 1.5]))
+    big = np.array([-MAX_MAGNITUDE, 0.0, MAX_MAGNITUDE])
+    assert as_bounded_float(big, "y", "ipw") is big
+    with pytest.raises(ValueError, match=r"The 'y' values of ipw must have magnitude <= 1e\+100, .* at index 1"):
+        as_bounded_float(np.array([0.0, np.nextafter(MAX_MAGNITUDE, np.inf)]), "y", "ipw")
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_nan_or_infinity_is_named_as_such_by_every_value_check(bad):
+    """A NaN or an infinity anywhere fails the two-pass range test and then gets its own message
+    (not the range's or the magnitude's), as the elementwise checks said."""
+    values = np.array([0.5, 0.25, bad, 0.75])
+    for check in (
+        lambda v: check_propensity(v, "propensity"),
+        lambda v: check_probability(v, "propensity"),
+        lambda v: as_bounded_float(v, "propensity", "ipw"),
+    ):
+        with pytest.raises(ValueError, match=r"^'propensity' contains NaN or infinite values\.$"):
+            check(values)
 
 
 @pytest.mark.parametrize("spread", [1.0, 12.0])  # 12: weights up to ~1e5 in one arm

@@ -10,9 +10,8 @@ import numpy as np
 
 from textcause.estimators.types import Estimate
 from textcause.validation import (
-    as_1d_float,
+    as_bounded_float,
     check_consistent_length,
-    check_magnitude,
     check_propensity,
     check_that,
     check_treatment,
@@ -41,10 +40,10 @@ def prepare(
         ValueError: wrong shape, NaN, one treatment class, propensity outside (0, 1), outcomes
             so large that sums overflow, or inputs of different lengths.
     """
-    out = [check_treatment(t, "t"), check_magnitude(as_1d_float(y, "y"), "y", owner)]
+    out = [check_treatment(t, "t"), as_bounded_float(y, "y", owner)]
     if propensity is not None:
         out.append(check_propensity(propensity, "propensity"))
-    out.extend(check_magnitude(as_1d_float(a, name), name, owner) for name, a in extra)
+    out.extend(as_bounded_float(a, name, owner) for name, a in extra)
     check_consistent_length(*out)
     return tuple(out)
 

@@ -30,11 +30,13 @@ def tie_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         positions ``starts[g]:ends[g]``.
     """
     order = np.argsort(values)
-    s = values[order]
+    return (order, *_runs(values[order]))
+
+
+def _runs(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The [start, end) positions of each run of equal values of the sorted array ``s``."""
     change = np.flatnonzero(s[1:] != s[:-1]) + 1
-    starts = np.concatenate(([0], change))
-    ends = np.concatenate((change, [s.size]))
-    return order, starts, ends
+    return np.concatenate(([0], change)), np.concatenate((change, [s.size]))
 
 
 def strata_of_positions(starts: np.ndarray, ends: np.ndarray, n: int, n_strata: int) -> np.ndarray:
@@ -72,10 +74,25 @@ def propensity_strata(propensity: Any, n_strata: int = 10) -> np.ndarray:
 
 
 def _strata(p: np.ndarray, n_strata: int) -> np.ndarray:
-    order, starts, ends = tie_groups(p)
-    group_stratum = strata_of_positions(starts, ends, p.size, n_strata)
-    out = np.empty(p.size, dtype=np.int64)
-    out[order] = np.repeat(group_stratum, ends - starts)
+    """:func:`propensity_strata` of validated propensities.
+
+    A run of ties takes the stratum of its mean rank, which is its positions' own stratum
+    (``floor(n_strata * position / n)``, all equal) unless the run crosses a stratum boundary. So
+    when no boundary falls inside a run (always without ties) the strata follow from the sorted
+    positions alone; otherwise every run's stratum is computed from its mean rank.
+    """
+    n = p.size
+    order = np.argsort(p)
+    s = p[order]
+    # the first sorted position of each stratum 1 .. n_strata - 1 (ceil(j n / n_strata)), inside [1, n)
+    firsts = -(-np.arange(1, n_strata, dtype=np.int64) * n // n_strata)
+    firsts = firsts[firsts < n]
+    out = np.empty(n, dtype=np.int64)
+    if not np.any(s[firsts - 1] == s[firsts]):
+        out[order] = np.arange(n, dtype=np.int64) * n_strata // n
+        return out
+    starts, ends = _runs(s)
+    out[order] = np.repeat(strata_of_positions(starts, ends, n, n_strata), ends - starts)
     return out
 
 

@@ -16,9 +16,8 @@ import numpy as np
 
 from textcause.estimators.weighting import ipw
 from textcause.validation import (
-    as_1d_float,
+    as_bounded_float,
     check_consistent_length,
-    check_magnitude,
     check_propensity,
     check_real,
     check_treatment,
@@ -84,7 +83,7 @@ def arbour_dimmery_bounds(t: Any, y: Any, propensity: Any, true_propensity: Any)
             weight beyond :data:`~textcause.validation.MAX_WEIGHT`.
     """
     t = check_treatment(t)
-    y = check_magnitude(as_1d_float(y, "y"), "y", _OWNER)
+    y = as_bounded_float(y, "y", _OWNER)
     p_hat = check_propensity(propensity, "propensity")
     p = check_propensity(true_propensity, "true_propensity")
     check_consistent_length(t, y, p_hat, p)
