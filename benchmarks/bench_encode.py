@@ -6,7 +6,10 @@ the projections cost 2 x (4 h^2 + 2 h i) FLOPs (Q, K, V, output: 4 h^2 multiply-
 block: 2 h i) and attention 2 x 2 h s (scores and weighted sum over s tokens): 24 h^2 + 4 h s when
 i = 4 h, about 21.5 MFLOP for all-MiniLM-L6-v2 at s = 34. The ceiling in posts/s is the matmul peak
 divided by (FLOPs per token x mean real tokens per post); padding and everything that is not a
-matmul count against the fraction.
+matmul count against the fraction. A second, lower ceiling is the encoder's own layout: one
+single-threaded process per core, all multiplying at once, each process's median product rate
+summed (``side_by_side_peak``): on a host whose cores share their matrix units it is what the
+encoder's worker processes can get at most, and the script prints the fraction of both.
 
     .venv/bin/python benchmarks/bench_encode.py                       # 20,000 distinct Twitter posts, temp cache
     .venv/bin/python benchmarks/bench_encode.py --n 5000
@@ -26,13 +29,16 @@ attention kernel instead of textcause's (``--ab-attention N``: both, N rounds ea
 in this run); ``--ab-packed N`` the plain Linear layers against those packed once for oneDNN;
 ``--onnx`` ONNX Runtime too (fp32 with BERT's fused operators, and int8 by dynamic quantisation), on
 the same posts, batch size and cap (its batches sorted by length over all the posts; skipped unless
-``onnxruntime`` is installed). It also reports the truncation:
+``onnxruntime`` is installed); ``--openvino`` OpenVINO too (the model converted from PyTorch, bf16
+inference precision, one request on every core and one single-threaded stream per core; skipped
+unless ``openvino`` is installed). It also reports the truncation:
 the share of posts longer than the token cap, from the untruncated token counts.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -80,6 +86,60 @@ def matmul_peak(dtype_name: str, n: int = 2048, min_s: float = 1.0, repeats: int
                 best_cpu = min(best_cpu, time.process_time() - c0)
                 done += 1
     return 2 * n**3 / best / 1e9, 2 * n**3 / best_cpu / 1e9
+
+
+def _side_by_side_child(n: int, seconds: float, barrier, queue) -> None:
+    """One of :func:`side_by_side_peak`'s processes: one torch thread, bf16 (n x n) products for ``seconds``."""
+    import torch
+
+    from textcause.features.packed_linear import PackedLinear, can_pack
+
+    torch.set_num_threads(1)
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(n, n, generator=gen).to(torch.bfloat16)
+    b = torch.randn(n, n, generator=gen).to(torch.bfloat16)
+    product = functools.partial(torch.mm, a, b)
+    if can_pack():  # the form the encoder's layers use
+        linear = torch.nn.Linear(n, n, bias=False, dtype=torch.bfloat16)
+        linear.weight.data = b
+        layer = PackedLinear(linear)
+        product = functools.partial(layer, a)
+    rates = []
+    with torch.inference_mode():
+        product()  # warm-up (and the packing)
+        barrier.wait()
+        start = time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            t0 = time.perf_counter()
+            product()
+            rates.append(2 * n**3 / (time.perf_counter() - t0) / 1e9)
+    queue.put(rates)
+
+
+def side_by_side_peak(n: int = 2048, seconds: float = 3.0) -> dict[str, float]:
+    """bf16 GFLOP/s in the encoder's own layout: one single-threaded process per core (as its worker
+    processes run), all repeating an (n x n) product for ``seconds`` at the same time. ``sustained``
+    sums each process's median product rate, ``best`` each one's fastest product. Where the cores
+    share their matrix units (seen on a host with AMX, whose two cores' products side by side ran
+    at about half their speed alone most of the time), this is the most the encoder's products can
+    reach; ``matmul_peak`` (one process on every core, its fastest product) can be twice it."""
+    import multiprocessing
+    import statistics
+
+    k = os.cpu_count() or 1
+    ctx = multiprocessing.get_context("fork")
+    barrier, queue = ctx.Barrier(k), ctx.Queue()
+    procs = [ctx.Process(target=_side_by_side_child, args=(n, seconds, barrier, queue)) for _ in range(k)]
+    for proc in procs:
+        proc.start()
+    rates = [queue.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    return {
+        "processes": k,
+        "sustained": sum(statistics.median(r) for r in rates),
+        "best": sum(max(r) for r in rates),
+    }
 
 
 def flops_per_token(config: dict, seq: float) -> float:
@@ -213,6 +273,62 @@ def peer_run(cache, posts: list[str], max_tokens: int, batch_size: int, rate: fl
     }
 
 
+def _last_hidden(model):
+    """``model`` as a module of (input_ids, attention_mask) with one output, the last hidden state:
+    what the exporters trace."""
+    import torch
+
+    class LastHidden(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    return LastHidden(model)
+
+
+def _sorted_batches(tokenizer, texts: list[str], max_tokens: int, batch_size: int):
+    """(indices, input ids, attention mask) of batches of ``texts`` sorted by length over all of them,
+    each padded to its longest post (int64 numpy arrays), as the engines below take them."""
+    import numpy as np
+
+    ids = tokenizer(texts, truncation=True, max_length=max_tokens, padding=False)["input_ids"]
+    order = np.argsort([len(i) for i in ids], kind="stable")
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        width = max(len(ids[i]) for i in idx)
+        batch = np.full((len(idx), width), tokenizer.pad_token_id, np.int64)
+        mask = np.zeros((len(idx), width), np.int64)
+        for row, i in enumerate(idx):
+            batch[row, : len(ids[i])] = ids[i]
+            mask[row, : len(ids[i])] = 1
+        yield idx, batch, mask
+
+
+def _mean_pool(states, mask):
+    """Mean over the attention mask, L2-normalised (all-MiniLM-L6-v2's pooling), as float32."""
+    import numpy as np
+
+    m = mask[:, :, None].astype(np.float32)
+    pooled = (np.asarray(states, dtype=np.float32) * m).sum(1) / np.maximum(m.sum(1), 1.0)
+    return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+
+def _engine_row(vec, ours, seconds: float, rate: float) -> dict:
+    """posts/s of an engine's encode, the ratio textcause / engine and the cosines of its vectors to the cache."""
+    import numpy as np
+
+    cos = (vec * ours).sum(1) / np.linalg.norm(ours, axis=1)
+    return {
+        "posts_per_s": round(len(vec) / seconds, 1),
+        "textcause_over_peer": round(rate / (len(vec) / seconds), 2),
+        "cosine_to_cache_p1": round(float(np.percentile(cos, 1)), 5),
+        "cosine_to_cache_min": round(float(cos.min()), 5),
+    }
+
+
 def onnx_peer_run(cache, posts: list[str], max_tokens: int, batch_size: int, rate: float) -> dict:
     """ONNX Runtime on the same posts: the model exported to ONNX (fp32), BERT's fusions applied by
     ONNX Runtime's transformer optimizer, then also quantised to int8 (dynamic, per-channel weights):
@@ -235,20 +351,11 @@ def onnx_peer_run(cache, posts: list[str], max_tokens: int, batch_size: int, rat
     out: dict = {"what": f"onnxruntime {ort.__version__}, CPUExecutionProvider, {threads} threads, batch {batch_size}"}
     with tempfile.TemporaryDirectory(prefix="bench-encode-onnx-") as folder:
         plain = os.path.join(folder, "model.onnx")
-
-        class LastHidden(torch.nn.Module):  # keyword inputs, one output: what the exporter traces
-            def __init__(self, model):
-                super().__init__()
-                self.model = model
-
-            def forward(self, input_ids, attention_mask):
-                return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-
         model = AutoModel.from_pretrained(str(cache.spec.path), attn_implementation="eager").eval()
         example = tokenizer(["a post", "another post, longer"], padding=True, return_tensors="pt")
         with torch.no_grad():
             torch.onnx.export(
-                LastHidden(model),
+                _last_hidden(model),
                 (example["input_ids"], example["attention_mask"]),
                 plain,
                 input_names=["input_ids", "attention_mask"],
@@ -276,21 +383,10 @@ def onnx_peer_run(cache, posts: list[str], max_tokens: int, batch_size: int, rat
         ours = cache.embed(posts)
 
         def encode(session, texts: list[str]) -> np.ndarray:
-            ids = tokenizer(texts, truncation=True, max_length=max_tokens, padding=False)["input_ids"]
-            order = np.argsort([len(i) for i in ids], kind="stable")
             vec = np.empty((len(texts), config["hidden_size"]), np.float32)
-            for start in range(0, len(order), batch_size):
-                idx = order[start : start + batch_size]
-                width = max(len(ids[i]) for i in idx)
-                batch = np.full((len(idx), width), tokenizer.pad_token_id, np.int64)
-                mask = np.zeros((len(idx), width), np.int64)
-                for row, i in enumerate(idx):
-                    batch[row, : len(ids[i])] = ids[i]
-                    mask[row, : len(ids[i])] = 1
+            for idx, batch, mask in _sorted_batches(tokenizer, texts, max_tokens, batch_size):
                 (states,) = session.run(None, {"input_ids": batch, "attention_mask": mask})
-                m = mask[:, :, None].astype(np.float32)
-                pooled = (states * m).sum(1) / np.maximum(m.sum(1), 1.0)
-                vec[idx] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+                vec[idx] = _mean_pool(states, mask)
             return vec
 
         vectors = {}
@@ -300,19 +396,70 @@ def onnx_peer_run(cache, posts: list[str], max_tokens: int, batch_size: int, rat
             session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
             encode(session, posts[:256])  # warm-up
             t0 = time.perf_counter()
-            vec = encode(session, posts)
-            seconds = time.perf_counter() - t0
-            vectors[name] = vec
-            cos = (vec * ours).sum(1) / np.linalg.norm(ours, axis=1)
-            out[name] = {
-                "posts_per_s": round(len(posts) / seconds, 1),
-                "textcause_over_peer": round(rate / (len(posts) / seconds), 2),
-                "cosine_to_cache_p1": round(float(np.percentile(cos, 1)), 5),
-                "cosine_to_cache_min": round(float(cos.min()), 5),
-            }
+            vectors[name] = encode(session, posts)
+            out[name] = _engine_row(vectors[name], ours, time.perf_counter() - t0, rate)
         first = slice(0, min(1000, len(posts)))  # issue 18's int8 criterion: cosine to fp32 on 1,000 real posts
         cos = (vectors["int8"][first] * vectors["fp32"][first]).sum(1)
         out["int8"]["cosine_to_fp32_p1_first_1000"] = round(float(np.percentile(cos, 1)), 5)
+    return out
+
+
+def openvino_peer_run(cache, posts: list[str], max_tokens: int, batch_size: int, rate: float) -> dict:
+    """OpenVINO on the same posts: the model converted from PyTorch (``openvino.convert_model``, the
+    eager attention graph, which OpenVINO fuses into its own attention; dynamic batch and length) and
+    compiled for the CPU with bf16 inference precision (AMX / AVX-512 bf16 where the CPU has them),
+    run two ways: one inference request on every core (the ``LATENCY`` hint), and one stream of one
+    thread per core with batches queued asynchronously (the ``THROUGHPUT`` hint: the analogue of our
+    worker processes). Same length-sorted batches (over all the posts), cap and mean pooling as
+    :func:`onnx_peer_run`: posts/s, the ratio textcause / peer, cosines to the cache."""
+    import numpy as np
+    import torch
+
+    try:
+        import openvino as ov
+    except ImportError:
+        return {"skipped": "openvino is not installed (pip install openvino)"}
+    from transformers import AutoModel
+
+    tokenizer = cache.encoder.tokenizer
+    hidden = json.loads((cache.spec.path / "config.json").read_text(encoding="utf-8"))["hidden_size"]
+    threads = os.cpu_count() or 1
+    model = AutoModel.from_pretrained(str(cache.spec.path), attn_implementation="eager").eval()
+    example = tokenizer(["a post", "another post, longer"], padding=True, return_tensors="pt")
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        converted = ov.convert_model(
+            _last_hidden(model), example_input=(example["input_ids"], example["attention_mask"])
+        )
+    out: dict = {"what": f"openvino {ov.get_version()}, CPU, bf16 hint, batch {batch_size}"}
+    out["convert_s"] = round(time.perf_counter() - t0, 1)
+    ours = cache.embed(posts)
+    core = ov.Core()
+    for name, hint in (("latency", "LATENCY"), ("throughput", "THROUGHPUT")):
+        settings = {"PERFORMANCE_HINT": hint, "INFERENCE_PRECISION_HINT": "bf16"}
+        settings.update({"INFERENCE_NUM_THREADS": threads} if hint == "LATENCY" else {"NUM_STREAMS": threads})
+        compiled = core.compile_model(converted, "CPU", settings)
+        queue = ov.AsyncInferQueue(compiled, 1 if hint == "LATENCY" else threads)
+
+        def encode(texts: list[str], queue=queue) -> np.ndarray:
+            vec = np.empty((len(texts), hidden), np.float32)
+
+            def done(request, userdata):
+                idx, mask = userdata
+                vec[idx] = _mean_pool(request.get_output_tensor(0).data, mask)
+
+            queue.set_callback(done)
+            for idx, batch, mask in _sorted_batches(tokenizer, texts, max_tokens, batch_size):
+                queue.start_async([batch, mask], (idx, mask))
+            queue.wait_all()
+            return vec
+
+        encode(posts[:256])  # warm-up
+        t0 = time.perf_counter()
+        vec = encode(posts)
+        out[name] = _engine_row(vec, ours, time.perf_counter() - t0, rate)
+        out[name]["inference_precision"] = str(compiled.get_property("INFERENCE_PRECISION_HINT"))
+        out[name]["streams"] = int(compiled.get_property("NUM_STREAMS"))
     return out
 
 
@@ -368,6 +515,11 @@ def main() -> None:
         action="store_true",
         help="also time ONNX Runtime (fp32 with BERT's fusions, and int8) on the same posts (needs onnxruntime)",
     )
+    parser.add_argument(
+        "--openvino",
+        action="store_true",
+        help="also time OpenVINO (bf16, one request on all cores and one stream per core) on the same posts",
+    )
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args()
 
@@ -377,6 +529,7 @@ def main() -> None:
 
     load = os.getloadavg()[0]
     peak = {p: matmul_peak(p) for p in ("fp32", "bf16")}
+    side_before = side_by_side_peak()
     t0 = time.perf_counter()
     posts = corpus_posts(args.corpus, args.max_posts, with_bank=args.all)
     read_s = time.perf_counter() - t0
@@ -411,6 +564,8 @@ def main() -> None:
     # The load changes while we run: the ceiling uses the higher of the peaks before and after (the
     # stricter ceiling; both are printed).
     after = {p: matmul_peak(p) for p in ("fp32", "bf16")}
+    side_after = side_by_side_peak()
+    side = max(side_before["sustained"], side_after["sustained"])
     before = peak
     peak_cpu = {p: max(before[p][1], after[p][1]) for p in before}
     peak = {p: max(before[p][0], after[p][0]) for p in before}
@@ -428,6 +583,9 @@ def main() -> None:
         "matmul_gflops_before": {k: round(v[0]) for k, v in before.items()},
         "matmul_gflops_after": {k: round(v[0]) for k, v in after.items()},
         "matmul_gflops_ceiling": {k: round(v) for k, v in peak.items()},
+        "bf16_side_by_side_gflops": {
+            when: {k: round(v) for k, v in r.items()} for when, r in (("before", side_before), ("after", side_after))
+        },
         "cache_folder": str(cache.folder),
         "disk_bytes": usage,
         "peak_rss_mb": round(peak_rss_mb),
@@ -448,6 +606,10 @@ def main() -> None:
                 "mflop_per_token": round(fpt / 1e6, 2),
                 "ceiling_posts_per_s": {k: round(v) for k, v in ceiling.items()},
                 "fraction_of_bf16_ceiling": round(rate / ceiling["bf16"], 3),
+                # Against the sustained products of one single-threaded process per core side by side
+                # (the encoder's layout; the higher of before and after): where the cores share their
+                # matrix units this ceiling is lower than the one above.
+                "fraction_of_side_by_side_bf16": round(rate * fpt * mean_tokens / (side * 1e9), 3),
                 "achieved_gflops": round(rate * mean_tokens * fpt / 1e9, 1),
                 # The same fraction per CPU second of this process: robust to other processes' load.
                 "fraction_of_bf16_ceiling_cpu_time": round(
@@ -481,6 +643,8 @@ def main() -> None:
         out["peer"] = peer_run(cache, posts, args.max_tokens, args.peer_batch_size, rate)
     if args.onnx and not args.all and stats["n_encoded"]:
         out["onnxruntime"] = onnx_peer_run(cache, posts, args.max_tokens, args.batch_size, rate)
+    if args.openvino and not args.all and stats["n_encoded"]:
+        out["openvino"] = openvino_peer_run(cache, posts, args.max_tokens, args.batch_size, rate)
     print(json.dumps(out, indent=2))
     if tmp is not None:
         tmp.cleanup()
