@@ -120,9 +120,10 @@ def side_by_side_peak(n: int = 2048, seconds: float = 3.0) -> dict[str, float]:
     """bf16 GFLOP/s in the encoder's own layout: one single-threaded process per core (as its worker
     processes run), all repeating an (n x n) product for ``seconds`` at the same time. ``sustained``
     sums each process's median product rate, ``best`` each one's fastest product. Where the cores
-    share their matrix units (seen on a host with AMX, whose two cores' products side by side ran
-    at about half their speed alone most of the time), this is the most the encoder's products can
-    reach; ``matmul_peak`` (one process on every core, its fastest product) can be twice it."""
+    share their matrix units (seen on a host with AMX: two single-threaded products side by side
+    each ran at 400-500 GFLOP/s instead of about 1,100 for much of a 30 s run), this is the most
+    the encoder's products can reach; ``matmul_peak`` (one process on every core, its fastest
+    product) can be twice it."""
     import multiprocessing
     import statistics
 
