@@ -61,22 +61,10 @@ def matmul_peak(dtype_name: str, n: int = 2048, min_s: float = 1.0, repeats: int
     own products could beat would not be one."""
     import torch
 
-    from textcause.features.packed_linear import PackedLinear, can_pack
-
     torch.set_num_threads(os.cpu_count() or 1)
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
-    gen = torch.Generator().manual_seed(0)
-    a = torch.randn(n, n, generator=gen).to(dtype)
-    b = torch.randn(n, n, generator=gen).to(dtype)
-    products = [lambda: torch.mm(a, b)]
-    if dtype is torch.bfloat16 and can_pack():
-        linear = torch.nn.Linear(n, n, bias=False, dtype=dtype)
-        linear.weight.data = b
-        layer = PackedLinear(linear)  # the encoder's packed layer: packs on its first call (the warm-up)
-        products.append(lambda: layer(a))
     best = best_cpu = float("inf")
     with torch.inference_mode():  # as the encoder runs (a packed layer's fast path needs it)
-        for product in products:
+        for product in _products(dtype_name, n):
             product()  # warm-up
             start, done = time.perf_counter(), 0
             while done < repeats or time.perf_counter() - start < min_s:
@@ -88,22 +76,33 @@ def matmul_peak(dtype_name: str, n: int = 2048, min_s: float = 1.0, repeats: int
     return 2 * n**3 / best / 1e9, 2 * n**3 / best_cpu / 1e9
 
 
-def _side_by_side_child(n: int, seconds: float, barrier, queue) -> None:
-    """One of :func:`side_by_side_peak`'s processes: one torch thread, bf16 (n x n) products for ``seconds``."""
+def _products(dtype_name: str, n: int) -> list:
+    """The timed forms of an (n x n) @ (n x n) product: ``torch.mm``, then in bf16 (where oneDNN can
+    pack) the encoder's packed layer (:class:`textcause.features.packed_linear.PackedLinear`, which
+    packs its weight on its first call: the callers' warm-up)."""
     import torch
 
     from textcause.features.packed_linear import PackedLinear, can_pack
 
-    torch.set_num_threads(1)
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
     gen = torch.Generator().manual_seed(0)
-    a = torch.randn(n, n, generator=gen).to(torch.bfloat16)
-    b = torch.randn(n, n, generator=gen).to(torch.bfloat16)
-    product = functools.partial(torch.mm, a, b)
-    if can_pack():  # the form the encoder's layers use
-        linear = torch.nn.Linear(n, n, bias=False, dtype=torch.bfloat16)
+    a = torch.randn(n, n, generator=gen).to(dtype)
+    b = torch.randn(n, n, generator=gen).to(dtype)
+    products = [functools.partial(torch.mm, a, b)]
+    if dtype is torch.bfloat16 and can_pack():
+        linear = torch.nn.Linear(n, n, bias=False, dtype=dtype)
         linear.weight.data = b
-        layer = PackedLinear(linear)
-        product = functools.partial(layer, a)
+        products.append(functools.partial(PackedLinear(linear), a))
+    return products
+
+
+def _side_by_side_child(n: int, seconds: float, barrier, queue) -> None:
+    """One of :func:`side_by_side_peak`'s processes: one torch thread, bf16 (n x n) products for
+    ``seconds``, in the form the encoder's layers use (the packed one where there is one)."""
+    import torch
+
+    torch.set_num_threads(1)
+    product = _products("bf16", n)[-1]
     rates = []
     with torch.inference_mode():
         product()  # warm-up (and the packing)
@@ -125,6 +124,7 @@ def side_by_side_peak(n: int = 2048, seconds: float = 3.0) -> dict[str, float]:
     the encoder's products can reach; ``matmul_peak`` (one process on every core, its fastest
     product) can be twice it."""
     import multiprocessing
+    import queue as queues
     import statistics
 
     k = os.cpu_count() or 1
@@ -133,7 +133,12 @@ def side_by_side_peak(n: int = 2048, seconds: float = 3.0) -> dict[str, float]:
     procs = [ctx.Process(target=_side_by_side_child, args=(n, seconds, barrier, queue)) for _ in range(k)]
     for proc in procs:
         proc.start()
-    rates = [queue.get() for _ in procs]
+    try:  # a process that failed before the barrier leaves the others waiting there: give up, say so
+        rates = [queue.get(timeout=seconds + 120) for _ in procs]
+    except queues.Empty:
+        for proc in procs:
+            proc.kill()
+        raise SystemExit("side_by_side_peak: a product process did not report back (see its traceback above)") from None
     for proc in procs:
         proc.join()
     return {
