@@ -1,6 +1,8 @@
 """LightningModules for propensity scores; the networks themselves live in ``components``.
 
 - :class:`PropensityModel`: trains an injected network (``LogisticRegression``, ``MLP``, ...).
+- :class:`TunedLogisticRegression`: a logistic regression whose penalty kind and strength scikit-learn
+  fits and the validation log-loss chooses (the LR baselines of the weld grids).
 - :class:`JointModel`: a propensity head and two outcome heads (``JointLinear``, ``JointSHERBERT``)
   trained together; its outcome predictions feed AIPW and TMLE.
 - :class:`OracleModel`, :class:`UnadjustedModel`: the paper's reference baselines.
@@ -12,6 +14,7 @@ from textcause.models.baselines import OracleModel, UnadjustedModel
 from textcause.models.components import MLP, JointLinear, JointSHERBERT, LogisticRegression
 from textcause.models.joint import JointModel
 from textcause.models.propensity import PropensityModel, PropensityModule, build_net, net_config
+from textcause.models.tuned_lr import TunedLogisticRegression
 
 __all__ = [
     "MLP",
@@ -23,6 +26,7 @@ __all__ = [
     "PredictionCollector",
     "PropensityModel",
     "PropensityModule",
+    "TunedLogisticRegression",
     "UnadjustedModel",
     "build_net",
     "net_config",

@@ -13,6 +13,7 @@ overlap figure (:mod:`textcause.runs.run_figure`) are written after them.
 from __future__ import annotations
 
 import csv
+import json
 import io
 import math
 import warnings
@@ -307,7 +308,20 @@ def evaluate_predictions(
         "true_ate": task.true_ate,
         "sample_ate": task.sample_ate,
     }
+    chosen = model_choice(model)
+    if chosen is not None:  # a model that chose its own hyperparameters on validation records them
+        meta["tuned"] = chosen
     return [{**meta, **r} for r in rows], meta
+
+
+def model_choice(model: Any) -> Optional[str]:
+    """What ``model`` chose on validation itself (``chosen_hyperparameters()``) as the ``tuned`` column's JSON.
+
+    None for a model that chooses nothing.
+    """
+    choose = getattr(model, "chosen_hyperparameters", None)
+    chosen = choose() if callable(choose) else None
+    return json.dumps(dict(chosen), sort_keys=True, separators=(",", ":")) if chosen else None
 
 
 def append_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:

@@ -60,6 +60,13 @@ def tuned_label(params: Mapping[str, Any]) -> str:
     return json.dumps(dict(params), sort_keys=True, separators=(",", ":"))
 
 
+def _merged_label(params: Mapping[str, Any], own: Optional[str]) -> str:
+    """The grid's chosen options and what the model chose itself (a row's ``tuned`` already set), as one JSON."""
+    merged = dict(json.loads(own)) if own else {}
+    merged.update(params)
+    return tuned_label(merged)
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One point of the search, fitted and scored on the validation split."""
@@ -156,7 +163,6 @@ def fit_tuned(settings: RunSettings, search: Search) -> tuple[RunResult, Candida
     best, candidates = select(settings, search, run_dir)
     selection_s = time.perf_counter() - started
     result = evaluate_run(best.log_dir, settings.evaluation, csv_dir=run_dir, figure=settings.writes_figure)
-    label = tuned_label(best.params)
-    result.rows = [{**r, "tuned": label} for r in result.rows]
+    result.rows = [{**r, "tuned": _merged_label(best.params, r.get("tuned"))} for r in result.rows]
     result.train_seconds = selection_s
     return result, best, candidates

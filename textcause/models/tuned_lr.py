@@ -1,0 +1,358 @@
+"""A logistic-regression propensity model tuned as a careful reviewer tunes it, solved by scikit-learn.
+
+:class:`TunedLogisticRegression` fits, in one training epoch, a scikit-learn
+:class:`~sklearn.linear_model.LogisticRegression` for every point of a search over the penalty
+kind and its strength, and keeps the one with the lowest validation log-loss:
+
+* ``l1``: liblinear (coordinate descent on the primal), every C of ``Cs``;
+* ``l2``: liblinear's dual solver (the right one when users are fewer than features), every C;
+* ``elasticnet``: saga, every ``l1_ratio`` of ``l1_ratios`` and every C of ``Cs`` up to
+  ``elasticnet_max_C``, warm-started along the path from the smallest C. saga's epochs grow with C
+  and its optimum sits at strong penalties on these tasks, where its fits are cheap.
+
+Features are divided by each column's largest absolute value on the training users first
+(scikit-learn's :class:`~sklearn.preprocessing.MaxAbsScaler`: binary features are unchanged, counts
+land in [0, 1], sparsity is kept); the scale is folded back into the coefficients afterwards, so the
+fitted weights apply to the raw features. The chosen weights live in the module's
+``net`` (a :class:`~textcause.models.components.LogisticRegression`): the checkpoint holds tensors
+only, prediction and ``textcause predict`` are the plain linear layer, and what was chosen
+(penalty, C, l1_ratio, the validation log-loss of every candidate) is saved in the module's extra
+state and returned by :meth:`TunedLogisticRegression.chosen_hyperparameters`, which evaluation
+writes into every result row's ``tuned`` column.
+
+The search sees the training users (to fit) and the validation users (to choose) only; the test
+split is never touched. The Weld et al. paper tuned every model on validation; a linear baseline
+tuned on the L2 strength alone is not the strongest honest version of itself (CONVENTIONS 21).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Sequence
+from typing import Any, Optional
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch import nn
+
+from textcause.models.propensity import (
+    Batch,
+    PropensityModel,
+    PropensityModule,
+    as_net,
+    save_net_config,
+    world_size,
+)
+from textcause.validation import check_options, check_real
+
+PENALTIES = ("l1", "l2", "elasticnet")
+#: The default strengths: C = 1 / lambda from 0.01 to 100, half a decade apart.
+DEFAULT_CS = tuple(float(c) for c in np.logspace(-2, 2, 9))
+SCALES = ("maxabs", "none")
+_OWNER = "TunedLogisticRegression"
+
+
+def _as_scipy(x: Any) -> Any:
+    """A batch's features as a SciPy CSR matrix (sparse) or a float64 numpy array (dense)."""
+    if isinstance(x, torch.Tensor) and x.layout in (torch.sparse_coo, torch.sparse_csr):
+        csr = x if x.layout == torch.sparse_csr else x.coalesce().to_sparse_csr()
+        return sp.csr_matrix(
+            (
+                csr.values().detach().double().numpy(),
+                csr.col_indices().numpy(),
+                csr.crow_indices().numpy(),
+            ),
+            shape=tuple(csr.shape),
+        )
+    if isinstance(x, torch.Tensor):
+        return x.detach().double().numpy()
+    raise ValueError(f"{_OWNER} needs n-gram or topic features (a tensor per batch). Got {type(x).__name__} instead.")
+
+
+def _stack(parts: Sequence[Any]) -> Any:
+    return sp.vstack(parts, format="csr") if sp.issparse(parts[0]) else np.concatenate(parts)
+
+
+def _log_loss(t: np.ndarray, logits: np.ndarray) -> float:
+    """The mean binary cross-entropy of logits (the models' ``val_loss``), stable for large logits."""
+    t = np.asarray(t, dtype=np.float64)
+    return float(np.mean(np.logaddexp(0.0, logits) - t * logits))
+
+
+def _candidates(penalties: Sequence[str], cs: Sequence[float], l1_ratios: Sequence[float], en_max_c: float):
+    """``(penalty, l1_ratio, C)`` in the order they are fitted (each penalty's path from the smallest C)."""
+    out = []
+    for penalty in penalties:
+        if penalty == "elasticnet":
+            out += [(penalty, float(r), float(c)) for r in l1_ratios for c in sorted(cs) if c <= en_max_c]
+        else:
+            out += [(penalty, 1.0 if penalty == "l1" else 0.0, float(c)) for c in sorted(cs)]
+    return out
+
+
+def _estimator(penalty: str, l1_ratio: float, c: float, seed: int) -> Any:
+    from sklearn.linear_model import LogisticRegression
+
+    if penalty == "elasticnet":
+        return LogisticRegression(
+            C=c, l1_ratio=l1_ratio, solver="saga", tol=1e-3, max_iter=300, warm_start=True, random_state=seed
+        )
+    dual = penalty == "l2"  # liblinear's dual L2 solver: fast when users are fewer than features
+    return LogisticRegression(C=c, l1_ratio=l1_ratio, solver="liblinear", dual=dual, max_iter=1000, random_state=seed)
+
+
+def fit_path(
+    x_train: Any,
+    t_train: np.ndarray,
+    x_val: Any,
+    t_val: np.ndarray,
+    *,
+    penalties: Sequence[str] = PENALTIES,
+    cs: Sequence[float] = DEFAULT_CS,
+    l1_ratios: Sequence[float] = (0.5,),
+    elasticnet_max_c: float = 1.0,
+    seed: int = 0,
+) -> tuple[np.ndarray, float, dict[str, Any]]:
+    """Fit every candidate on the training rows and keep the lowest validation log-loss.
+
+    ``x_train`` / ``x_val`` are already scaled. Ties go to the candidate fitted first (the stronger
+    penalty, then the order of ``penalties``).
+
+    Returns:
+        ``(coef, intercept, chosen)``: the chosen model's weights and ``{"penalty", "C", "l1_ratio",
+        "val_loss", "candidates": [[penalty, l1_ratio, C, val_loss, iterations], ...], "seconds"}``.
+
+    Raises:
+        ValueError: the training rows hold one class only.
+    """
+    t_train = np.asarray(t_train).astype(np.int64)
+    if np.unique(t_train).size < 2:
+        raise ValueError(f"{_OWNER} needs treated and untreated users in its training split; it has one class only.")
+    started = time.perf_counter()
+    best: Optional[tuple[float, np.ndarray, float, tuple[str, float, float]]] = None
+    rows = []
+    warm: dict[float, Any] = {}
+    for penalty, l1_ratio, c in _candidates(penalties, cs, l1_ratios, elasticnet_max_c):
+        if penalty == "elasticnet" and l1_ratio in warm:  # the path: start from the previous C's solution
+            model = warm[l1_ratio]
+            model.set_params(C=c)
+        else:
+            model = _estimator(penalty, l1_ratio, c, seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ConvergenceWarning at weak penalties: such fits are scored as they are
+            model.fit(x_train, t_train)
+        if penalty == "elasticnet":
+            warm[l1_ratio] = model
+        coef = np.asarray(model.coef_, dtype=np.float64).ravel().copy()
+        intercept = float(np.asarray(model.intercept_).ravel()[0])
+        logits = np.asarray(x_val @ coef).ravel() + intercept
+        loss = _log_loss(t_val, logits)
+        rows.append([penalty, l1_ratio, c, loss, int(np.max(model.n_iter_))])
+        if math.isfinite(loss) and (best is None or loss < best[0]):
+            best = (loss, coef, intercept, (penalty, l1_ratio, c))
+    if best is None:
+        raise ValueError(f"No candidate of {_OWNER}'s search gave a finite validation log-loss.")
+    loss, coef, intercept, (penalty, l1_ratio, c) = best
+    chosen = {
+        "penalty": penalty,
+        "C": c,
+        "l1_ratio": l1_ratio,
+        "val_loss": loss,
+        "candidates": rows,
+        "seconds": time.perf_counter() - started,
+    }
+    return coef, intercept, chosen
+
+
+def maxabs_scale(x_train: Any) -> np.ndarray:
+    """Each column's largest absolute value on the training rows (1 for an all-zero column)."""
+    from sklearn.preprocessing import MaxAbsScaler
+
+    scale = np.asarray(MaxAbsScaler().fit(x_train).scale_, dtype=np.float64)
+    scale[scale == 0] = 1.0
+    return scale
+
+
+def _scaled(x: Any, scale: np.ndarray) -> Any:
+    return x.multiply(1.0 / scale).tocsr() if sp.issparse(x) else x / scale
+
+
+class TunedLogisticRegression(PropensityModule):
+    """Logistic regression on n-gram / topic features, penalty kind and strength chosen on validation.
+
+    See the module docstring for the search. Train it for one epoch with a batch size that holds the
+    training split or more batches (they are gathered); the fit happens at the epoch's last training
+    batch, reading the validation split from the data module's ``val_dataloader()``.
+
+    Args:
+        net: a :class:`~textcause.models.components.LogisticRegression` (its ``input_dim`` is filled
+            by the CLI); the chosen weights are copied into it.
+        penalties: the penalty kinds searched, any of ``l1``, ``l2``, ``elasticnet``.
+        Cs: the strengths searched (scikit-learn's C = 1 / lambda; None: 0.01 to 100, 9 values).
+        l1_ratios: elastic-net mixing values searched (each in (0, 1)).
+        elasticnet_max_C: the elastic net's path stops at this C (see the module docstring).
+        feature_scaling: ``maxabs`` (divide each column by its largest training value, folded back into the
+            weights) or ``none``.
+
+    Raises:
+        ValueError: an unknown penalty or scale, an empty or non-positive C list, an l1_ratio outside (0, 1).
+    """
+
+    def __init__(
+        self,
+        net: nn.Module,
+        penalties: Sequence[str] = PENALTIES,
+        Cs: Optional[Sequence[float]] = None,
+        l1_ratios: Sequence[float] = (0.5,),
+        elasticnet_max_C: float = 1.0,
+        feature_scaling: str = "maxabs",
+    ) -> None:
+        super().__init__()
+        self.net = as_net(net, _OWNER)
+        if isinstance(penalties, str) or not penalties:
+            raise ValueError(
+                f"The 'penalties' parameter of {_OWNER} must be a non-empty list of {list(PENALTIES)}. "
+                f"Got {penalties!r} instead."
+            )
+        self.penalties = tuple(check_options(p, "penalties", _OWNER, PENALTIES) for p in penalties)
+        cs = DEFAULT_CS if Cs is None else tuple(Cs)
+        if not cs:
+            raise ValueError(f"The 'Cs' parameter of {_OWNER} must be a non-empty list of floats > 0. Got [] instead.")
+        self.cs = tuple(check_real(c, "Cs", _OWNER, low=0.0, low_open=True) for c in cs)
+        self.l1_ratios = tuple(
+            check_real(r, "l1_ratios", _OWNER, low=0.0, high=1.0, low_open=True, high_open=True) for r in l1_ratios
+        )
+        if "elasticnet" in self.penalties and not self.l1_ratios:
+            raise ValueError(f"The 'l1_ratios' parameter of {_OWNER} must name at least one value for 'elasticnet'.")
+        self.elasticnet_max_c = check_real(elasticnet_max_C, "elasticnet_max_C", _OWNER, low=0.0, low_open=True)
+        self.feature_scaling = check_options(feature_scaling, "feature_scaling", _OWNER, SCALES)
+        self.automatic_optimization = False  # nothing for Lightning to optimise: the fit is scikit-learn's
+        self._chosen: dict[str, Any] = {}
+        self._parts: list[tuple[np.ndarray, Any, np.ndarray]] = []
+        self.save_hyperparameters(ignore=["net"])
+        save_net_config(self, _OWNER)
+
+    # ------------------------------------------------------------------ the fit
+    def configure_optimizers(self) -> None:
+        return None
+
+    def on_train_epoch_start(self) -> None:
+        self._parts = []
+
+    def training_step(self, batch: Batch, batch_idx: int) -> None:
+        """Gather the epoch's training rows; at its last batch, fit the search and stop training."""
+        if world_size(self) > 1:
+            raise ValueError(f"{_OWNER} fits in one process: train it with trainer.devices=1.")
+        self._parts.append((batch["index"].numpy(), _as_scipy(batch["x"]), batch["t"].numpy()))
+        if batch_idx + 1 < self.trainer.num_training_batches:
+            return
+        x_train, t_train = self._gather(self._parts)
+        x_val, t_val = self._gather(
+            [(b["index"].numpy(), _as_scipy(b["x"]), b["t"].numpy()) for b in self.trainer.datamodule.val_dataloader()]
+        )
+        self._parts = []
+        coef, intercept, chosen = self._fit(x_train, t_train, x_val, t_val, seed=int(torch.initial_seed()) % 2**31)
+        self._set_weights(coef, intercept)
+        self._chosen = chosen
+        self.optimizers().step()  # the fit is the run's one step: no parameter, nothing updated
+        for name, value in (("chosen_C", chosen["C"]), ("chosen_val_loss", chosen["val_loss"])):
+            self.log(name, float(value), on_step=False, on_epoch=True, batch_size=1)
+        self.trainer.should_stop = True
+
+    @staticmethod
+    def _gather(parts: Sequence[tuple[np.ndarray, Any, np.ndarray]]) -> tuple[Any, np.ndarray]:
+        """The rows of ``parts`` in unit-index order (the fit does not depend on the batches' shuffle)."""
+        if not parts:
+            raise ValueError(f"{_OWNER} got no rows to fit on: the split is empty.")
+        index = np.concatenate([p[0] for p in parts])
+        order = np.argsort(index, kind="stable")
+        return _stack([p[1] for p in parts])[order], np.concatenate([p[2] for p in parts])[order]
+
+    def _fit(self, x_train: Any, t_train: np.ndarray, x_val: Any, t_val: np.ndarray, *, seed: int):
+        scale = maxabs_scale(x_train) if self.feature_scaling == "maxabs" else np.ones(x_train.shape[1])
+        coef, intercept, chosen = fit_path(
+            _scaled(x_train, scale),
+            t_train,
+            _scaled(x_val, scale),
+            t_val,
+            penalties=self.penalties,
+            cs=self.cs,
+            l1_ratios=self.l1_ratios,
+            elasticnet_max_c=self.elasticnet_max_c,
+            seed=seed,
+        )
+        return coef / scale, intercept, chosen
+
+    def _set_weights(self, coef: np.ndarray, intercept: float) -> None:
+        linear = self.net.linear
+        with torch.no_grad():
+            linear.weight.copy_(torch.as_tensor(coef, dtype=linear.weight.dtype).view_as(linear.weight))
+            if linear.bias is not None:
+                linear.bias.fill_(intercept)
+            elif intercept != 0.0:
+                raise ValueError(f"{_OWNER} fits an intercept: its net must have bias=True.")
+
+    # ------------------------------------------------------------------ prediction
+    def forward(self, x: Any) -> torch.Tensor:
+        """Logits of P(T=1 | x), shape (B,)."""
+        return self.net(x)
+
+    def propensity_and_loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        return PropensityModel._propensity_and_loss(self.net, batch)
+
+    def chosen_hyperparameters(self) -> dict[str, Any]:
+        """What the search chose: ``{"penalty", "C", "l1_ratio"}`` (``{}`` before a fit)."""
+        c = self._chosen
+        if not c:
+            return {}
+        out = {"penalty": c["penalty"], "C": c["C"]}
+        if c["penalty"] == "elasticnet":
+            out["l1_ratio"] = c["l1_ratio"]
+        return out
+
+    # ------------------------------------------------------------------ refitting intervals
+    refittable = True
+
+    def refit(
+        self,
+        train: Batch,
+        val: Batch,
+        predict: Batch,
+        *,
+        max_steps: int = 1,
+        patience: Optional[int] = None,
+        seed: int = 0,
+    ) -> torch.Tensor:
+        """Refit the chosen penalty and C on ``train`` and return its propensities on ``predict``.
+
+        The choice made once per cell is kept (a refitting interval refits the model as chosen);
+        ``val``, ``max_steps`` and ``patience`` are not used. This model is left unchanged.
+
+        Raises:
+            ValueError: the model was never fitted.
+        """
+        if not self._chosen:
+            raise ValueError(f"This {_OWNER} has not been fitted: there is no chosen penalty to refit.")
+        c = self._chosen
+        x = _as_scipy(train["x"])
+        scale = maxabs_scale(x) if self.feature_scaling == "maxabs" else np.ones(x.shape[1])
+        model = _estimator(c["penalty"], c["l1_ratio"], c["C"], seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(_scaled(x, scale), train["t"].numpy().astype(np.int64))
+        coef = np.asarray(model.coef_, dtype=np.float64).ravel() / scale
+        logits = np.asarray(_as_scipy(predict["x"]) @ coef).ravel() + float(np.asarray(model.intercept_).ravel()[0])
+        p = torch.sigmoid(torch.as_tensor(logits, dtype=torch.float32))
+        return p.clamp(1e-6, 1.0 - 1e-6)
+
+    # ------------------------------------------------------------------ the checkpoint
+    def get_extra_state(self) -> dict[str, Any]:
+        return dict(self._chosen)
+
+    def set_extra_state(self, state: Any) -> None:
+        if state and not (isinstance(state, dict) and {"penalty", "C", "l1_ratio"} <= set(state)):
+            raise ValueError(f"The checkpoint's {_OWNER} state is not a chosen penalty: refit it with train.py fit.")
+        self._chosen = dict(state or {})
