@@ -13,8 +13,8 @@ overlap figure (:mod:`textcause.runs.run_figure`) are written after them.
 from __future__ import annotations
 
 import csv
-import json
 import io
+import json
 import math
 import warnings
 from collections.abc import Sequence
