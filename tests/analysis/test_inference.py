@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from textcause.analysis.agreement import bound_tightness, cross_corpus_agreement
+from textcause.analysis.agreement import cross_corpus_agreement, narrower_than_ad
 from textcause.analysis.frame import load_results, normalise
 from textcause.analysis.inference import (
     compare,
@@ -281,13 +281,13 @@ def test_load_results_sources(tmp_path, monkeypatch):
 def test_normalise_derivations_and_errors():
     df = pd.DataFrame(
         [
-            row(task="sample_size", level=2, n_used=90, n_dropped=10, ci_tighter_than_bound="True", covers_truth=0),
+            row(task="sample_size", level=2, n_used=90, n_dropped=10, covers_truth=0),
             row(seed=1, ate=float("nan"), error="no stratum with both groups"),
         ]
     ).drop(columns=["status"])
     out = normalise(df)
     assert out.loc[0, "n_test"] == 100 and out.loc[0, "n_train"] == pytest.approx(0.8 * 100 * 0.5)
-    assert out.loc[0, "ci_tighter_than_bound"] == 1.0 and out.loc[0, "covers_truth"] == 0.0
+    assert out.loc[0, "covers_truth"] == 0.0 and np.isnan(out.loc[0, "ci_narrower_than_ad"])
     assert out.loc[0, "bias"] == pytest.approx(0.0) and list(out["status"]) == ["ok", "failed"]
     assert list(out["usable"]) == [True, False]
     with pytest.raises(ValueError, match="lacks the columns \\['true_ate'\\]"):
@@ -307,15 +307,44 @@ def test_simulated_results_are_deterministic():
 # ---------------------------------------------------------------- Appendix A and G
 
 
-def test_bound_tightness_counts():
+def test_narrower_than_ad_counts_ipw_rows_only():
     flags = [True, True, False, None]
-    rows = [row(seed=s, ci_tighter_than_bound=f) for s, f in enumerate(flags)]
-    rows.append(row(seed=5, estimator="ipw", ci_tighter_than_bound=True))
-    rows.append(row(seed=6, estimator="ipw", ci_tighter_than_bound=True, status="failed"))
-    table = bound_tightness(pd.DataFrame(rows)).set_index("estimator")
-    assert table.loc["stratified", "text"] == "2 of 3 cells"
-    assert table.loc["ipw", "text"] == "1 of 1 cells"
-    assert table.loc["all", "text"] == "3 of 4 cells" and table.loc["all", "share"] == pytest.approx(0.75)
+    rows = [row(seed=s, estimator="ipw", ci_narrower_than_ad=f) for s, f in enumerate(flags)]
+    rows.append(row(seed=6, estimator="ipw", ci_narrower_than_ad=True, status="failed"))
+    # Another estimator's row with a flag (as older tables had) is not counted: the interval is IPW's.
+    rows += [row(seed=s, estimator=e, ci_narrower_than_ad=True) for s in range(3) for e in ("stratified", "unadjusted")]
+    table = narrower_than_ad(pd.DataFrame(rows)).set_index("estimator")
+    assert list(table.index) == ["ipw", "all"]
+    assert table.loc["ipw", "text"] == table.loc["all", "text"] == "2 of 3 cells"
+    assert table.loc["all", "share"] == pytest.approx(2 / 3)
+
+
+def test_a_table_with_the_old_bound_columns_reads_under_the_new_names(tmp_path):
+    """A results.csv written before the rename (bound_low, bound_high, ci_tighter_than_bound on every row)."""
+    old = pd.DataFrame(
+        [
+            row(estimator="unadjusted", bound_low=0.1, bound_high=0.7, ci_tighter_than_bound=False),
+            row(estimator="ipw", ate=0.38, bound_low=0.11, bound_high=0.65, ci_tighter_than_bound=True),
+            row(estimator="stratified", bound_low=0.11, bound_high=0.65, ci_tighter_than_bound=True),
+        ]
+    )
+    path = tmp_path / "results.csv"
+    old.to_csv(path, index=False)
+    assert "bound_low" in path.read_text().splitlines()[0]
+    data = load_results(path).set_index("estimator")
+    assert not {"bound_low", "bound_high", "ci_tighter_than_bound"} & set(data.columns)
+    assert (data.loc["ipw", "ad_low"], data.loc["ipw", "ad_high"], data.loc["ipw", "ci_narrower_than_ad"]) == (
+        0.11,
+        0.65,
+        1.0,
+    )
+    assert data.loc[["unadjusted", "stratified"], ["ad_low", "ad_high", "ci_narrower_than_ad"]].isna().all().all()
+    assert narrower_than_ad(path).set_index("estimator").loc["all", "text"] == "1 of 1 cells"
+    # a table holding both names (half migrated): the new value wins, a missing one is taken from the old
+    both = old.assign(ad_low=[None, 0.2, None]).drop(columns=["bound_high"])
+    read = normalise(both).set_index("estimator")
+    assert read.loc["ipw", "ad_low"] == 0.2 and np.isnan(read.loc["ipw", "ad_high"])
+    assert normalise(old.assign(ad_low=[None, None, None])).set_index("estimator").loc["ipw", "ad_low"] == 0.11
 
 
 def test_cross_corpus_agreement_by_hand():

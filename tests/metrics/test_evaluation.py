@@ -7,6 +7,7 @@ import pytest
 
 from textcause import estimators as est
 from textcause import metrics as met
+from textcause.metrics.ad_interval import arbour_dimmery_interval, interval_narrower_than_ad
 from textcause.metrics.evaluation import (
     ECE_BINS,
     PROPENSITY_METRICS,
@@ -15,6 +16,7 @@ from textcause.metrics.evaluation import (
     format_table,
     propensity_metrics,
 )
+from textcause.metrics.schema import AD_COLUMNS, AD_ESTIMATORS
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +85,9 @@ def test_intervals_and_outcome_models(units):
     aipw = rows[-1]
     assert aipw["estimator"] == "aipw" and aipw["ate"] == est.aipw(t, y, p, mu0, mu1).ate
     assert aipw["ci_low"] <= aipw["ate"] <= aipw["ci_high"] and isinstance(aipw["covers_truth"], bool)
-    assert aipw["bound_low"] <= aipw["bound_high"]
+    assert not any(c in aipw for c in AD_COLUMNS)  # the Arbour-Dimmery interval is IPW's alone
+    ipw = rows[1]
+    assert ipw["estimator"] == "ipw" and ipw["ad_low"] <= ipw["ate"] <= ipw["ad_high"]
     again = evaluate_propensities(
         t, y, p, true_propensity=q, true_ate=0.3, estimators=["ipw", "aipw"], n_boot=50, seed=1, mu0=mu0, mu1=mu1
     )
@@ -91,6 +95,28 @@ def test_intervals_and_outcome_models(units):
     with pytest.warns(UserWarning, match=r"aipw needs outcome-model predictions \(mu0, mu1\)"):
         names = [r["estimator"] for r in evaluate_propensities(t, y, p, estimators=["aipw"], n_boot=0)]
     assert names == ["unadjusted"]
+
+
+def test_the_arbour_dimmery_interval_is_on_the_ipw_row_only(units):
+    t, y, p, q = units["t"], units["y"], units["p_hat"], units["p"]
+    rows = evaluate_propensities(t, y, p, true_propensity=q, true_ate=0.3, n_boot=30, seed=2)
+    assert AD_ESTIMATORS == ("ipw",) and [r["estimator"] for r in rows] == [
+        "unadjusted",
+        "ipw",
+        "stratified",
+        "matching",
+    ]
+    carrying = [r["estimator"] for r in rows if any(c in r for c in AD_COLUMNS)]
+    assert carrying == ["ipw"]
+    ipw, ad = rows[1], arbour_dimmery_interval(t, y, p, q)
+    assert (ipw["ad_low"], ipw["ad_high"]) == (ad.low, ad.high)
+    assert ipw["ad_low"] + ipw["ad_high"] == pytest.approx(2 * ipw["ate"], abs=1e-12)  # centred on IPW's estimate
+    assert ipw["ci_narrower_than_ad"] is interval_narrower_than_ad(ipw["ci_low"], ipw["ci_high"], ad)
+    # no true propensities, no interval; no IPW row, no interval computed at all
+    assert not any(c in r for r in evaluate_propensities(t, y, p, n_boot=0) for c in AD_COLUMNS)
+    no_ipw = evaluate_propensities(t, y, p, true_propensity=q, estimators=["stratified"], n_boot=0)
+    assert [r["estimator"] for r in no_ipw] == ["unadjusted", "stratified"]
+    assert not any(c in r for r in no_ipw for c in AD_COLUMNS)
 
 
 def test_undefined_estimates_are_reported_and_bad_data_refused(units):

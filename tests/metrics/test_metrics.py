@@ -7,12 +7,12 @@ import pytest
 
 from textcause.estimators import Estimate, ipw
 from textcause.metrics import (
-    Bounds,
-    arbour_dimmery_bounds,
+    ADInterval,
+    arbour_dimmery_interval,
     bias,
     brier_score,
     expected_calibration_error,
-    interval_tighter_than_bounds,
+    interval_narrower_than_ad,
     iptw_weight_mse,
     propensity_brier,
     spearman,
@@ -108,7 +108,7 @@ def test_bias_sign():
     assert bias(0.5, 0.4) == pytest.approx(0.1)
 
 
-def test_arbour_dimmery_bounds_hand_computation():
+def test_arbour_dimmery_interval_hand_computation():
     t = np.array([1, 0, 1, 0])
     y = np.array([1.0, 0.5, 2.0, 1.0])
     p_hat = np.array([0.6, 0.3, 0.5, 0.6])
@@ -116,25 +116,25 @@ def test_arbour_dimmery_bounds_hand_computation():
     s = (p_hat - p) ** 2
     b1 = abs((y[0] / p[0] * s[0] / p_hat[0] ** 2 + y[2] / p[2] * s[2] / p_hat[2] ** 2) / 4)
     b0 = abs((y[1] / (1 - p[1]) * s[1] / (1 - p_hat[1]) ** 2 + y[3] / (1 - p[3]) * s[3] / (1 - p_hat[3]) ** 2) / 4)
-    b = arbour_dimmery_bounds(t, y, p_hat, p)
+    b = arbour_dimmery_interval(t, y, p_hat, p)
     est = ipw(t, y, p_hat)
     assert (b.b0, b.b1) == (pytest.approx(b0, abs=1e-15), pytest.approx(b1, abs=1e-15))
-    assert b.lower == pytest.approx(est.ate - b0 - b1, abs=1e-12)
-    assert b.upper == pytest.approx(est.ate + b0 + b1, abs=1e-12)
+    assert b.low == pytest.approx(est.ate - b0 - b1, abs=1e-12)
+    assert b.high == pytest.approx(est.ate + b0 + b1, abs=1e-12)
     assert b.width == pytest.approx(2 * (b0 + b1))
 
 
-def test_bounds_collapse_with_the_true_propensity(units):
-    b = arbour_dimmery_bounds(units["t"], units["y"], units["p"], units["p"])
+def test_ad_interval_collapses_with_the_true_propensity(units):
+    b = arbour_dimmery_interval(units["t"], units["y"], units["p"], units["p"])
     assert b.b0 == b.b1 == 0.0
-    assert b.lower == b.upper == pytest.approx(ipw(units["t"], units["y"], units["p"]).ate)
-    noisy = arbour_dimmery_bounds(units["t"], units["y"], units["p_hat"], units["p"])
-    assert noisy.lower < noisy.upper
-    assert (noisy.b0, noisy.b1, noisy.lower, noisy.upper) == pytest.approx(
+    assert b.low == b.high == pytest.approx(ipw(units["t"], units["y"], units["p"]).ate)
+    noisy = arbour_dimmery_interval(units["t"], units["y"], units["p_hat"], units["p"])
+    assert noisy.low < noisy.high
+    assert (noisy.b0, noisy.b1, noisy.low, noisy.high) == pytest.approx(
         (0.16509610967675276, 1.5782945135750552, -1.1877359497123265, 2.2990452967912893), rel=1e-9
     )  # seed 0, pinned
-    assert interval_tighter_than_bounds(noisy.lower + 0.01, noisy.upper - 0.01, noisy)
-    assert not interval_tighter_than_bounds(noisy.lower - 0.01, noisy.upper, noisy)
+    assert interval_narrower_than_ad(noisy.low + 0.01, noisy.high - 0.01, noisy)
+    assert not interval_narrower_than_ad(noisy.low - 0.01, noisy.high, noisy)
 
 
 def test_metric_error_messages(units):
@@ -154,18 +154,18 @@ def test_metric_error_messages(units):
     with pytest.raises(ValueError, match=r"inconsistent numbers of samples"):
         spearman(p, p[:-1])
     with pytest.raises(ValueError, match=r"inconsistent numbers of samples"):
-        arbour_dimmery_bounds(t, units["y"], p, units["p"][:-1])
+        arbour_dimmery_interval(t, units["y"], p, units["p"][:-1])
     with pytest.raises(ValueError, match=r"has only one class"):
         treatment_accuracy(np.ones_like(t), p)
     with pytest.raises(ValueError, match=r"'propensity' contains NaN"):
         spearman(np.r_[np.nan, p[1:]], p)
     with pytest.raises(ValueError, match=r"The 'true_ate' parameter of bias must be a float"):
         bias(0.3, float("nan"))
-    bounds = Bounds(lower=-1.0, upper=1.0, b0=0.5, b1=0.5, y0_hat=0.0, y1_hat=0.0)
+    ad = ADInterval(low=-1.0, high=1.0, b0=0.5, b1=0.5, y0_hat=0.0, y1_hat=0.0)
     with pytest.raises(
-        ValueError, match=r"The 'ci_high' parameter of interval_tighter_than_bounds must be a float >= 0\.2"
+        ValueError, match=r"The 'ci_high' parameter of interval_narrower_than_ad must be a float >= 0\.2"
     ):
-        interval_tighter_than_bounds(0.2, 0.1, bounds)
+        interval_narrower_than_ad(0.2, 0.1, ad)
 
 
 # --- hostile input: a finite metric or one ValueError, never NaN, inf or a raw exception -----------
@@ -182,20 +182,20 @@ def test_iptw_weight_mse_stays_finite_when_inverse_weights_overflow():
     assert iptw_weight_mse(t, p, p_hat) == value  # symmetric in the two propensities
 
 
-def test_bounds_refuse_exploding_weights_and_huge_outcomes():
+def test_ad_interval_refuses_exploding_weights_and_huge_outcomes():
     t = np.array([1, 0, 1, 0])
     y = np.array([1.0, 0.0, 1.0, 0.5])
     p = np.full(4, 0.5)
     with pytest.raises(
         ValueError,
-        match=r"The 'true_propensity' values of arbour_dimmery_bounds give 1 unit an "
+        match=r"The 'true_propensity' values of arbour_dimmery_interval give 1 unit an "
         r"inverse-probability weight above 1e\+08.*clip the propensities explicitly",
     ):
-        arbour_dimmery_bounds(t, y, p, np.array([5e-324, 0.5, 0.5, 0.5]))
-    with pytest.raises(ValueError, match=r"The 'propensity' values of arbour_dimmery_bounds give 1 unit"):
-        arbour_dimmery_bounds(t, y, np.array([0.5, 1 - 1e-16, 0.5, 0.5]), p)
-    with pytest.raises(ValueError, match=r"The 'y' values of arbour_dimmery_bounds must have magnitude <= 1e\+100"):
-        arbour_dimmery_bounds(t, np.array([1e308, -1e308, 1e308, 1.0]), p, p)
+        arbour_dimmery_interval(t, y, p, np.array([5e-324, 0.5, 0.5, 0.5]))
+    with pytest.raises(ValueError, match=r"The 'propensity' values of arbour_dimmery_interval give 1 unit"):
+        arbour_dimmery_interval(t, y, np.array([0.5, 1 - 1e-16, 0.5, 0.5]), p)
+    with pytest.raises(ValueError, match=r"The 'y' values of arbour_dimmery_interval must have magnitude <= 1e\+100"):
+        arbour_dimmery_interval(t, np.array([1e308, -1e308, 1e308, 1.0]), p, p)
 
 
 def test_bias_that_overflows_is_refused():
@@ -204,13 +204,11 @@ def test_bias_that_overflows_is_refused():
 
 
 def test_interval_widths_that_overflow_compare_correctly():
-    wide = Bounds(lower=-1e308, upper=1e308, b0=1e308, b1=1e308, y0_hat=0.0, y1_hat=0.0)
-    assert interval_tighter_than_bounds(-1e308, 0.9e308, wide)  # widths 1.9e308 < 2e308, both overflow
-    assert not interval_tighter_than_bounds(-1e308, 1e308, wide)
-    with pytest.raises(
-        ValueError, match=r"The 'bounds.upper' parameter of interval_tighter_than_bounds must be a float"
-    ):
-        interval_tighter_than_bounds(0.0, 1.0, Bounds(lower=0.0, upper=float("inf"), b0=0, b1=0, y0_hat=0, y1_hat=0))
+    wide = ADInterval(low=-1e308, high=1e308, b0=1e308, b1=1e308, y0_hat=0.0, y1_hat=0.0)
+    assert interval_narrower_than_ad(-1e308, 0.9e308, wide)  # widths 1.9e308 < 2e308, both overflow
+    assert not interval_narrower_than_ad(-1e308, 1e308, wide)
+    with pytest.raises(ValueError, match=r"The 'ad.high' parameter of interval_narrower_than_ad must be a float"):
+        interval_narrower_than_ad(0.0, 1.0, ADInterval(low=0.0, high=float("inf"), b0=0, b1=0, y0_hat=0, y1_hat=0))
 
 
 def test_ece_with_absurdly_many_bins_is_refused_not_allocated(units):

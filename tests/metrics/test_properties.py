@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 
 from textcause.estimators import Estimate
 from textcause.metrics import (
-    Bounds,
-    arbour_dimmery_bounds,
+    ADInterval,
+    arbour_dimmery_interval,
     bias,
     brier_score,
     expected_calibration_error,
-    interval_tighter_than_bounds,
+    interval_narrower_than_ad,
     iptw_weight_mse,
     propensity_brier,
     spearman,
@@ -112,8 +112,8 @@ def treatments(draw: st.DrawFn, n: int) -> object:
 def _finite(value: object) -> bool:
     if isinstance(value, bool):
         return True
-    if isinstance(value, Bounds):
-        return all(math.isfinite(getattr(value, k)) for k in ("lower", "upper", "b0", "b1", "y0_hat", "y1_hat"))
+    if isinstance(value, ADInterval):
+        return all(math.isfinite(getattr(value, k)) for k in ("low", "high", "b0", "b1", "y0_hat", "y1_hat"))
     if isinstance(value, tuple):
         return value == (None, None) or all(_finite(v) for v in value)
     return isinstance(value, float) and math.isfinite(value)
@@ -146,7 +146,7 @@ def metric_calls(draw: st.DrawFn) -> tuple[str, object]:
                 "propensity_brier",
                 "iptw_weight_mse",
                 "spearman",
-                "bounds",
+                "ad_interval",
                 "accuracy_interval",
             ]
         )
@@ -165,9 +165,9 @@ def metric_calls(draw: st.DrawFn) -> tuple[str, object]:
         return name, lambda: iptw_weight_mse(t, p, q)
     if name == "spearman":
         return name, lambda: spearman(p, q)
-    if name == "bounds":
+    if name == "ad_interval":
         y = draw(per_unit(n, outcomes))
-        return name, lambda: arbour_dimmery_bounds(t, y, p, q)
+        return name, lambda: arbour_dimmery_interval(t, y, p, q)
     n_boot = draw(st.sampled_from([0, -1, 1, 5, 20]))
     level = draw(st.one_of(st.just(0.95), st.floats()))
     return name, lambda: accuracy_interval(t, p, n_boot=n_boot, level=level)
@@ -195,8 +195,8 @@ def test_bias_is_finite_or_refuses(estimate, truth, as_estimate):
 @example([-1e308, 1e308, -1e308, 1e308])  # both widths overflow float64
 def test_interval_comparison_is_a_bool_or_refuses(ends):
     lo, hi, b_lo, b_hi = ends
-    bounds = Bounds(lower=b_lo, upper=b_hi, b0=0.0, b1=0.0, y0_hat=0.0, y1_hat=0.0)
-    result = finite_or_value_error(lambda: interval_tighter_than_bounds(lo, hi, bounds))
+    ad = ADInterval(low=b_lo, high=b_hi, b0=0.0, b1=0.0, y0_hat=0.0, y1_hat=0.0)
+    result = finite_or_value_error(lambda: interval_narrower_than_ad(lo, hi, ad))
     if result is not None and all(abs(v) < 1e300 for v in ends):
         assert result == (hi - lo < b_hi - b_lo)
 
@@ -216,7 +216,7 @@ def test_valid_inputs_always_give_a_finite_metric(data):
         lambda: propensity_brier(p, q),
         lambda: iptw_weight_mse(t, p, q),
         lambda: spearman(p, q),
-        lambda: arbour_dimmery_bounds(t, y, p, q),
+        lambda: arbour_dimmery_interval(t, y, p, q),
         lambda: accuracy_interval(t, p, n_boot=5),
     ):
         assert finite_or_value_error(fn) is not None

@@ -364,7 +364,7 @@ def test_no_truth_means_no_truth_metrics(study):
     assert record["status"] == "ok" and record["n_eval"] == 80
     for r in record["rows"]:
         assert r["bias"] is None
-        for key in ("covers_truth", "iptw_weight_mse", "spearman", "bound_low", "ci_tighter_than_bound"):
+        for key in ("covers_truth", "iptw_weight_mse", "spearman", "ad_low", "ci_narrower_than_ad"):
             assert key not in r
     with open(study["out"] / "results.csv") as fh:
         header = next(csv.reader(fh))

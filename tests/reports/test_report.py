@@ -9,7 +9,7 @@ import sqlite3
 import pandas as pd
 import pytest
 
-from textcause.analysis.agreement import bound_tightness
+from textcause.analysis.agreement import narrower_than_ad
 from textcause.analysis.inference import compare, corrected_interval, seed_summary
 from textcause.analysis.names import model_labels, model_order
 from textcause.analysis.simulated import simulate_results
@@ -93,8 +93,10 @@ def test_markdown_tables_and_numbers(report, results):
         f"| reddit | Oracle | IPTW | Placebo Test 1 | 3 | {placebo['mean_ate']:+.3f} | {placebo['false_discovery_rate']:.2f} "
         f"[{placebo['false_discovery_ci_low']:.2f}, {placebo['false_discovery_ci_high']:.2f}] |" in md
     )
-    bounds = bound_tightness(results).iloc[-1]
-    assert f"narrower than the heuristic's interval in {bounds['text']}" in md and "not a bound" in md
+    ad = narrower_than_ad(results).set_index("estimator")
+    assert list(ad.index) == ["ipw", "all"] and ad.loc["all", "n"] == ad.loc["ipw", "n"] > 0
+    assert f"narrower than the heuristic's interval in {ad.loc['all', 'text']} (IPTW rows only" in md
+    assert "not a bound" in md and "| Stratified | " not in md.split("## Appendix A")[1].split("##")[0]
     cmp = compare(results[results["corpus"] == "reddit"], "sherbert:stratified", "sherbert:unadjusted")
     first = cmp.iloc[0]
     assert (

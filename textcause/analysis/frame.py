@@ -4,7 +4,8 @@ One row per cell x estimator, where a cell is ``(corpus, task, level, model, see
 redraws the class assignment, treatments, outcomes and the train / validation / test split. The
 table comes from a DataFrame, an SQLite file, an SQLAlchemy URL (table ``results``), or a CSV /
 Parquet export of it. :func:`normalise` gives every optional column a value and derives ``abs_bias``,
-``usable``, ``n_test`` and ``n_train`` so that every later step reads one shape.
+``usable``, ``n_test`` and ``n_train`` so that every later step reads one shape; it also reads a table
+written with older column names (:data:`textcause.metrics.schema.RENAMED_COLUMNS`) under today's.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from textcause.metrics.schema import RESULT_SCHEMA
+from textcause.metrics.schema import AD_COLUMNS, AD_ESTIMATORS, RENAMED_COLUMNS, RESULT_SCHEMA
 
 #: The columns a results table must have.
 REQUIRED_COLUMNS = ("corpus", "task", "level", "model", "seed", "estimator", "ate", "ci_low", "ci_high", "true_ate")
@@ -135,13 +136,26 @@ def _train_fraction(task: str, level: int) -> float:
         return 1.0
 
 
+def _renamed(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` with the columns of :data:`RENAMED_COLUMNS` under their new names."""
+    out = df.copy()
+    for old, new in RENAMED_COLUMNS.items():
+        if old in out:
+            values = out.pop(old)
+            out[new] = out[new].where(out[new].notna(), values) if new in out else values
+    return out
+
+
 def normalise(df: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``df`` with every column the inference uses, typed and derived.
 
     Adds (when missing) ``status`` (``ok`` / ``failed``), ``error``, ``split``, ``bias`` (``ate -
     true_ate``), ``abs_bias``, ``sq_bias``, ``n_test`` (``n_used + n_dropped``), ``n_train`` (the
     paper's 40/50 train/test fractions, times the task level's kept training share) and ``usable``
-    (status ``ok`` with a finite ATE and bias).
+    (status ``ok`` with a finite ATE and bias). Columns with an older name
+    (:data:`~textcause.metrics.schema.RENAMED_COLUMNS`) get today's (where both are present, a missing
+    new value is taken from the old column), and the Arbour-Dimmery columns are NaN on every row but
+    the IPW rows' (older tables copied the IPW-centred interval onto every estimator's row).
 
     Raises:
         ValueError: if a required column is missing or the table is empty.
@@ -154,7 +168,7 @@ def normalise(df: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(f"The results table lacks the columns {missing}; it needs {list(REQUIRED_COLUMNS)}.")
     if len(df) == 0:
         raise ValueError("The results table is empty: run the grid first.")
-    out = df.copy()
+    out = _renamed(df)
     if "config" in out:  # the grid's store: ``config`` is the model config name, ``model`` its class
         out["model_class"] = out["model"] if "model" in out else None
         out["model"] = out["config"].fillna(out["model_class"]) if "model" in out else out["config"]
@@ -172,6 +186,7 @@ def normalise(df: pd.DataFrame) -> pd.DataFrame:
         out[col] = pd.to_numeric(out[col], errors="coerce").astype(np.float64) if col in out else np.nan
     for col in FLAG_COLUMNS:
         out[col] = _as_flag(out[col]) if col in out else np.nan
+    out.loc[~out["estimator"].isin(AD_ESTIMATORS), list(AD_COLUMNS)] = np.nan
     out["error"] = out["error"].fillna("").astype(str) if "error" in out else ""
     out["split"] = out["split"].fillna("test").astype(str) if "split" in out else "test"
     if "status" in out:

@@ -23,6 +23,7 @@ import numpy as np
 
 from textcause import estimators as est
 from textcause import metrics as met
+from textcause.metrics.schema import AD_ESTIMATORS
 from textcause.validation import (
     as_1d_float,
     check_consistent_length,
@@ -90,7 +91,8 @@ def evaluate_propensities(
         t: observed treatments (0/1).
         y: observed outcomes.
         propensity: estimated P(T=1 | text), strictly inside (0, 1).
-        true_propensity: the true propensities (semi-synthetic tasks), for weight MSE, Spearman and bounds.
+        true_propensity: the true propensities (semi-synthetic tasks), for weight MSE, Spearman and the
+            Arbour-Dimmery interval of the IPW row.
         true_ate: the true ATE, for the bias column.
         estimators: estimators to run (``ipw``, ``stratified``, ``matching``, and with ``mu0``/``mu1``
             the doubly robust ``aipw`` and ``tmle``; without them those two are skipped with a
@@ -111,7 +113,9 @@ def evaluate_propensities(
         One dict per estimator with ``estimator``, ``ate``, ``ci_low``, ``ci_high`` (bootstrap),
         ``bias``, ``n_used``, ``n_dropped`` and every propensity metric (the same on every row);
         ``aipw`` and ``tmle`` rows also carry ``influence_ci_low``, ``influence_ci_high`` (and
-        ``influence_covers_truth`` given the true ATE), labelled by ``influence_ci_method``.
+        ``influence_covers_truth`` given the true ATE), labelled by ``influence_ci_method``; given
+        the true propensities, the ``ipw`` row alone carries the Arbour-Dimmery interval (``ad_low``,
+        ``ad_high``, and ``ci_narrower_than_ad`` with a bootstrap interval), which is centred on it.
 
     Raises:
         ValueError: invalid treatments, propensities or lengths; only one of ``mu0``/``mu1``;
@@ -132,7 +136,8 @@ def evaluate_propensities(
         check_consistent_length(t, mu0, mu1)
     names = ["unadjusted"] + [e for e in estimators if e != "unadjusted"]
     shared = propensity_metrics(t, p, p_true, n_bins=n_bins)
-    bounds = met.arbour_dimmery_bounds(t, y, p, p_true) if p_true is not None else None
+    with_ad = p_true is not None and any(name in AD_ESTIMATORS for name in names)
+    ad = met.arbour_dimmery_interval(t, y, p, p_true) if with_ad else None
 
     rows: list[dict[str, Any]] = []
     for name in names:
@@ -173,13 +178,10 @@ def evaluate_propensities(
             row.update(influence_ci_low=low, influence_ci_high=high, influence_ci_method=INFLUENCE_CI_METHOD)
             if true_ate is not None:
                 row["influence_covers_truth"] = bool(low <= true_ate <= high)
-        if bounds is not None:
-            row["bound_low"] = float(bounds.lower)
-            row["bound_high"] = float(bounds.upper)
+        if ad is not None and name in AD_ESTIMATORS:  # centred on the IPW estimate: the IPW row only
+            row["ad_low"], row["ad_high"] = float(ad.low), float(ad.high)
             if interval is not None:
-                row["ci_tighter_than_bound"] = bool(
-                    met.interval_tighter_than_bounds(interval.ci_low, interval.ci_high, bounds)
-                )
+                row["ci_narrower_than_ad"] = met.interval_narrower_than_ad(interval.ci_low, interval.ci_high, ad)
         row.update(shared)
         rows.append(row)
     return rows

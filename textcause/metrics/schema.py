@@ -9,7 +9,7 @@ database column of each, and ``textcause.evaluate`` returns them as its table's 
 
 Three intervals, each in its own columns and labelled by its own ``*ci_method`` column:
 
-- ``ci_low``, ``ci_high``, ``covers_truth``, ``ci_tighter_than_bound``, ``ci_method``: the percentile
+- ``ci_low``, ``ci_high``, ``covers_truth``, ``ci_method``: the percentile
   bootstrap over the evaluation units, for every estimator (None when ``n_boot=0``). This is what
   these columns have always held, so rows written before the influence-function columns existed
   keep their meaning.
@@ -22,12 +22,28 @@ Three intervals, each in its own columns and labelled by its own ``*ci_method`` 
   then estimate) rather than one fitted model; only when asked for (``refit_reps > 0``) and only for
   models that refit cheaply (full-batch L-BFGS), on the propensity estimators' rows.
 
+Beside them, on the IPW rows only (:data:`AD_ESTIMATORS`), ``ad_low``, ``ad_high`` and
+``ci_narrower_than_ad`` hold the Arbour-Dimmery interval of the paper's appendix A
+(:func:`textcause.metrics.arbour_dimmery_interval`): an IPW-centred heuristic interval, the IPW estimate
+widened by equation (1)'s bias terms. It is not a bound: it can exclude the true ATE and its terms can be
+smaller than the actual bias (tests/metrics/test_honest_metrics.py). ``ci_narrower_than_ad`` says
+whether the row's bootstrap interval is the narrower of the two (appendix A's comparison, a width
+comparison and nothing more). They need the true propensities, so they are empty (None; NaN in a
+table) on tasks without them, and always on the rows of every other estimator: the interval is centred
+on the IPW estimate and says nothing about theirs.
+
 :data:`ADDED_COLUMNS` are the columns added after results stores were first written: a store that
 lacks them gains them empty (NULL) when it is opened for writing (:func:`textcause.runs.store.connect`),
-and readers treat a missing one as empty.
+and readers treat a missing one as empty. :data:`RENAMED_COLUMNS` are columns that were written under
+another name: a store is migrated when it is opened (:func:`textcause.runs.store.rename_old_columns`),
+and the CSV readers rename them as they read (:func:`migrate_row`,
+:func:`textcause.analysis.frame.normalise`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 #: Column name -> Python type of its values (None is always allowed), in table order.
 RESULT_SCHEMA: dict[str, type] = {
@@ -53,9 +69,9 @@ RESULT_SCHEMA: dict[str, type] = {
     "brier": float,
     "iptw_weight_mse": float,
     "spearman": float,
-    "bound_low": float,
-    "bound_high": float,
-    "ci_tighter_than_bound": bool,
+    "ad_low": float,
+    "ad_high": float,
+    "ci_narrower_than_ad": bool,
     "covers_truth": bool,
     "ci_method": str,
     "influence_ci_low": float,
@@ -87,3 +103,31 @@ ADDED_COLUMNS = (
     "refit_reps",
     "rank_agreement",
 )
+#: Old column name -> its name now. The Arbour-Dimmery interval was stored as ``bound_low``,
+#: ``bound_high`` and ``ci_tighter_than_bound`` on every estimator's row; it is not a bound.
+RENAMED_COLUMNS = {
+    "bound_low": "ad_low",
+    "bound_high": "ad_high",
+    "ci_tighter_than_bound": "ci_narrower_than_ad",
+}
+#: The columns of the Arbour-Dimmery interval (filled on :data:`AD_ESTIMATORS` rows only).
+AD_COLUMNS = ("ad_low", "ad_high", "ci_narrower_than_ad")
+#: The estimators whose rows carry the Arbour-Dimmery interval: it is centred on the IPW estimate.
+AD_ESTIMATORS = ("ipw",)
+
+
+def migrate_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A result row (a dict, e.g. a CSV line) with today's column names and meaning.
+
+    Each column of :data:`RENAMED_COLUMNS` is renamed; where a row holds both names, a non-empty new
+    value wins. The :data:`AD_COLUMNS` of a row whose ``estimator`` is not in :data:`AD_ESTIMATORS`
+    are emptied (None): older code copied the IPW-centred interval onto every estimator's row.
+    Every other key and value is kept as it is.
+    """
+    out = {key: value for key, value in row.items() if key not in RENAMED_COLUMNS}
+    for old, new in RENAMED_COLUMNS.items():
+        if old in row and out.get(new) in (None, ""):
+            out[new] = row[old]
+    if any(c in out for c in AD_COLUMNS) and out.get("estimator") not in AD_ESTIMATORS:
+        out.update({c: None for c in AD_COLUMNS if c in out})
+    return out

@@ -28,7 +28,7 @@ from textcause.corpus.types import SPLITS
 from textcause.estimators.refit import REFIT_KINDS
 from textcause.estimators.registry import DEFAULT_ESTIMATORS, OUTCOME_ESTIMATORS, PROPENSITY_ESTIMATORS
 from textcause.io import atomic_write_json, atomic_write_text
-from textcause.metrics.schema import RESULT_COLUMNS
+from textcause.metrics.schema import RESULT_COLUMNS, migrate_row
 from textcause.validation import check_int, check_options, check_subset
 
 #: The numeric columns of a result row that :func:`log_results` logs, per estimator.
@@ -327,8 +327,9 @@ def model_choice(model: Any) -> Optional[str]:
 def append_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     """Append rows to a CSV of :data:`RESULT_COLUMNS` atomically (old content + new rows, renamed).
 
-    A file written with other columns (before columns were added to the schema) is rewritten under
-    the current header first, its rows keeping their values (the new columns empty).
+    A file written with other columns (before columns were added to the schema or renamed) is rewritten
+    under the current header first, its rows keeping their values (the new columns empty, the renamed
+    ones under their new names: :func:`textcause.metrics.schema.migrate_row`).
     """
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     columns = list(RESULT_COLUMNS)
@@ -336,7 +337,7 @@ def append_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
     if old and next(csv.reader(io.StringIO(old)), columns) != columns:
         writer.writeheader()
-        writer.writerows(csv.DictReader(io.StringIO(old)))
+        writer.writerows(migrate_row(r) for r in csv.DictReader(io.StringIO(old)))
         old = ""
     elif not old:
         writer.writeheader()

@@ -13,7 +13,10 @@ Two tables, written with SQLAlchemy Core:
     (``lr_bigram_binary``) and ``model_class`` the network's class (``LogisticRegression``). A failed cell has one row per planned estimator,
     with ``status = 'failed'`` and the cell's error. A ``results`` table made before the columns of
     :data:`textcause.metrics.schema.ADDED_COLUMNS` existed gains them, empty, when it is opened
-    (:func:`add_missing_columns`): its rows keep their values and meaning.
+    (:func:`add_missing_columns`): its rows keep their values and meaning. One whose columns had
+    older names (:data:`textcause.metrics.schema.RENAMED_COLUMNS`: the Arbour-Dimmery interval was
+    ``bound_low``, ``bound_high``, ``ci_tighter_than_bound`` on every estimator's row) is migrated in
+    one transaction when it is opened (:func:`textcause.runs.store_migration.rename_old_columns`).
 
 A cell's result rows and its ``cells`` status are written in one transaction, guarded by the
 claim's token: they appear all together or not at all, and a worker whose claim was taken over
@@ -46,6 +49,7 @@ import sqlalchemy as sa
 
 from textcause.metrics.schema import ADDED_COLUMNS, RESULT_COLUMNS, RESULT_SCHEMA
 from textcause.runs.sqlite_reads import deferred_reads, deferred_reads_on
+from textcause.runs.store_migration import rename_old_columns
 
 STATUSES = ("running", "ok", "failed")
 SQLITE_TIMEOUT = 120.0  # seconds a SQLite writer waits for the lock before giving up
@@ -289,8 +293,9 @@ def optuna_storage(
 
 
 def connect(url: str, *, create: bool = True) -> sa.Engine:
-    """An engine for ``url``; creates the SQLite file's folder and both tables if missing
-    (``create=False``: a benchmark worker, whose runner made them; they must exist)."""
+    """An engine for ``url``; creates the SQLite file's folder and both tables if missing, and migrates an
+    older ``results`` table (renamed and added columns) (``create=False``: a benchmark worker, whose
+    runner made and migrated them; they must exist)."""
     try:
         parsed = sa.engine.make_url(url)
     except sa.exc.ArgumentError:
@@ -306,6 +311,7 @@ def connect(url: str, *, create: bool = True) -> sa.Engine:
     if create:
         with schema_lock(engine):
             metadata.create_all(engine, checkfirst=True)
+            rename_old_columns(engine)
             add_missing_columns(engine)
     inspector = sa.inspect(engine)
     for table in (cells, results):
