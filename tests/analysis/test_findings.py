@@ -256,7 +256,9 @@ def test_sherbert_best_except_with_little_data(full, little, verdict):
     got, evidence = finding(sample_size(full, little), "g")
     assert got == verdict
     # Sample Size 1 is the draw of Linguistic Complexity 2 and is judged under that name.
-    assert evidence.startswith(f"full training set (Sample Size 1): seed-mean |bias| Stratified sherbert {abs(full):.3f}")
+    assert evidence.startswith(
+        f"full training set (Sample Size 1): seed-mean |bias| Stratified sherbert {abs(full):.3f}"
+    )
 
 
 def test_sample_size_with_three_noisy_seeds_is_not_judged():
