@@ -3,18 +3,20 @@
 
     python benchmarks/corpus_table.py                       # blogs beside twitter, runs/benchmark/weld/results.db
     python benchmarks/corpus_table.py --estimator ipw --corpora twitter blogs
-    python benchmarks/corpus_table.py --agreement [--scope all model]   # appendix G's agreement instead
+    python benchmarks/corpus_table.py --agreement [--scope all family model] [--top 5]   # appendix G instead
 
 For every task level the second corpus has (twin levels once: Linguistic Complexity 2 stands for
 Strength of Selection 1, Sample Size 1 and Order of Text 1, the same draw) and every model both
 corpora ran, the mean over seeds of the estimator's bias and of the treatment accuracy, with the
 number of seeds, from :func:`textcause.analysis.inference.seed_summary` (the database is read only).
 
-``--agreement`` prints appendix G's agreement of the two corpora instead: each quantity (treatment
+``--agreement`` prints appendix G's agreement of the two corpora instead, as the report's Appendix G
+section does (:func:`textcause.analysis.agreement.cross_corpus_agreement`): each quantity (treatment
 accuracy, stratified ATE, IPTW ATE) averaged over seeds per (task level, model), twin levels once,
-paired across corpora; mean absolute difference, mean ratio B:A and Pearson r over the pairs, for all
-pairs, per task and per model (:func:`textcause.analysis.agreement.cross_corpus_agreement`, the
-report's Appendix G section). Only the models and levels both corpora ran enter.
+paired across corpora; mean absolute difference, mean ratio B:A and Pearson r (only over 5 pairs or
+more) over the model-dependent pairs, for all, per model family, per task and per model; the
+model-free pairs (oracle, unadjusted) apart; pairs with one seed on a side flagged; the ``--top``
+largest disagreements by name. Only the models and levels both corpora ran enter.
 """
 
 from __future__ import annotations
@@ -39,13 +41,16 @@ def main() -> None:
     parser.add_argument("--corpora", nargs=2, default=["twitter", "blogs"], metavar=("A", "B"))
     parser.add_argument("--estimator", default="stratified")
     parser.add_argument("--agreement", action="store_true", help="appendix G's agreement table instead")
-    parser.add_argument("--scope", nargs="+", default=["all", "task", "model"], choices=["all", "task", "model"])
+    parser.add_argument(
+        "--scope", nargs="+", default=["all", "family", "task", "model"], choices=["all", "family", "task", "model"]
+    )
+    parser.add_argument("--top", type=int, default=5, help="how many of the largest disagreements to list")
     args = parser.parse_args()
     if not Path(args.db).is_file():
         sys.exit(f"error: no results database at {args.db!r}: run the grid first.")
     a, b = args.corpora
     if args.agreement:
-        agreement(args.db, a, b, args.scope)
+        agreement(args.db, a, b, args.scope, args.top)
         return
     data = load_results(args.db)
     data = distinct_levels(data[data["corpus"].isin([a, b])])
@@ -78,23 +83,19 @@ def main() -> None:
             print(f"| {task_label(task)} {level} | {labels[model]} | {cells[0]} | {cells[1]} |")
 
 
-def agreement(db: str, a: str, b: str, scopes: list[str]) -> None:
-    """Print appendix G's table of corpora ``a`` and ``b``."""
+def agreement(db: str, a: str, b: str, scopes: list[str], top: int = 5) -> None:
+    """Print appendix G's tables of corpora ``a`` and ``b`` (the report's, :func:`agreement_blocks`)."""
     from textcause.analysis.agreement import cross_corpus_agreement
-    from textcause.analysis.names import model_labels
-    from textcause.simulation.tasks import task_label
+    from textcause.reports.appendix_g import agreement_blocks
+    from textcause.reports.markup import to_markdown
 
     try:
         table = cross_corpus_agreement(db, a, b)
     except ValueError as err:
         sys.exit(f"error: {err}")
-    print(f"| Scope | Group | Quantity | n | Mean abs. difference | Mean ratio {b}:{a} | Pearson r |")
-    print("| :--- | :--- | :--- | ---: | ---: | ---: | ---: |")
-    for r in table[table["scope"].isin(scopes)].itertuples():
-        label = {"model": lambda g: model_labels([g])[g], "task": task_label}.get(r.scope, lambda g: "all")(r.group)
-        print(
-            f"| {r.scope} | {label} | {r.quantity} | {r.n} | {r.mean_abs_diff:.3f} | {r.mean_ratio:.3f} | {r.pearson_r:.3f} |"
-        )
+    shown = table[table["scope"].isin(scopes + ["model-free"])]
+    shown.attrs.update(table.attrs)
+    print(to_markdown(agreement_blocks(shown, top)).strip())
 
 
 if __name__ == "__main__":

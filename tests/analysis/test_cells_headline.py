@@ -56,4 +56,4 @@ def test_format_cells_prints_every_row_and_the_placebo_table(summary):
     lines = text.splitlines()
     assert lines[1].split()[:2] == ["Task", "level"] and "95% interval of the bias" in lines[1]
     assert sum(line.startswith("Placebo Test 1 ") for line in lines) == len(MODELS)
-    assert "share of 3 seed(s)" in text
+    assert "share of the seeds (3 seeds)" in text

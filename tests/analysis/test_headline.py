@@ -54,7 +54,7 @@ def test_placebo_table_counts_intervals_that_exclude_zero(data):
 def test_format_headline_and_errors(data):
     text = format_headline(seed_summary(data), "twitter")
     assert text.startswith("Stratified bias on twitter (mean ± sd over 4 seed(s)")
-    assert "Placebo test on twitter: share of 4 seed(s)" in text
+    assert "Placebo test on twitter: share of the seeds (4 seeds)" in text
     with pytest.raises(
         ValueError, match=r"No 'aipw' results for corpus 'twitter'; the results have corpora \['twitter'\]"
     ):

@@ -229,14 +229,22 @@ def test_report_has_the_findings_and_their_rules(report, results):
     from textcause.analysis.findings import RULES, findings_table
 
     _, _, md, page = report
-    assert "## Findings" in md and "| Finding | Corpus | Verdict | Evidence |" in md
+    assert "## Findings" in md and "| Finding (the paper) | Corpus | Verdict | Rule | Evidence |" in md
     table = findings_table(results)
-    first = table.iloc[0]
-    assert f"| {first['finding']} | {first['corpus']} | **{first['verdict']}** |" in md
+    for r in table.itertuples():  # each verdict with its rule beside it, and the paper's sentence
+        cell = f"| {r.finding} ({r.paper}) | {r.corpus} | **{r.verdict}** | {RULES[r.key]} |"
+        assert cell.replace("|", "\\|").replace("\\| ", "| ", 1) in md or cell in md.replace("\\|", "|")
     assert md.index("## Findings") < md.index("## Results on reddit")
-    for key, rule in RULES.items():
-        assert f"- ({key}) {rule}" in md
     assert "<h2>Findings</h2>" in page
+
+
+def test_seed_captions_count_the_rows_shown(report, results):
+    """Seed counts from the rows shown: "2 to 3 seeds" (one failed), the placebo rows' 3 seeds, not 5 or "3 to 3"."""
+    _, _, md, _ = report
+    assert "- Seeds per method and task level: 2 to 3 seeds (each seed redraws" in md  # one seed failed
+    assert "Placebo test: share of the seeds (3 seeds per method) whose 95% interval excludes" in md
+    assert "with 3 seeds the rate moves in steps of 0.33, and 0 of 3 is compatible with a true rate up to 0.71." in md
+    assert "steps of 0.2" not in md and "3 to 3" not in md
 
 
 @pytest.fixture(scope="module")

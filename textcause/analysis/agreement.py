@@ -6,10 +6,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from textcause.analysis.findings import distinct_levels
 from textcause.analysis.frame import load_results, task_order
-from textcause.analysis.names import estimator_order, model_order
+from textcause.analysis.names import MODEL_FREE, estimator_order, model_family, model_order
 
 #: Appendix G's quantities: (label, estimator or None for a cell-level metric, column).
 AGREEMENT_QUANTITIES = (
@@ -17,6 +18,23 @@ AGREEMENT_QUANTITIES = (
     ("ATE (stratified)", "stratified", "ate"),
     ("ATE (IPTW)", "ipw", "ate"),
 )
+#: Pearson r is printed only over at least this many pairs (appendix G: r miscommunicates clustered values).
+MIN_PAIRS_FOR_R = 5
+#: The columns of :func:`agreement_pairs`.
+PAIR_COLUMNS = [
+    "task",
+    "level",
+    "model",
+    "family",
+    "model_free",
+    "quantity",
+    "value_a",
+    "value_b",
+    "diff",
+    "n_seeds_a",
+    "n_seeds_b",
+    "one_seed",
+]
 
 
 def narrower_than_ad(df: Any) -> pd.DataFrame:
@@ -43,7 +61,7 @@ def narrower_than_ad(df: Any) -> pd.DataFrame:
 
 
 def _cell_means(data: pd.DataFrame) -> pd.DataFrame:
-    """Per (corpus, task, level, model): each Appendix G quantity averaged over seeds."""
+    """Per (corpus, task, level, model): each Appendix G quantity averaged over seeds, and the seeds."""
     keys = ["corpus", "task", "level", "model"]
     ok = data[data["usable"]]
     parts = []
@@ -52,47 +70,28 @@ def _cell_means(data: pd.DataFrame) -> pd.DataFrame:
             per_cell = ok.groupby(keys + ["seed"], as_index=False)[col].mean()
         else:
             per_cell = ok[ok["estimator"] == est][keys + ["seed", col]]
-        means = per_cell.groupby(keys, as_index=False)[col].mean().rename(columns={col: "value"})
+        per_cell = per_cell.dropna(subset=[col])
+        means = per_cell.groupby(keys, as_index=False).agg(value=(col, "mean"), n_seeds=("seed", "nunique"))
         parts.append(means.assign(quantity=label))
     return pd.concat(parts, ignore_index=True)
-
-
-def _pearson(x: np.ndarray, y: np.ndarray) -> float:
-    if x.size < 2 or np.std(x) == 0 or np.std(y) == 0:
-        return float("nan")
-    return float(np.corrcoef(x, y)[0, 1])
 
 
 def _agree(g: pd.DataFrame) -> dict[str, float]:
     a, b = g["value_a"].to_numpy(), g["value_b"].to_numpy()
     nonzero = a != 0
+    r = float("nan")
+    if a.size >= MIN_PAIRS_FOR_R and not np.allclose(a, a[0]) and not np.allclose(b, b[0]):
+        r = float(stats.pearsonr(a, b).statistic)
     return {
         "n": int(a.size),
+        "n_one_seed": int(g["one_seed"].sum()),
         "mean_abs_diff": float(np.mean(np.abs(b - a))),
         "mean_ratio": float(np.mean(b[nonzero] / a[nonzero])) if nonzero.any() else float("nan"),
-        "pearson_r": _pearson(a, b),
+        "pearson_r": r,
     }
 
 
-def cross_corpus_agreement(df: Any, corpus_a: str | None = None, corpus_b: str | None = None) -> pd.DataFrame:
-    """Agreement between two corpora's results (Appendix G, Table 2 and Fig. 10).
-
-    Each quantity (treatment accuracy, stratified ATE, IPTW ATE) is first averaged over seeds per
-    (task, level, model); the two corpora's values are then paired on (task, level, model). Twin
-    levels (one task spec, so one draw per seed: Linguistic Complexity 2 = Strength of Selection 1 =
-    Sample Size 1 = Order of Text 1) count once, under their first name
-    (:func:`textcause.analysis.findings.distinct_levels`), so a repeated draw does not weigh four times.
-
-    Args:
-        df: the results.
-        corpus_a, corpus_b: the corpora (default: the two corpora of the table, alphabetically).
-
-    Returns:
-        Rows ``scope`` (``all`` / ``task`` / ``model``), ``group``, ``quantity``, ``n`` (paired
-        points), ``mean_abs_diff`` (``|b - a|``), ``mean_ratio`` (``b / a``, over ``a != 0``) and
-        ``pearson_r`` (NaN with fewer than two points or a constant side).
-    """
-    data = load_results(df)
+def _corpora(data: pd.DataFrame, corpus_a: str | None, corpus_b: str | None) -> tuple[str, str]:
     corpora = sorted(set(data["corpus"]))
     if corpus_a is None and corpus_b is None:
         if len(corpora) != 2:
@@ -103,28 +102,86 @@ def cross_corpus_agreement(df: Any, corpus_a: str | None = None, corpus_b: str |
             raise ValueError(f"No results for corpus {name!r}; the table has {corpora}.")
     if corpus_a == corpus_b:
         raise ValueError(f"Compare two different corpora; both are {corpus_a!r}.")
+    return str(corpus_a), str(corpus_b)
+
+
+def agreement_pairs(df: Any, corpus_a: str | None = None, corpus_b: str | None = None) -> pd.DataFrame:
+    """The (task level, model, quantity) values both corpora have, side by side (:data:`PAIR_COLUMNS`).
+
+    Each quantity is averaged over seeds per (task, level, model) on each corpus, twin levels once
+    under their first name (:func:`textcause.analysis.findings.distinct_levels`); ``diff`` is ``b - a``,
+    ``family`` is :func:`textcause.analysis.names.model_family`, ``model_free`` marks the oracle and the
+    unadjusted estimate (no text model: the same draw gives the same number at every level that shares
+    it), ``one_seed`` a pair with a single seed on either side.
+
+    Raises:
+        ValueError: not two corpora to compare, or none of their (task, level, model) in common.
+    """
+    data = load_results(df)
+    corpus_a, corpus_b = _corpora(data, corpus_a, corpus_b)
     means = _cell_means(distinct_levels(data))
     keys = ["task", "level", "model", "quantity"]
     paired = (
-        means[means["corpus"] == corpus_a][keys + ["value"]]
-        .merge(means[means["corpus"] == corpus_b][keys + ["value"]], on=keys, suffixes=("_a", "_b"))
+        means[means["corpus"] == corpus_a][keys + ["value", "n_seeds"]]
+        .merge(means[means["corpus"] == corpus_b][keys + ["value", "n_seeds"]], on=keys, suffixes=("_a", "_b"))
         .dropna(subset=["value_a", "value_b"])
     )
     if paired.empty:
         raise ValueError(f"Corpora {corpus_a!r} and {corpus_b!r} share no (task, level, model) with results.")
+    paired["family"] = [model_family(m) for m in paired["model"]]
+    paired["model_free"] = paired["model"].isin(MODEL_FREE)
+    paired["diff"] = paired["value_b"] - paired["value_a"]
+    paired["one_seed"] = (paired["n_seeds_a"] <= 1) | (paired["n_seeds_b"] <= 1)
+    out = paired[PAIR_COLUMNS].reset_index(drop=True)
+    out.attrs.update(corpus_a=corpus_a, corpus_b=corpus_b)
+    return out
+
+
+def cross_corpus_agreement(df: Any, corpus_a: str | None = None, corpus_b: str | None = None) -> pd.DataFrame:
+    """Agreement between two corpora's results (Appendix G, Table 2 and Fig. 10), model-dependent rows apart.
+
+    The pairs of :func:`agreement_pairs` are summarised per quantity over every model-dependent pair
+    (scope ``all``), per model family (``family``), per task (``task``) and per model (``model``); the
+    model-free pairs (oracle, unadjusted: no model involved, one draw repeated across levels) only in
+    their own scope ``model-free``, so they cannot inflate the agreement of the models.
+
+    Args:
+        df: the results.
+        corpus_a, corpus_b: the corpora (default: the two corpora of the table, alphabetically).
+
+    Returns:
+        Rows ``scope``, ``group``, ``quantity``, ``n`` (pairs), ``n_one_seed`` (pairs with one seed on
+        a side), ``mean_abs_diff`` (``|b - a|``), ``mean_ratio`` (``b / a``, over ``a != 0``) and
+        ``pearson_r`` (NaN with fewer than :data:`MIN_PAIRS_FOR_R` pairs or a constant side); the
+        pairs themselves in ``attrs["pairs"]``.
+    """
+    pairs = agreement_pairs(df, corpus_a, corpus_b)
     labels = [q[0] for q in AGREEMENT_QUANTITIES]
+    models, free = pairs[~pairs["model_free"]], pairs[pairs["model_free"]]
+    families = list(dict.fromkeys(model_family(m) for m in model_order(models["model"])))
     rows = []
-    for scope, col, groups in (
-        ("all", None, ["all"]),
-        ("task", "task", task_order(paired["task"])),
-        ("model", "model", model_order(paired["model"])),
+    for scope, sub_all, col, groups in (
+        ("all", models, None, ["all"]),
+        ("family", models, "family", families),
+        ("task", models, "task", task_order(models["task"])),
+        ("model", models, "model", model_order(models["model"])),
+        ("model-free", free, "model", model_order(free["model"])),
     ):
         for group in groups:
-            sub = paired if col is None else paired[paired[col] == group]
+            sub = sub_all if col is None else sub_all[sub_all[col] == group]
             for label in labels:
                 g = sub[sub["quantity"] == label]
                 if len(g):
                     rows.append({"scope": scope, "group": group, "quantity": label, **_agree(g)})
-    out = pd.DataFrame(rows)
-    out.attrs.update(corpus_a=corpus_a, corpus_b=corpus_b)
+    columns = ["scope", "group", "quantity", "n", "n_one_seed", "mean_abs_diff", "mean_ratio", "pearson_r"]
+    out = pd.DataFrame(rows, columns=columns)
+    out.attrs.update(corpus_a=pairs.attrs["corpus_a"], corpus_b=pairs.attrs["corpus_b"], pairs=pairs)
     return out
+
+
+def largest_disagreements(pairs: pd.DataFrame, k: int = 5, *, model_free: bool = False) -> pd.DataFrame:
+    """The ``k`` model-dependent pairs (``model_free``: also the model-free ones) whose corpora differ most,
+    largest ``|diff|`` first, ties in the pairs' order."""
+    sub = pairs if model_free else pairs[~pairs["model_free"]]
+    order = sub["diff"].abs().sort_values(ascending=False, kind="stable").index
+    return sub.loc[order[:k]].reset_index(drop=True)

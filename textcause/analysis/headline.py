@@ -86,6 +86,7 @@ def placebo_table(summary: pd.DataFrame, corpus: str) -> pd.DataFrame:
     for r in sub.itertuples():
         table.loc[labels[r.model], ESTIMATOR_LABELS.get(r.estimator, r.estimator)] = r.false_discovery_rate
     table.attrs["n_seeds"] = int(sub["n_seeds"].max())
+    table.attrs["seeds"] = sorted({int(n) for n in sub["n_seeds"]})  # the seed counts of the rows shown
     return table
 
 
@@ -127,9 +128,11 @@ def _placebo_lines(summary: pd.DataFrame, corpus: str) -> list[str]:
     if placebo.empty:
         return []
     body = [[str(m)] + ["-" if not np.isfinite(v) else f"{v:.2f}" for v in placebo.loc[m]] for m in placebo.index]
+    low, high = min(placebo.attrs["seeds"]), max(placebo.attrs["seeds"])
+    seeds = f"{high} seed{'s' if high != 1 else ''}" if low == high else f"{low} to {high} seeds per method"
     return [
         "",
-        f"Placebo test on {corpus}: share of {placebo.attrs['n_seeds']} seed(s) whose 95% interval "
+        f"Placebo test on {corpus}: share of the seeds ({seeds}) whose 95% interval "
         "excludes the true ATE of 0 (false discoveries):",
         *_fixed([["Model"] + list(placebo.columns)] + body),
     ]

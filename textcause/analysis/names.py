@@ -53,3 +53,22 @@ def estimator_order(estimators: Iterable[str]) -> list[str]:
     """Estimators in the order unadjusted, IPTW, stratified, matching, AIPW, TMLE, others last."""
     present = set(estimators)
     return [e for e in ESTIMATOR_ORDER if e in present] + sorted(present - set(ESTIMATOR_ORDER))
+
+
+#: The models that use no text (the true propensities, no adjustment): the same draw gives the same number.
+MODEL_FREE = ("oracle", "unadjusted")
+
+
+def model_family(model: str) -> str:
+    """The family of a model, from its paper name: ``model-free`` (:data:`MODEL_FREE`), ``n-gram LR``,
+    ``n-gram NN``, ``LDA``, ``SHERBERT``, ``joint`` (a propensity and outcome model), else its label."""
+    label = MODEL_LABELS.get(model, model)
+    if model in MODEL_FREE:
+        return "model-free"
+    if "outcome" in label or label.startswith("Joint"):
+        return "joint"
+    if "LDA" in label:
+        return "LDA"
+    if "gram" in label:
+        return "n-gram LR" if label.startswith("LR ") else "n-gram NN"
+    return "SHERBERT" if label.startswith("SHERBERT") else label

@@ -14,7 +14,6 @@ report --corpus NAME ...``) restricts the whole report to some corpora.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,16 +21,17 @@ from typing import Any
 
 import pandas as pd
 
-from textcause.analysis.agreement import cross_corpus_agreement, narrower_than_ad
-from textcause.analysis.findings import RULES, findings_table
+from textcause.analysis.agreement import narrower_than_ad
+from textcause.analysis.findings import ALPHA, BIAS_TOLERANCE, RATE_SEEDS, SIGN_TEST_SEEDS, findings_table
 from textcause.analysis.frame import ci_label, load_results, task_order
 from textcause.analysis.headline import bias_rows, placebo_table
 from textcause.analysis.inference import binomial_ci, compare, seed_summary
 from textcause.analysis.names import ESTIMATOR_ORDER, estimator_order, model_labels, model_order
 from textcause.estimators.registry import ESTIMATOR_LABELS
 from textcause.io import atomic_write_text
+from textcause.reports.appendix_g import agreement_section, shown_file
 from textcause.reports.doubly_robust import doubly_robust_models, doubly_robust_section
-from textcause.reports.figures import INTERVAL_LABELS, agreement_figure, draw_figures, resolve_interval, save_figure
+from textcause.reports.figures import INTERVAL_LABELS, draw_figures, resolve_interval
 from textcause.reports.intervals import intervals_section
 from textcause.reports.markup import Block, Bullets, Heading, Image, Para, Table, to_html, to_markdown
 from textcause.simulation.tasks import list_tasks, same_draw_groups, task_label
@@ -43,6 +43,15 @@ def fmt(x: Any, digits: int = 3, sign: bool = False) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)) or pd.isna(x):
         return "-"
     return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+
+
+def seed_words(counts: Any) -> str:
+    """``3 seeds``, ``5 to 20 seeds`` or ``no seeds``: how many seeds the rows shown rest on."""
+    counts = [int(c) for c in counts if pd.notna(c) and c > 0]
+    if not counts:
+        return "no seeds"
+    low, high = min(counts), max(counts)
+    return f"{high} seed{'s' if high != 1 else ''}" if low == high else f"{low} to {high} seeds"
 
 
 def fmt_p(p: float) -> str:
@@ -205,8 +214,8 @@ def headline_section(summary: pd.DataFrame, estimator: str = "stratified") -> li
             body = [[str(m)] + [fmt(v, 2) for v in placebo.loc[m]] for m in placebo.index]
             blocks += [
                 Para(
-                    f"Placebo test: share of {placebo.attrs['n_seeds']} seed(s) whose 95% interval excludes the "
-                    "true ATE of 0 (false discoveries)."
+                    f"Placebo test: share of the seeds ({seed_words(placebo.attrs['seeds'])} per method) whose 95% "
+                    "interval excludes the true ATE of 0 (false discoveries)."
                 ),
                 Table(["Model"] + list(placebo.columns), body, ["l"] + ["r"] * len(placebo.columns)),
             ]
@@ -214,25 +223,29 @@ def headline_section(summary: pd.DataFrame, estimator: str = "stratified") -> li
 
 
 def findings_block(table: pd.DataFrame) -> Table:
-    """:func:`~textcause.analysis.findings.findings_table` as a report table (finding, corpus, verdict, evidence)."""
-    rows = [[r.finding, r.corpus, f"**{r.verdict}**", r.evidence] for r in table.itertuples()]
-    return Table(["Finding", "Corpus", "Verdict", "Evidence"], rows, ["l", "l", "l", "l"])
+    """:func:`~textcause.analysis.findings.findings_table` as a report table: the finding and where the paper
+    says it, the corpus, the verdict with the rule that gave it beside it, the evidence."""
+    rows = [[f"{r.finding} ({r.paper})", r.corpus, f"**{r.verdict}**", r.rule, r.evidence] for r in table.itertuples()]
+    return Table(["Finding (the paper)", "Corpus", "Verdict", "Rule", "Evidence"], rows, ["l"] * 5)
 
 
 def findings_section(data: pd.DataFrame) -> list[Block]:
-    """The paper's findings, one verdict per corpus, and the rules that gave them."""
+    """The paper's findings, one verdict per corpus, each beside the rule that gave it."""
     return [
         Heading(2, "Findings"),
         Para(
-            "Weld et al.'s conclusions checked on each corpus of these results: every verdict (reproduced, "
-            "refuted, mixed, or no data when the finding's models or task levels are missing) is its rule "
-            "applied to the numbers (`textcause.analysis.findings`). Twin levels count once; the estimators "
-            "are IPTW and stratification; a method is judged on a level only with 2 or more seeds; across-seed intervals use the corrected variance (1/J + n_test/n_train) "
-            "sd^2; 'significantly' means the corrected resampled t-test on |bias|, Holm-adjusted, alpha = 0.05."
+            "Weld et al.'s conclusions, each with the sentence of the paper it comes from, checked on each corpus "
+            "of these results: every verdict (reproduced, refuted, mixed; not judged when the seeds cannot decide "
+            "it, with why; no data when the finding's models or task levels are missing) is its rule applied to "
+            "the numbers (`textcause.analysis.findings`). Twin levels count once; the estimators are IPTW and "
+            "stratification; a method enters a level only with 2 or more seeds; across-seed intervals use the "
+            "corrected variance (1/J + n_test/n_train) sd^2; 'significantly' means the corrected resampled t-test "
+            f"on |bias|, Holm-adjusted, alpha = {ALPHA}; a difference that is not significant counts as none only "
+            f"when its interval lies within ±{BIAS_TOLERANCE}; a placebo rate passes only over seeds that give the "
+            f"exact binomial test power 0.8 against a rate of 1/2 ({RATE_SEEDS} seeds or more); a sign test cannot "
+            f"reject at {ALPHA} with fewer than {SIGN_TEST_SEEDS} seeds."
         ),
         findings_block(findings_table(data)),
-        Para("Rules:"),
-        Bullets([f"({key}) {rule}" for key, rule in RULES.items()]),
     ]
 
 
@@ -246,8 +259,8 @@ def placebo_section(summary: pd.DataFrame) -> list[Block]:
         Para(
             "Share of seeds whose 95% interval (percentile bootstrap over test units) excludes 0 when "
             "the true ATE is 0; each such seed would report a false causal effect. In brackets, the exact "
-            "binomial (Clopper-Pearson) 95% interval of the method's rate given that many seeds: with 5 seeds "
-            "the rate moves in steps of 0.2, and 0 of 5 is compatible with a true rate up to 0.52."
+            "binomial (Clopper-Pearson) 95% interval of the method's rate given that many seeds: "
+            + steps_sentence(data["n_ci"])
         )
     )
     rows = []
@@ -274,6 +287,19 @@ def placebo_section(summary: pd.DataFrame) -> list[Block]:
             ["l", "l", "l", "l", "r", "r", "r"],
         )
     ]
+
+
+def steps_sentence(counts: Any) -> str:
+    """What a rate over the rows' seed counts can say: its step and the interval of 0 successes, per count."""
+    ns = sorted({int(n) for n in counts if pd.notna(n) and n > 0})
+    if not ns:
+        return "no seed has an interval."
+    parts = [
+        f"with {n} seed{'s' if n != 1 else ''} the rate moves in steps of {1 / n:.2g}, and 0 of {n} is "
+        f"compatible with a true rate up to {binomial_ci(0, n)[1]:.2f}"
+        for n in ns
+    ]
+    return "; ".join(parts) + "."
 
 
 def rate_with_ci(rate: float, low: float, high: float) -> str:
@@ -362,57 +388,6 @@ def ad_interval_section(data: pd.DataFrame) -> list[Block]:
     ]
 
 
-def shown_file(stem: str, paths: Sequence[Path]) -> str:
-    """The file name a report shows of a figure written as ``paths``: its PNG, else its SVG, else the first."""
-    names = [Path(p).name for p in paths]
-    return next(
-        (f"{stem}{ext}" for ext in (".png", ".svg") if f"{stem}{ext}" in names), names[0] if names else f"{stem}.png"
-    )
-
-
-def agreement_section(
-    data: pd.DataFrame, out_dir: Path, formats: Sequence[str]
-) -> tuple[list[Block], dict[str, list[Path]]]:
-    """Appendix G for every pair of corpora: table and Fig. 10."""
-    corpora = sorted(set(data["corpus"]))
-    blocks: list[Block] = []
-    written: dict[str, list[Path]] = {}
-    for a, b in itertools.combinations(corpora, 2):
-        try:
-            table = cross_corpus_agreement(data, a, b)
-        except ValueError as err:
-            blocks += [Heading(2, f"Appendix G: {a} vs {b}"), Para(str(err))]
-            continue
-        stem = f"fig10_agreement_{a}_{b}".replace("/", "_")
-        written[stem] = save_figure(agreement_figure(table), out_dir, stem, formats)
-        rows = [
-            [
-                r.scope,
-                (model_labels([r.group])[r.group] if r.scope == "model" else task_label(r.group)),
-                r.quantity,
-                str(r.n),
-                fmt(r.mean_abs_diff),
-                fmt(r.mean_ratio),
-                fmt(r.pearson_r),
-            ]
-            for r in table.itertuples()
-        ]
-        blocks += [
-            Heading(2, f"Appendix G: {a} vs {b}"),
-            Para(
-                f"Each quantity is averaged over seeds per (task, level, model), then paired across corpora. Ratio is "
-                f"{b}:{a} (over non-zero {a} values; unstable near 0, e.g. the placebo ATE)."
-            ),
-            Table(
-                ["Scope", "Group", "Quantity", "n", "Mean abs. difference", f"Mean ratio {b}:{a}", "Pearson r"],
-                rows,
-                ["l", "l", "l", "r", "r", "r", "r"],
-            ),
-            Image(shown_file(stem, written[stem]), f"Agreement of {a} and {b}"),
-        ]
-    return blocks, written
-
-
 def failed_section(data: pd.DataFrame) -> list[Block]:
     """Cells that failed, with their error (one row per cell; its failed estimators listed)."""
     bad = data[(~data["usable"]) | (data["error"] != "")]
@@ -453,8 +428,7 @@ def build_report(
                 f"{len(data)} result rows; corpora: {', '.join(sorted(set(data['corpus'])))}; "
                 f"{data['model'].nunique()} models; estimators: {', '.join(_estimators(summary)) or 'none'}",
                 *([f"Grids: {', '.join(sorted(set(data['grid'].dropna().astype(str))))}"] if "grid" in data else []),
-                f"Seeds per method and task level: {int(seeds.min()) if len(seeds) else 0} to "
-                f"{int(seeds.max()) if len(seeds) else 0} "
+                f"Seeds per method and task level: {seed_words(seeds)} "
                 "(each seed redraws class assignment, treatments, outcomes and the split)",
                 f"Per-cell intervals: {ci_label(data)} (95%); they describe one draw, not the method",
                 *(
