@@ -110,3 +110,25 @@ def test_a_warning_from_outside_the_package_is_shown_once(tmp_path, monkeypatch,
     with pytest.warns(DeprecationWarning, match="a library's own warning") as shown:
         assert gender_main(["probe", "--model", "any", "--w", "years"]) == 0
     assert len(shown) == 1  # shown once, not recorded again while being shown (which never ended)
+
+
+def test_an_untrained_head_is_warned_in_the_figure_title(tiny_encoder, tmp_path, capsys):
+    from unittest import mock
+
+    from textcause.reports import gender as figures
+
+    titles = []
+
+    def drawn(*args, **kwargs):
+        fig = real(*args, **kwargs)
+        titles.append(fig._suptitle.get_text())
+        return fig
+
+    real = figures.probe_figure
+    out = tmp_path / "out"
+    argv = ["probe", "--model", tiny_encoder, "--w-file", w_file(tmp_path), "--out", str(out), "--n-boot", "0"]
+    with mock.patch.object(figures, "probe_figure", side_effect=drawn):
+        assert gender_main([*argv, "--allow-untrained-head", "--no-progress"]) == 0
+    assert titles[0].startswith("WARNING: untrained masked-LM head (") and "noise" in titles[0].replace("\n", " ")
+    (summary,) = out.glob("*_summary.json")
+    assert json.loads(summary.read_text())["untrained_weights"] > 0

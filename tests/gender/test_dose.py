@@ -143,3 +143,24 @@ def test_dose_response_errors() -> None:
         dose_response(units_frame().iloc[:0])
     with pytest.raises(ValueError, match="no units of the probe set"):
         trend(units_frame(), "paper")
+
+
+def test_verdicts_say_only_what_the_seeds_and_strengths_support() -> None:
+    # two strengths x three seeds, the labels' association not clearly above 0 (the author-level run)
+    units = units_frame()
+    two = units[units["strength"] != 0.5].assign(label_slope=lambda d: d["seed"] - 1.0)
+    table = dose_response(two)
+    text = " ".join(verdicts(table, [trend(two, "prefixed")]))
+    assert "Spearman" not in text and np.isnan(trend(two, "prefixed").spearman)
+    assert "the mean slope at strength 1 is higher than at 0" in text and "too few for a rank correlation" in text
+    assert "is - times" not in text and " - " not in text
+    assert "against the training labels' true W-G slope 0.000 (no ratio: the labels' slope's interval" in text
+    assert "reaches 0, so a ratio would be noise over noise" in text
+    assert "GROWS" in text  # three seeds a strength: a verdict
+    # three strengths, one seed each: no verdict on growth or on 0, and why
+    one = units[units["seed"] == 0]
+    text = " ".join(verdicts(dose_response(one), [trend(one, "prefixed")]))
+    assert "GROWS" not in text and "COVERS" not in text and "does NOT" not in text
+    assert "NO VERDICT on growth" in text and "run at least 2 seeds per strength" in text
+    assert "no verdict on whether it covers 0" in text and "with 1 seed the labels' slope has no interval" in text
+    assert "The mean slopes are monotone in the strength (Spearman rho 1.00 over 3 strengths)" in text

@@ -258,3 +258,30 @@ def test_ddp_two_processes_train(gender_corpus, tiny_encoder, tmp_path):
     trainer = L.Trainer(max_epochs=1, devices=2, strategy=strategy, default_root_dir=tmp_path, **TRAINER)
     trainer.fit(model, dm)
     assert trainer.state.finished and np.isfinite(metrics(trainer)["val_loss"])
+
+
+def test_a_fine_tune_shorter_than_an_epoch_leaves_a_checkpoint_the_probe_loads(
+    gender_corpus, tiny_encoder, tmp_path, capsys
+):
+    """max_steps below one epoch: validation runs where training stops, so best-*.ckpt exists and probes."""
+    from textcause.cli.gender import finetune_main
+
+    args = fit_args(gender_corpus, tiny_encoder, tmp_path, "finetune.yaml", "--trainer.max_steps", "2")[1:]
+    assert finetune_main(args) == 0
+    (ckpt,) = (tmp_path / "lightning_logs" / "version_0" / "checkpoints").glob("best-*.ckpt")
+    state = torch.load(ckpt, map_location="cpu", weights_only=False)
+    assert state["global_step"] == 2  # stopped inside the first epoch (8 batches), not at its end
+    w = tmp_path / "years.txt"
+    w.write_text("1850\n1950\n2000\n", encoding="utf-8")
+    code = gender_main(["probe", "--model", str(ckpt), "--w-file", str(w), "--out", str(tmp_path / "p")])
+    assert code == 0, capsys.readouterr().err
+
+
+def test_a_checkpoint_that_could_never_save_is_refused_before_training(gender_corpus, tiny_encoder, tmp_path, capsys):
+    from textcause.cli.gender import finetune_main
+
+    args = fit_args(gender_corpus, tiny_encoder, tmp_path, "finetune.yaml", "--trainer.limit_val_batches", "0")[1:]
+    assert finetune_main(args) == 2
+    err = capsys.readouterr().err
+    assert "The checkpoint watches 'val_loss' but validation is switched off" in err
+    assert "Traceback" not in err and not list(tmp_path.rglob("*.ckpt"))

@@ -88,6 +88,10 @@ def test_experiment_writes_the_store_and_resumes(corpus: str, tiny_encoder: str,
     assert len(rows) == 4 * 2 and set(rows["probe"]) == {"prefixed", "paper"}
     assert rows["status"].eq("ok").all() and rows["slope"].notna().all()
     assert (rows["slope_lo"] <= rows["slope"]).all() and (rows["slope"] <= rows["slope_hi"]).all()
+    from textcause.reports.gender import unit_slope_interval
+
+    for _, r in rows.iterrows():  # the stored interval is the linear fit's through the unit's per-W points
+        assert (r["slope_lo"], r["slope_hi"]) == pytest.approx(unit_slope_interval(r["curve"]), rel=1e-3, abs=1e-5)
     strong = rows[rows["strength"] == 1.0]
     # full strength, 3 values of W: only men at the first, only women at the last (closed form 50 points a step)
     assert strong["unit_slope"].to_numpy() == pytest.approx(50.0)

@@ -101,13 +101,19 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--batch-size", type=int, default=32, help="probes per forward pass")
     probe.add_argument("--templates", default=None, help="a probe spec YAML (default: the paper's table 1)")
     probe.add_argument("--words", default=None, help="a gendered word YAML (default: the paper's table 3)")
-    probe.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates of the intervals")
+    probe.add_argument(
+        "--n-boot",
+        type=int,
+        default=1000,
+        help="replicates of the probe bootstrap (the CSV's *_boot_* columns; 0: none); "
+        "the table's intervals and the figure's band are the linear fit's, not the bootstrap's",
+    )
     probe.add_argument("--seed", type=int, default=0, help="the bootstrap's seed")
     probe.add_argument(
         "--unit",
         default="probe",
         choices=list(UNITS),
-        help="what the bootstrap resamples: the probes of each W value, or sentence skeletons",
+        help="what the probe bootstrap resamples: the probes of each W value, or sentence skeletons",
     )
     probe.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
     probe.add_argument(

@@ -3,8 +3,8 @@
 * :mod:`~textcause.gender.probes`: table 1's templates x tenses x life stages x W (data in ``data/``);
 * :mod:`~textcause.gender.words`: table 3's gendered words and their token ids per tokenizer;
 * :mod:`~textcause.gender.scoring`: the female / male mass at the mask of any Hugging Face masked LM;
-* :mod:`~textcause.gender.stats` and :mod:`~textcause.gender.table`: table 2's slopes and r with
-  bootstrap intervals;
+* :mod:`~textcause.gender.stats` and :mod:`~textcause.gender.table`: table 2's slopes and r with the
+  linear fit's intervals (figure 2's band is the same fit's);
 * :mod:`~textcause.gender.run`: :func:`probe_model`, the whole probe of one model;
 * fine-tuning (section 4.4): :mod:`~textcause.gender.sentences` (documents, a regex sentence
   splitter), :mod:`~textcause.gender.masking` (every gendered word masked with the model's

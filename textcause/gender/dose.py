@@ -9,7 +9,11 @@ set and strength, the mean over seeds with a t interval (``scipy.stats.t``, n - 
 freedom; r's clipped to [-1, 1]); :func:`trend` fits the measured slopes of every seed against the strength and against
 the label association (``scipy.stats.linregress``), and :func:`verdicts` says in plain sentences
 whether the slope grows with the strength, whether strength 0's interval covers 0, and how the
-model's slope compares with the sample's true association. Pure functions of a DataFrame.
+model's slope compares with the sample's true association. It says only what the units support:
+no verdict (GROWS, COVERS 0) where a strength has a single seed (the seed-to-seed spread of a
+fine-tune is then unmeasured), no rank correlation from fewer than three strengths, and no ratio
+to the labels' slope where that slope's interval over seeds reaches 0 or does not exist; each
+time it says why instead. Pure functions of a DataFrame.
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ from scipy import stats
 
 from textcause.validation import check_real
 
+#: The fewest strengths a Spearman rho is reported from.
+MIN_RANK_STRENGTHS = 3
+#: The fewest seeds at every strength for a verdict (an interval over seeds needs two).
+MIN_VERDICT_SEEDS = 2
 UNIT_COLUMNS = ("probe", "strength", "seed", "slope", "r", "unit_slope", "label_slope", "expected_slope")
 
 
@@ -101,8 +109,11 @@ class Trend:
         per_strength: the slope's change per unit of strength (a line through every unit).
         per_strength_ci: its confidence interval (t, n - 2 degrees of freedom).
         p_value: linregress's two-sided p-value of ``per_strength``.
-        spearman: Spearman's rho of the mean slopes against the strengths.
+        spearman: Spearman's rho of the mean slopes against the strengths (NaN for fewer than
+            :data:`MIN_RANK_STRENGTHS` strengths: two points always rank-correlate at +-1).
         monotone: whether the mean slopes rise with every step of strength.
+        n_strengths: the strengths with units.
+        min_seeds: the fewest seeds of any strength.
         on_label: the measured slope per point of the label association (a line through the units).
         on_label_ci: its interval.
         level: the intervals' level.
@@ -118,6 +129,8 @@ class Trend:
     on_label: float
     on_label_ci: tuple[float, float]
     level: float
+    n_strengths: int = 0
+    min_seeds: int = 0
 
 
 def _line(x: np.ndarray, y: np.ndarray, level: float) -> tuple[float, tuple[float, float], float]:
@@ -144,7 +157,11 @@ def trend(units: pd.DataFrame, probe: str, level: float = 0.95) -> Trend:
     per, per_ci, p = _line(x, y, level)
     on, on_ci, _ = _line(rows["label_slope"].to_numpy(np.float64), y, level)
     means = rows.groupby("strength")["slope"].mean().sort_index()
-    rho = float(stats.spearmanr(means.index, means.to_numpy()).statistic) if len(means) > 1 else math.nan
+    rho = (
+        float(stats.spearmanr(means.index, means.to_numpy()).statistic)
+        if len(means) >= MIN_RANK_STRENGTHS
+        else math.nan
+    )
     return Trend(
         probe=probe,
         n_units=len(rows),
@@ -156,6 +173,8 @@ def trend(units: pd.DataFrame, probe: str, level: float = 0.95) -> Trend:
         on_label=on,
         on_label_ci=on_ci,
         level=level,
+        n_strengths=len(means),
+        min_seeds=int(rows.groupby("strength")["seed"].nunique().min()),
     )
 
 
@@ -163,36 +182,89 @@ def _f(x: float, digits: int = 3) -> str:
     return "-" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
 
 
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _order(t: Trend, rows: pd.DataFrame) -> str:
+    """What the mean slopes do across the strengths, in words a reader can check against the table."""
+    if t.n_strengths < 2:
+        return "there is one strength, so nothing to order"
+    if t.n_strengths < MIN_RANK_STRENGTHS:
+        lo, hi = rows.iloc[0], rows.iloc[-1]
+        word = "higher" if hi["slope"] > lo["slope"] else "not higher"
+        return (
+            f"the mean slope at strength {hi['strength']:g} is {word} than at {lo['strength']:g} "
+            f"({_f(hi['slope'])} against {_f(lo['slope'])}; {t.n_strengths} strengths are too few for a rank correlation)"
+        )
+    return (
+        f"the mean slopes are {'monotone in' if t.monotone else 'not monotone in'} the strength "
+        f"(Spearman rho {_f(t.spearman, 2)} over {t.n_strengths} strengths)"
+    )
+
+
+def _ratio(top: pd.Series) -> str:
+    label = _f(top["label_slope"])
+    if math.isfinite(top["ratio_to_label"]):
+        return f"{_f(top['ratio_to_label'], 2)} times the training labels' true W-G slope {label}"
+    if not math.isfinite(top["label_slope_lo"]):
+        why = f"with {int(top['n_seeds'])} seed the labels' slope has no interval over seeds"
+    else:
+        why = (
+            f"the labels' slope's interval over seeds ({_f(top['label_slope_lo'])} to {_f(top['label_slope_hi'])}) "
+            "reaches 0, so a ratio would be noise over noise"
+        )
+    return f"against the training labels' true W-G slope {label} (no ratio: {why})"
+
+
 def verdicts(table: pd.DataFrame, trends: list[Trend]) -> list[str]:
-    """Plain sentences: does the slope grow with the strength, does strength 0 cover 0, model vs truth."""
+    """Plain sentences: does the slope grow with the strength, does strength 0 cover 0, model vs truth.
+
+    A verdict (GROWS / does NOT clearly grow, COVERS 0 / does NOT cover 0) needs
+    :data:`MIN_VERDICT_SEEDS` seeds at every strength; with fewer the sentence gives the fitted
+    numbers and says that the seeds support no verdict.
+    """
     out = []
     pct = round(100 * trends[0].level) if trends else 95
     for t in trends:
         rows = table[table["probe"] == t.probe].sort_values("strength")
-        grows = t.per_strength_ci[0] > 0
-        out.append(
-            f"Probe set '{t.probe}': the measured slope "
-            + ("GROWS" if grows else "does NOT clearly grow")
-            + f" with the strength: {_f(t.per_strength)} points per unit of strength ({pct}% CI "
-            f"{_f(t.per_strength_ci[0])} to {_f(t.per_strength_ci[1])}, p {_f(t.p_value, 4)}, over {t.n_units} "
-            f"fine-tunes); the mean slopes are {'monotone in' if t.monotone else 'not monotone in'} the strength "
-            f"(Spearman rho {_f(t.spearman, 2)})."
+        line = (
+            f"{_f(t.per_strength)} points per unit of strength ({pct}% CI {_f(t.per_strength_ci[0])} to "
+            f"{_f(t.per_strength_ci[1])}, p {_f(t.p_value, 4)}, over {t.n_units} fine-tunes)"
         )
+        if t.min_seeds < MIN_VERDICT_SEEDS:
+            out.append(
+                f"Probe set '{t.probe}': NO VERDICT on growth: a line through the fine-tunes rises {line}, but with "
+                f"{t.min_seeds} seed at a strength the spread between fine-tunes of the same strength is unmeasured; "
+                f"run at least {MIN_VERDICT_SEEDS} seeds per strength. {_capital(_order(t, rows))}."
+            )
+        else:
+            grows = t.per_strength_ci[0] > 0
+            out.append(
+                f"Probe set '{t.probe}': the measured slope "
+                + ("GROWS" if grows else "does NOT clearly grow")
+                + f" with the strength: {line}; {_order(t, rows)}."
+            )
         zero = rows[rows["strength"] == 0]
         if not zero.empty:
             z = zero.iloc[0]
             covers = z["covers_zero"]
-            word = "COVERS 0" if covers else ("does NOT cover 0" if covers is not None else "has no interval (1 seed)")
-            out.append(
-                f"Probe set '{t.probe}': at strength 0 the slope is {_f(z['slope'])} with {pct}% interval over "
-                f"seeds {_f(z['slope_lo'])} to {_f(z['slope_hi'])}: it {word}."
-            )
+            if covers is None or int(z["n_seeds"]) < MIN_VERDICT_SEEDS:
+                out.append(
+                    f"Probe set '{t.probe}': at strength 0 the slope is {_f(z['slope'])} from {int(z['n_seeds'])} "
+                    "seed: there is no interval over seeds, so no verdict on whether it covers 0."
+                )
+            else:
+                word = "COVERS 0" if covers else "does NOT cover 0"
+                out.append(
+                    f"Probe set '{t.probe}': at strength 0 the slope is {_f(z['slope'])} with {pct}% interval over "
+                    f"{int(z['n_seeds'])} seeds {_f(z['slope_lo'])} to {_f(z['slope_hi'])}: it {word}."
+                )
         top = rows.iloc[-1]
         out.append(
             f"Probe set '{t.probe}': at the largest strength ({top['strength']:g}) the model's slope "
-            f"{_f(top['slope'])} points per W step is {_f(top['ratio_to_label'], 2)} times the training labels' "
-            f"true W-G slope {_f(top['label_slope'])} (the selected units' own slope is {_f(top['unit_slope'])}); "
-            f"across every fine-tune the model's slope rises {_f(t.on_label, 2)} points per point of the labels' "
-            f"slope ({pct}% CI {_f(t.on_label_ci[0], 2)} to {_f(t.on_label_ci[1], 2)})."
+            f"is {_f(top['slope'])} points per W step, {_ratio(top)} (the selected units' own slope is "
+            f"{_f(top['unit_slope'])}); across every fine-tune the model's slope rises {_f(t.on_label, 2)} points "
+            f"per point of the labels' slope ({pct}% CI {_f(t.on_label_ci[0], 2)} to {_f(t.on_label_ci[1], 2)})."
         )
     return out

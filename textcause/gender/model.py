@@ -15,6 +15,12 @@ Through the binary head P(male) = 1 - P(female): the female and male curves of a
 images, so the female one is reported. Checkpoints rebuild themselves
 (``GenderMaskedModel.load_from_checkpoint(path)``): the network's config is stored with the
 hyperparameters, as :class:`~textcause.models.PropensityModel` does.
+
+A fine-tune always validates where it stops: when ``trainer.max_steps`` ends training inside an
+epoch (Lightning would validate only at the epoch's end, which never comes), the model asks the
+trainer to stop after that step, which runs validation first, so a ``ModelCheckpoint`` watching
+``val_loss`` (``configs/gender/*.yaml``) saves ``best-*.ckpt``. A checkpoint watching a validation
+metric with validation switched off (``limit_val_batches: 0``) is refused before training.
 """
 
 from __future__ import annotations
@@ -89,6 +95,24 @@ class GenderMaskedModel(L.LightningModule):
                 f"The data were masked with the tokenizer of the encoder {settings.encoder!r}, but the network's "
                 f"encoder is {needs['encoder']!r}: set data.encoder to the network's encoder (null: all-MiniLM-L6-v2)."
             )
+
+    def on_fit_start(self) -> None:
+        trainer = self.trainer
+        if trainer.limit_val_batches != 0:
+            return
+        watched = [c.monitor for c in trainer.checkpoint_callbacks if str(getattr(c, "monitor", "")).startswith("val_")]
+        if watched:
+            raise ValueError(
+                f"The checkpoint watches {watched[0]!r} but validation is switched off (limit_val_batches 0), so no "
+                "checkpoint would be saved: let validation run or give the checkpoint monitor: null."
+            )
+
+    def on_train_batch_end(self, outputs: Any, batch: Batch, batch_idx: int) -> None:
+        trainer = self.trainer
+        # max_steps reached inside an epoch: stopping through should_stop validates first (Lightning's
+        # early-stopping path), so the checkpoint watching val_loss has a value to save.
+        if trainer.max_steps is not None and 0 <= trainer.max_steps <= trainer.global_step:
+            trainer.should_stop = True
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """The female-vs-male logit of every token, shape (B, L)."""

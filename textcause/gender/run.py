@@ -33,6 +33,8 @@ class ProbeResult:
         notes: what a reader must know (dropped words, an untrained head, a binary head).
         head: ``masked_lm`` (a masked LM's vocabulary) or ``binary`` (a fine-tuned binary head:
             the male curve is the female one mirrored).
+        untrained: how many weights of the model were newly initialised (a masked-LM head scored
+            under ``allow_untrained``: its numbers are noise); 0 for a trained model.
     """
 
     model: str
@@ -42,6 +44,7 @@ class ProbeResult:
     table: pd.DataFrame
     notes: tuple[str, ...]
     head: str = "masked_lm"
+    untrained: int = 0
 
 
 def probe_model(
@@ -71,10 +74,10 @@ def probe_model(
         templates: a probe spec YAML (default: the paper's).
         words: a gendered word YAML (default: table 3).
         batch_size: probes per forward pass.
-        n_boot: bootstrap replicates.
+        n_boot: replicates of the probe bootstrap kept beside the fit's intervals (0: none).
         seed: the bootstrap's seed.
         level: the intervals' level.
-        unit: what the bootstrap resamples (``probe`` or ``frame``).
+        unit: what the probe bootstrap resamples (``probe`` or ``frame``).
         allow_download: let transformers download a model missing from the local cache.
         allow_untrained: score a model whose masked-LM head is newly initialised (warned).
         progress: a progress bar (None: when there are many probes).
@@ -84,7 +87,7 @@ def probe_model(
     """
     variant = variant_name(variant)
     check_int(batch_size, "batch_size", "probe_model", low=1)
-    check_int(n_boot, "n_boot", "probe_model", low=1)
+    check_int(n_boot, "n_boot", "probe_model", low=0)
     check_real(level, "level", "probe_model", low=0, high=1, low_open=True, high_open=True)
     check_options(unit, "unit", "probe_model", UNITS)
     spec = load_probe_spec(templates)
@@ -128,4 +131,5 @@ def probe_model(
         table=table,
         notes=tuple(notes),
         head="binary" if binary else "masked_lm",
+        untrained=len(lm.newly_initialised or ()),
     )

@@ -19,7 +19,7 @@
     encoder: null                   # the encoder (null: the packaged all-MiniLM-L6-v2)
     threads: 2                      # torch threads (null: torch's own)
     probes: [prefixed, paper]       # probe templates: W as the training prefix, and the paper's table 1
-    n_boot: 1000                    # bootstrap replicates of each probe slope's interval
+    n_boot: 1000                    # replicates of the probe bootstrap beside the fit's interval (0: none)
     level: 0.95                     # every interval's level
     overrides: {}                   # any train.py option, for every fine-tune
 
@@ -87,7 +87,7 @@ class SelectionSpec:
         default=["prefixed", "paper"],
         doc=f"a non-empty list of distinct probe sets among {list(PROBE_SETS)}",
     )
-    n_boot: int = key(ints(low=1), default=1000)
+    n_boot: int = key(ints(low=0), default=1000)
     level: float = key(reals(low=0, high=1, low_open=True, high_open=True), default=0.95)
     overrides: dict = key(
         holds(lambda v: all(isinstance(k, str) and k for k in v)), default={}, doc="a mapping of train.py options"

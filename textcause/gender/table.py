@@ -1,7 +1,10 @@
 """Table 2's layout: one row per W category (and x), the female and male slope and Pearson r.
 
 :func:`stats_table` gives the flat frame (the CSV: one column per number, intervals included) and
-:func:`table_markdown` the Markdown table with ``estimate [low, high]`` cells.
+:func:`table_markdown` the Markdown table with ``estimate [low, high]`` cells. The intervals are
+the least-squares fit's (:mod:`textcause.gender.stats`: t with ``n_W - 2`` degrees of freedom for
+the slope, Fisher's z for r), the same fit as figure 2's band; the probe bootstrap's intervals,
+which leave out the points' scatter around the line, are only in the CSV's ``*_boot_*`` columns.
 """
 
 from __future__ import annotations
@@ -28,7 +31,16 @@ def stats_table(curves: Sequence[Curve], model: str = "") -> pd.DataFrame:
     for c in curves:
         key = (c.w_category, c.w_list, c.x_kind, c.variant)
         row = rows.setdefault(
-            key, {"model": model, **dict(zip(KEYS, key)), "n_w": len(c.x), "level": c.level, "unit": c.unit}
+            key,
+            {
+                "model": model,
+                **dict(zip(KEYS, key)),
+                "n_w": len(c.x),
+                "level": c.level,
+                "interval": "linear fit: t (n_w - 2 df) for the slope, Fisher z for r",
+                "unit": c.unit,
+                "n_boot": c.n_boot,
+            },
         )
         g = c.gender
         row.update(
@@ -40,6 +52,10 @@ def stats_table(curves: Sequence[Curve], model: str = "") -> pd.DataFrame:
                 f"{g}_r_low": c.r_ci[0],
                 f"{g}_r_high": c.r_ci[1],
                 f"{g}_p": c.p_value,
+                f"{g}_slope_boot_low": c.boot_slope_ci[0],
+                f"{g}_slope_boot_high": c.boot_slope_ci[1],
+                f"{g}_r_boot_low": c.boot_r_ci[0],
+                f"{g}_r_boot_high": c.boot_r_ci[1],
                 f"{g}_n_probes": c.n_probes,
             }
         )
@@ -49,13 +65,14 @@ def stats_table(curves: Sequence[Curve], model: str = "") -> pd.DataFrame:
 def _cell(row: pd.Series, name: str) -> str:
     if pd.isna(row.get(name)):
         return "undefined"
+    if pd.isna(row[name + "_low"]):
+        return f"{row[name]:.3g} [no interval]"
     return f"{row[name]:.3g} [{row[name + '_low']:.3g}, {row[name + '_high']:.3g}]"
 
 
 def table_markdown(table: pd.DataFrame, *, notes: Sequence[str] = ()) -> str:
     """Table 2 in Markdown: W category, x, model, then female and male slope and Pearson r."""
     level = int(round(100 * float(table["level"].iloc[0])))
-    unit = "probes of each value of W" if table["unit"].iloc[0] == "probe" else "sentence skeletons"
     head = ["W category", "W list", "x", "Model", "Variant"]
     for g in GENDERS:
         head += [f"{g.capitalize()} slope", f"{g.capitalize()} Pearson's r"]
@@ -70,9 +87,14 @@ def table_markdown(table: pd.DataFrame, *, notes: Sequence[str] = ()) -> str:
         "",
         f"Slopes are in percentage points of probability per unit of x (per step along the W list "
         f"for the index, per unit of W for its value); r is Pearson's r of the mean probability at each "
-        f"value of W against x (scipy.stats.linregress). Brackets: {level}% percentile bootstrap intervals "
-        f"({unit} resampled).",
+        f"value of W against x (scipy.stats.linregress). Brackets: {level}% confidence intervals of that "
+        "least-squares fit (the slope's: t with n_W - 2 degrees of freedom from the scatter of the per-W "
+        "means around the line; r's: Fisher's z), the same fit as the figure's band. The CSV's *_boot_* "
+        "columns hold a percentile bootstrap over probes, which measures only the probes' noise within "
+        "each mean and is too narrow when the means scatter around the line.",
     ]
+    if (table["n_w"] < 3).any():
+        lines[-1] += " With 2 values of W a line has no interval."
     r_cols = [f"{g}_r" for g in GENDERS if f"{g}_r" in table]
     if table[r_cols].isna().to_numpy().any():
         lines[-1] += (

@@ -2,15 +2,20 @@
 
 Figure 2's layout: one panel per W list (and per x where W is numeric: a year's index and its
 value give the same picture, so only the index is drawn), the mean female and male probability
-(percent) at each value of W as dots, the least-squares line, and its 95% band (percentile
-bootstrap over probes, the same replicates as the table's intervals). A fine-tuned model probed
-through its binary head draws the female curve only (the male one is its mirror image). Every file
-is written atomically (:func:`textcause.io.atomic_path`).
+(percent) at each value of W as dots, the least-squares line through them, and its 95% confidence
+band (:meth:`textcause.gender.stats.Curve.band`: t with n_W - 2 degrees of freedom from the dots'
+scatter around the line, the same fit as the table's slope interval; the paper's band). A
+fine-tuned model probed through its binary head draws the female curve only (the male one is its
+mirror image). The title names the model (a long path shortened to its last parts, the lines
+wrapped to the figure's width) and, for a model whose masked-LM head was newly initialised
+(``--allow-untrained-head``), says in its first line that the numbers are noise. Every file is
+written atomically (:func:`textcause.io.atomic_path`).
 """
 
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,6 +41,10 @@ VARIANT_LABELS = {
 }
 #: At most this many tick labels on an x-axis (every k-th value of W beyond it).
 MAX_TICKS = 24
+#: The longest model name a figure title shows (a longer path keeps its last parts).
+MAX_NAME = 48
+#: Characters of a 9-point title line per inch of figure width (DejaVu Sans averages about 5.3 points).
+TITLE_CHARS_PER_INCH = 12
 
 
 def file_stem(model: str) -> str:
@@ -46,6 +55,31 @@ def file_stem(model: str) -> str:
     if path.suffix == ".ckpt" and path.parent.name == "checkpoints" and path.parent.parent.name:
         name = f"{path.parent.parent.parent.name}-{path.parent.parent.name}".lstrip("-")
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "model"
+
+
+def short_name(model: str, limit: int = MAX_NAME) -> str:
+    """A model's name for a title: a checkpoint's :func:`file_stem`, a long path's last parts after ``.../``.
+
+    >>> short_name("/home/me/models/a/very/deep/folder/of/checkpoints/bert-large-uncased-whole-word-masking")
+    '.../bert-large-uncased-whole-word-masking'
+    """
+    text = str(model).rstrip("/")
+    if text.endswith(".ckpt"):
+        return file_stem(text)
+    if len(text) <= limit:
+        return text
+    parts = re.split(r"[/\\]", text)
+    kept = parts[-1]
+    for part in reversed(parts[:-1]):
+        if len(part) + 1 + len(kept) + 4 > limit:
+            break
+        kept = f"{part}/{kept}"
+    return ("..." + kept[-(limit - 3) :]) if len(kept) + 4 > limit else f".../{kept}"
+
+
+def _title(lines: Sequence[str], width_in: float) -> str:
+    width = max(20, int(width_in * TITLE_CHARS_PER_INCH))
+    return "\n".join(w for line in lines for w in textwrap.wrap(line, width, break_long_words=True))
 
 
 def _panel(ax: plt.Axes, curves: Sequence[Curve]) -> None:
@@ -69,13 +103,15 @@ def _panel(ax: plt.Axes, curves: Sequence[Curve]) -> None:
     ax.legend(fontsize=7, frameon=False)
 
 
-def probe_figure(curves: Sequence[Curve], model: str, *, binary_head: bool = False) -> plt.Figure:
+def probe_figure(curves: Sequence[Curve], model: str, *, binary_head: bool = False, untrained: int = 0) -> plt.Figure:
     """Figure 2 for one model: a panel per W list, female and male dots, line and 95% band.
 
     Args:
         curves: the curves (:func:`textcause.gender.stats.probe_stats`).
-        model: the model's name, for the title.
+        model: the model's name, for the title (shortened by :func:`short_name`).
         binary_head: a fine-tuned binary head: draw the female curve only (the male one mirrors it).
+        untrained: the number of newly initialised weights (> 0: the title's first line warns that
+            the probabilities are noise).
 
     Raises:
         ValueError: no curves.
@@ -84,18 +120,23 @@ def probe_figure(curves: Sequence[Curve], model: str, *, binary_head: bool = Fal
     if not drawn:
         raise ValueError("There are no curves to draw: score at least one W list.")
     lists = list(dict.fromkeys(c.w_list for c in drawn))
-    fig, axes = plt.subplots(
-        1, len(lists), figsize=(max(5.5 * len(lists), 6.5), 4.4), layout="constrained", squeeze=False
-    )
+    width = max(5.5 * len(lists), 6.5)
+    fig, axes = plt.subplots(1, len(lists), figsize=(width, 4.4), layout="constrained", squeeze=False)
     for ax, name in zip(axes[0], lists):
         _panel(ax, [c for c in drawn if c.w_list == name])
     c0 = drawn[0]
     label = VARIANT_LABELS["binary_head"] if binary_head else VARIANT_LABELS.get(c0.variant, c0.variant)
-    name = file_stem(model) if str(model).endswith(".ckpt") else model
-    fig.suptitle(
-        f"{name}: {label}\nshaded: {round(100 * c0.level)}% band of the linear fit (bootstrap over probes)",
-        fontsize=9,
-    )
+    lines = [
+        f"{short_name(model)}: {label}",
+        f"shaded: {round(100 * c0.level)}% confidence band of the least-squares line (t, n_W - 2 df), "
+        "the fit of the table's interval",
+    ]
+    if untrained:
+        lines.insert(
+            0,
+            f"WARNING: untrained masked-LM head ({untrained} weights newly initialised): these probabilities are noise",
+        )
+    fig.suptitle(_title(lines, width), fontsize=9, color="#b00000" if untrained else "black")
     return fig
 
 
@@ -130,9 +171,11 @@ def write_probe_outputs(
             "notes": list(result.notes),
             "dropped": [{"gender": g, "word": w, "reason": r} for g, w, r in result.scores.attrs.get("dropped", [])],
             "n_probes": int(len(result.scores)),
+            "untrained_weights": result.untrained,
         },
     )
-    figs = save_figure(probe_figure(result.curves, result.model, binary_head=binary), out, f"{stem}_fig2", formats)
+    fig = probe_figure(result.curves, result.model, binary_head=binary, untrained=result.untrained)
+    figs = save_figure(fig, out, f"{stem}_fig2", formats)
     return [md, csv, scores, summary, *figs]
 
 
@@ -146,6 +189,25 @@ PROBE_COLORS = {"prefixed": "#d62728", "paper": "#9467bd"}
 
 def _num(x: float, digits: int = 3) -> str:
     return "-" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def unit_slope_interval(curve: str, level: float = 0.95) -> tuple[float, float]:
+    """The fit's interval of one fine-tune's slope from its stored per-W curve (JSON, percent; null: no score).
+
+    The same quantity as the probe's table (:func:`textcause.gender.stats.slope_interval` on the
+    index of W), recomputed from the stored points so that rows written by older code, whose
+    ``slope_lo`` / ``slope_hi`` held a probe bootstrap, are reported alike.
+    """
+    import json
+
+    from textcause.gender.stats import slope_interval
+
+    y = np.array([np.nan if v is None else v for v in json.loads(curve)], dtype=np.float64)
+    x = np.arange(y.size, dtype=np.float64)
+    keep = np.isfinite(y)
+    if np.unique(x[keep]).size < 2:
+        return float("nan"), float("nan")
+    return slope_interval(x[keep], y[keep], level)
 
 
 def _ci(mean: float, lo: float, hi: float, digits: int = 3) -> str:
@@ -244,8 +306,9 @@ def selection_markdown(name: str, units, table, lines: Sequence[str]) -> str:
         f'Each (strength, seed) fine-tunes the masked-gender model with the prefix "{first["w_name"]}: W." on '
         f"~{int(units['n_train'].median())} training sentences (of {int(units['n_examples'].median())} kept from a "
         f"pool of {int(first['n_pool'])}), then probes its binary head for P(female | W). Slopes are in "
-        "percentage points of P(female) per step of W's index (table 2's unit); intervals are 95% t intervals "
-        "over seeds. 'Expected' is the closed form for the selected units, 'units' the selected units' measured "
+        "percentage points of P(female) per step of W's index (table 2's unit); the tables' intervals are 95% t "
+        "intervals over seeds, and a single fine-tune's bracket (the last table) is the 95% confidence interval of "
+        "the least-squares line through its per-W points (t, n_W - 2 degrees of freedom). 'Expected' is the closed form for the selected units, 'units' the selected units' measured "
         "slope, 'labels' the slope of the training masks' female share against W (what the model is trained on).",
         "",
     ]
@@ -277,7 +340,7 @@ def selection_markdown(name: str, units, table, lines: Sequence[str]) -> str:
         f"probes) {per['unit_seconds'].mean():.0f} s on average, {per['unit_seconds'].sum() / 60:.1f} min in all.",
         "",
         "| strength | seed | train sentences | val acc | train s | unit s | labels' slope | "
-        + " | ".join(f"{p} slope" for p in dict.fromkeys(units["probe"]))
+        + " | ".join(f"{p} slope [95% CI of the fit]" for p in dict.fromkeys(units["probe"]))
         + " |",
         "|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * units["probe"].nunique(),
     ]
@@ -289,7 +352,7 @@ def selection_markdown(name: str, units, table, lines: Sequence[str]) -> str:
         out.append(
             f"| {r['strength']:g} | {r['seed']} | {r['n_train']} | {_num(r['val_acc'])} | {r['train_seconds']:.0f} "
             f"| {r['unit_seconds']:.0f} | {_num(r['label_slope'])} | "
-            + " | ".join(_ci(s["slope"], s["slope_lo"], s["slope_hi"]) for s in slopes)
+            + " | ".join(_ci(s["slope"], *unit_slope_interval(s["curve"])) for s in slopes)
             + " |"
         )
     return "\n".join(out) + "\n"

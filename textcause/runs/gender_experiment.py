@@ -13,7 +13,8 @@ table 1's ("In 1990, [MASK] was a child.").
 
 Results go to the benchmark's results database (``<out>/results.db`` by default, opened with
 :func:`textcause.runs.store.connect`), in a table of this module, ``gender_selection``: one row
-per (unit, probe set), a unit's rows written in one transaction, so a killed run leaves whole
+per (unit, probe set) (``slope_lo`` / ``slope_hi``: the linear fit's interval of the unit's female
+slope, :func:`textcause.gender.stats.slope_interval`), a unit's rows written in one transaction, so a killed run leaves whole
 units only and a rerun skips them. Rows of the same experiment name made under another
 configuration are an error (use another name or database), never mixed in.
 """
