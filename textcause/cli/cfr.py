@@ -6,8 +6,8 @@
 
 Builds the config's pairs (blog posts with their gendered words swapped, EEEC-style templates, or a
 CSV of pairs), embeds both sides with the frozen encoder (the embedding cache: a rerun encodes
-nothing), fits the classifier, the LEACE and oracle erasers and the CFRs, and compares each
-intervention with the true counterfactual texts. Writes, under ``--out`` (default
+nothing), fits the classifier, the CFR of Lemberger et al., the LEACE and oracle erasers and the
+LEACE class-mean CFRs, and compares each intervention with the true counterfactual texts. Writes, under ``--out`` (default
 ``runs/cfr/<name>``): ``<name>_cfr.md`` (the table, also printed), ``<name>_cfr.csv``,
 ``<name>_cfr.png`` / ``.svg`` and ``<name>_summary.json``; the rows go to the results database
 (``<out>/results.db`` unless ``--db``), table ``cfr_results``. See docs/cfr.md.

@@ -32,12 +32,13 @@ def test_cfr_runs_end_to_end(tmp_path, tiny_encoder, capsys):
     config = write_config(tmp_path, tiny_encoder)
     assert main(["cfr", "--config", str(config), "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    assert "| identity (no intervention) |" in printed and "LEACE CFR, deterministic" in printed
+    assert "| identity (no intervention) |" in printed and "CFR, deterministic (Lemberger et al.)" in printed
     for name in ("tiny_cfr.md", "tiny_cfr.csv", "tiny_cfr.png", "tiny_cfr.svg", "tiny_summary.json"):
         assert (out / name).is_file(), name
     rows = read_cfr(f"sqlite:///{out}/results.db")
     assert set(rows.run_id) == {"tiny:seed0"}
-    assert {"identity", "leace_erasure", "leace_cfr", "leace_cfr_stochastic", "oracle_cfr"} <= set(rows.method)
+    assert {"identity", "erasure", "cfr", "cfr_stochastic", "leace_erasure", "leace_mean_cfr"} <= set(rows.method)
+    assert "weighted abs gap" in printed and "weighted_abs_gap" in set(rows.metric)
     assert {"cfr", "probe", "tpr", "classifier"} == set(rows.section)
     assert rows.n_units.iloc[0] == 240 and rows.encode_seconds.notna().all()
     # a rerun (everything cached) replaces the run's rows instead of adding to them
