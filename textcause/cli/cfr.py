@@ -33,7 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", default=None, help="a results database URL (default: sqlite:///<out>/results.db)")
     parser.add_argument("--seed", type=int, default=None, help="override the config's seed")
     parser.add_argument(
-        "--threads", type=int, default=None, help="torch threads while encoding (default: the config's)"
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads while encoding and BLAS threads while evaluating (default: the config's)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no encoder progress bar")
     return parser

@@ -77,3 +77,17 @@ def test_bad_config_is_one_sentence(tmp_path, tiny_encoder, capsys, extra, match
 def test_missing_config(tmp_path, capsys):
     assert main(["cfr", "--config", str(tmp_path / "none.yaml")]) == 2
     assert "No cfr config" in capsys.readouterr().err
+
+
+def test_blas_threads_caps_the_pools_during_evaluation():
+    from threadpoolctl import threadpool_info
+
+    from textcause.runs.cfr_experiment import blas_threads
+
+    before = [p["num_threads"] for p in threadpool_info()]
+    assert before  # numpy's BLAS is loaded
+    with blas_threads(1):
+        assert all(p["num_threads"] == 1 for p in threadpool_info())
+    assert [p["num_threads"] for p in threadpool_info()] == before
+    with blas_threads(None):
+        assert [p["num_threads"] for p in threadpool_info()] == before

@@ -29,7 +29,7 @@
     encoder: null                # null: the packaged all-MiniLM-L6-v2
     max_tokens: 128
     batch_size: 64
-    threads: 1                   # torch threads while encoding (null: torch's own)
+    threads: 1                   # torch threads while encoding, BLAS threads while evaluating (null: the libraries' own)
 
 Parsed by :mod:`textcause.specs` (one ``ValueError`` sentence naming the file and the key).
 """
