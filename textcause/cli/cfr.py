@@ -6,8 +6,8 @@
 
 Builds the config's pairs (blog posts with their gendered words swapped, EEEC-style templates, or a
 CSV of pairs), embeds both sides with the frozen encoder (the embedding cache: a rerun encodes
-nothing), fits the classifier, the LEACE and oracle erasers and the CFRs, and compares each
-intervention with the true counterfactual texts. Writes, under ``--out`` (default
+nothing), fits the classifier, the CFR of Lemberger et al., the LEACE and oracle erasers and the
+LEACE class-mean CFRs, and compares each intervention with the true counterfactual texts. Writes, under ``--out`` (default
 ``runs/cfr/<name>``): ``<name>_cfr.md`` (the table, also printed), ``<name>_cfr.csv``,
 ``<name>_cfr.png`` / ``.svg`` and ``<name>_summary.json``; the rows go to the results database
 (``<out>/results.db`` unless ``--db``), table ``cfr_results``. See docs/cfr.md.
@@ -33,7 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", default=None, help="a results database URL (default: sqlite:///<out>/results.db)")
     parser.add_argument("--seed", type=int, default=None, help="override the config's seed")
     parser.add_argument(
-        "--threads", type=int, default=None, help="torch threads while encoding (default: the config's)"
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads while encoding and BLAS threads while evaluating (default: the config's)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no encoder progress bar")
     return parser

@@ -4,8 +4,8 @@ The table puts every intervention beside the identity baseline (no intervention)
 and says in words, from the paired bootstrap interval of the difference from identity, whether
 each CFR is closer to the true counterfactual texts than doing nothing, indistinguishable from it,
 or further away. The figure (``<name>_cfr.png`` / ``.svg``): PIP and ATV of each intervention with
-their intervals, and the TPR gap of each class for the classifier trained on original,
-LEACE-erased, CFR-augmented and text-augmented representations. Every file is written atomically.
+their intervals, and the TPR gap of each class for the classifier trained on original, erased,
+CFR-augmented and text-augmented representations. Every file is written atomically.
 """
 
 from __future__ import annotations
@@ -25,13 +25,20 @@ from textcause.counterfactual.cfr.evaluate import AUGMENTATIONS, METHOD_LABELS, 
 from textcause.io import atomic_write_text
 from textcause.reports.figures import save_figure
 
-PROBE_LABELS = {"none": "none (original)", "leace": "LEACE", "oracle": "oracle"}
+PROBE_LABELS = {
+    "none": "none (original)",
+    "orth": "orthogonal projection (the CFR's)",
+    "leace": "LEACE",
+    "oracle": "oracle",
+}
 #: A paired difference whose whole interval lies within this of 0 is called negligible, not better / worse.
 NEGLIGIBLE = 0.005
 TPR_LABELS = {
     "original": "trained on original",
-    "erased": "trained on LEACE-erased",
-    "cfr_augmented": "trained on original + CFR",
+    "erased": "trained on erased (orthogonal, the CFR's)",
+    "leace_erased": "trained on LEACE-erased",
+    "cfr_augmented": "trained on original + CFR (Lemberger et al.)",
+    "leace_mean_cfr_augmented": "trained on original + LEACE class-mean CFR",
     "text_augmented": "trained on original + true counterfactual texts",
 }
 
@@ -158,8 +165,11 @@ def cfr_markdown(rows: pd.DataFrame, summary: dict[str, Any]) -> str:
         "",
         f"## TPR gap per class: P(Yhat = c | Y = c, Z = {z1}) - P(Yhat = c | Y = c, Z = {z0})",
         "",
-        "| classifier | " + " | ".join(map(str, classes)) + " | mean abs gap | accuracy |",
-        "|---|" + "---|" * (len(classes) + 2),
+        "Mean abs gap: the unweighted mean of |gap| over classes; weighted: |gap| weighted by each class's "
+        "share of the test units (the authors' aggregate for BiasInBios).",
+        "",
+        "| classifier | " + " | ".join(map(str, classes)) + " | mean abs gap | weighted abs gap | accuracy |",
+        "|---|" + "---|" * (len(classes) + 3),
     ]
     for a in AUGMENTATIONS:
         if _get(rows, "tpr", a, "accuracy") is None:
@@ -168,7 +178,8 @@ def cfr_markdown(rows: pd.DataFrame, summary: dict[str, Any]) -> str:
         lines.append(
             f"| {TPR_LABELS[a]} | "
             + " | ".join(cells)
-            + f" | {_num(_val(rows, 'tpr', a, 'mean_abs_gap'))} | {_num(_val(rows, 'tpr', a, 'accuracy'))} |"
+            + f" | {_num(_val(rows, 'tpr', a, 'mean_abs_gap'))} | {_num(_val(rows, 'tpr', a, 'weighted_abs_gap'))}"
+            + f" | {_num(_val(rows, 'tpr', a, 'accuracy'))} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -182,7 +193,7 @@ def cfr_figure(rows: pd.DataFrame, classes: Sequence[str], *, title: str = "") -
     """PIP and ATV per intervention (with intervals) and the TPR gaps per class and classifier."""
     methods = _methods(rows)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), gridspec_kw={"width_ratios": [1, 1, 1.3]})
-    colors = ["#7f7f7f", "#9467bd", "#1f77b4", "#17becf", "#ff7f0e", "#d62728"]
+    colors = ["#7f7f7f", "#8c564b", "#2ca02c", "#98df8a", "#9467bd", "#1f77b4", "#17becf", "#ff7f0e", "#d62728"]
     for ax, metric, label in ((axes[0], "pip", "PIP (higher is better)"), (axes[1], "atv", "ATV (lower is better)")):
         for i, m in enumerate(methods):
             r = _get(rows, "cfr", m, metric)

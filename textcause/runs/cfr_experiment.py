@@ -130,6 +130,22 @@ def embed_pairs(
     return vectors[:n], vectors[n:], info
 
 
+def blas_threads(threads: Optional[int]) -> Any:
+    """A context that caps the BLAS / OpenMP thread pools at ``threads`` (None: leaves them as they are).
+
+    The evaluation's logistic regressions multiply small matrices thousands of times; a BLAS pool
+    of several threads on a shared machine waits for each of them at every product (threadpoolctl,
+    scikit-learn's own dependency, sets the cap).
+    """
+    import contextlib
+
+    if threads is None:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=threads)
+
+
 def run_cfr(
     experiment: CFRExperiment,
     out_dir: str | Path,
@@ -159,7 +175,8 @@ def run_cfr(
     echo(f"{experiment.name}: {len(pairs)} units, classes {pairs.classes}, concept {list(pairs.concept_values)}")
     x, x_cf, embed_info = embed_pairs(experiment, pairs, progress=progress)
     echo(f"{experiment.name}: embedded {embed_info['n_texts']} texts in {embed_info['encode_seconds']:.1f} s")
-    result = evaluate_cfr(x, x_cf, pairs, experiment.settings)
+    with blas_threads(s.threads):
+        result = evaluate_cfr(x, x_cf, pairs, experiment.settings)
     seconds = time.perf_counter() - started
     base = {
         "run_id": experiment.run_id,

@@ -32,12 +32,13 @@ def test_cfr_runs_end_to_end(tmp_path, tiny_encoder, capsys):
     config = write_config(tmp_path, tiny_encoder)
     assert main(["cfr", "--config", str(config), "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    assert "| identity (no intervention) |" in printed and "LEACE CFR, deterministic" in printed
+    assert "| identity (no intervention) |" in printed and "CFR, deterministic (Lemberger et al.)" in printed
     for name in ("tiny_cfr.md", "tiny_cfr.csv", "tiny_cfr.png", "tiny_cfr.svg", "tiny_summary.json"):
         assert (out / name).is_file(), name
     rows = read_cfr(f"sqlite:///{out}/results.db")
     assert set(rows.run_id) == {"tiny:seed0"}
-    assert {"identity", "leace_erasure", "leace_cfr", "leace_cfr_stochastic", "oracle_cfr"} <= set(rows.method)
+    assert {"identity", "erasure", "cfr", "cfr_stochastic", "leace_erasure", "leace_mean_cfr"} <= set(rows.method)
+    assert "weighted abs gap" in printed and "weighted_abs_gap" in set(rows.metric)
     assert {"cfr", "probe", "tpr", "classifier"} == set(rows.section)
     assert rows.n_units.iloc[0] == 240 and rows.encode_seconds.notna().all()
     # a rerun (everything cached) replaces the run's rows instead of adding to them
@@ -76,3 +77,17 @@ def test_bad_config_is_one_sentence(tmp_path, tiny_encoder, capsys, extra, match
 def test_missing_config(tmp_path, capsys):
     assert main(["cfr", "--config", str(tmp_path / "none.yaml")]) == 2
     assert "No cfr config" in capsys.readouterr().err
+
+
+def test_blas_threads_caps_the_pools_during_evaluation():
+    from threadpoolctl import threadpool_info
+
+    from textcause.runs.cfr_experiment import blas_threads
+
+    before = [p["num_threads"] for p in threadpool_info()]
+    assert before  # numpy's BLAS is loaded
+    with blas_threads(1):
+        assert all(p["num_threads"] == 1 for p in threadpool_info())
+    assert [p["num_threads"] for p in threadpool_info()] == before
+    with blas_threads(None):
+        assert [p["num_threads"] for p in threadpool_info()] == before

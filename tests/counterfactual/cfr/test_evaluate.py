@@ -46,7 +46,7 @@ def test_identity_estimates_no_effect_and_cfrs_beat_it_on_a_mean_shift(result):
     assert result.value("cfr", "identity", "effect", "b") == 0.0
     assert result.value("cfr", "true_text", "effect", "b") > 0.05  # the concept moves Yhat
     # the true counterfactual is a mean shift: the oracle and LEACE CFRs are much closer than identity
-    for m in ("oracle_cfr", "leace_cfr", "leace_cfr_stochastic"):
+    for m in ("oracle_cfr", "cfr", "cfr_stochastic", "leace_mean_cfr", "leace_mean_cfr_stochastic"):
         assert result.value("cfr", m, "atv") < result.value("cfr", "identity", "atv")
         row = next(r for r in result.rows if (r["method"], r["metric"]) == (m, "atv_vs_identity"))
         assert row["hi"] < 0
@@ -54,14 +54,16 @@ def test_identity_estimates_no_effect_and_cfrs_beat_it_on_a_mean_shift(result):
 
 def test_probes_at_chance_after_erasure(result):
     assert result.value("probe", "none", "auc") > 0.9
-    for eraser in ("leace", "oracle"):
+    for eraser in ("orth", "leace", "oracle"):
         assert abs(result.value("probe", eraser, "auc") - 0.5) < 0.07
 
 
 def test_tpr_gaps_for_every_training_variant(result):
-    for a in ("original", "erased", "cfr_augmented", "text_augmented"):
-        for c in ("a", "b"):
-            assert -1 <= result.value("tpr", a, "gap", c) <= 1
+    for a in ("original", "erased", "leace_erased", "cfr_augmented", "leace_mean_cfr_augmented", "text_augmented"):
+        gaps = {c: result.value("tpr", a, "gap", c) for c in ("a", "b")}
+        assert all(-1 <= g <= 1 for g in gaps.values())
+        assert result.value("tpr", a, "mean_abs_gap") == pytest.approx(np.mean(np.abs(list(gaps.values()))))
+        assert 0 <= result.value("tpr", a, "weighted_abs_gap") <= max(map(abs, gaps.values())) + 1e-12
     # the original classifier uses the concept: a visible gap that augmentation shrinks
     assert result.value("tpr", "original", "mean_abs_gap") > result.value("tpr", "text_augmented", "mean_abs_gap")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from textcause.counterfactual.cfr.metrics import atv, bootstrap_mean, concept_effect, pip, tpr_gaps
+from textcause.counterfactual.cfr.metrics import atv, bootstrap_mean, concept_effect, pip, tpr_gaps, weighted_abs_gap
 
 P_TRUE = np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8], [0.5, 0.5]])
 P_CFR = np.array([[0.7, 0.3], [0.6, 0.4], [0.1, 0.9], [0.5, 0.5]])
@@ -47,6 +47,21 @@ def test_tpr_gap_is_conditional_not_joint():
 def test_tpr_gap_nan_where_a_group_lacks_the_class():
     gaps = tpr_gaps(np.array([1, 0]), np.array([1, 0]), np.array([1, 0]), [0, 1])
     assert np.isnan(gaps[0]) and np.isnan(gaps[1])
+
+
+def test_weighted_abs_gap_by_hand():
+    # 10 test units: class a 5, class b 3, class c 2; gaps +0.2, -0.4, +0.1
+    y = ["a"] * 5 + ["b"] * 3 + ["c"] * 2
+    gaps = {"a": 0.2, "b": -0.4, "c": 0.1}
+    # (0.2 * 5 + 0.4 * 3 + 0.1 * 2) / 10 = 0.24, while the unweighted mean of |gap| is 0.7 / 3
+    assert weighted_abs_gap(gaps, y) == pytest.approx(0.24)
+    assert np.mean(np.abs(list(gaps.values()))) == pytest.approx(0.7 / 3)
+    # a NaN gap (a group without the class) is left out and the weights renormalised: (1.0 + 1.2) / 8
+    assert weighted_abs_gap({"a": 0.2, "b": -0.4, "c": float("nan")}, y) == pytest.approx(0.275)
+    assert np.isnan(weighted_abs_gap({"a": float("nan")}, y))
+    # integer classes as tpr_gaps returns them
+    g = tpr_gaps(np.array([0, 0, 1, 1, 1, 1]), np.array([0, 1, 1, 1, 0, 1]), np.array([1, 0, 1, 0, 1, 0]), [0, 1])
+    assert weighted_abs_gap(g, [0, 0, 1, 1, 1, 1]) == pytest.approx((2 * abs(g[0]) + 4 * abs(g[1])) / 6)
 
 
 def test_bootstrap_interval_contains_the_mean():

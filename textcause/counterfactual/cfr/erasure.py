@@ -12,7 +12,11 @@ A binary concept Z (0 / 1) and representations X (n, d). Two erasers of the pack
 * **Oracle** (``OracleEraser``): the OLS residual of X on Z, x - (z - mean_z) b; it needs the unit's
   Z, and edits less. Its concept component (z - mean_z) b is a function of z alone.
 
-The CFRs of Lemberger et al. (2024) replace the concept component by one for the target value z':
+This module's CFRs (``leace_mean_cfr`` in the evaluation) replace the concept component by one for
+the target value z' that does not depend on the rest of the representation. They are NOT the
+construction of Lemberger et al. (2024), which regresses the concept coordinate on the erased
+representation per target value (:mod:`~textcause.counterfactual.cfr.regression`, the ``cfr``
+method); they are kept as a simpler variant:
 
 * **deterministic**: x_{Z<-z'} = r(x) + E[X_par | Z = z'] (the class-conditional mean of the
   concept component on the fitting data); for the oracle eraser x - (z - mean_z) b + (z' - mean_z) b.

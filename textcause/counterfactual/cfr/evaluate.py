@@ -2,18 +2,22 @@
 
 :func:`evaluate_cfr` splits the units (by group: an author is never on both sides), fits on the
 training part a classifier Yhat of the label (standardised logistic regression) on the original
-representations, the LEACE and oracle erasers of the concept, and a concept probe; then on the test
+representations, Lemberger et al.'s CFR (:mod:`~textcause.counterfactual.cfr.regression`), the LEACE
+and oracle erasers of the concept, and a concept probe; then on the test
 part it compares Yhat on each intervention of a unit's representation with Yhat on the
 representation of the unit's TRUE counterfactual text:
 
-======================== =====================================================================
-``identity``             no intervention: the original representation (the baseline to beat)
-``leace_erasure``        LEACE's erased representation r(x), no target value
-``leace_cfr``            the deterministic CFR r(x) + E[x_par | Z = z'] (Lemberger et al. 2024)
-``leace_cfr_stochastic`` the stochastic CFR: r(x) + drawn x_par of Z = z' units, probabilities averaged
-``oracle_erasure``       the oracle eraser's OLS residual (needs the unit's Z)
-``oracle_cfr``           the oracle CFR x + (z' - z) b
-======================== =====================================================================
+============================= ================================================================
+``identity``                  no intervention: the original representation (the baseline to beat)
+``erasure``                   the CFR's erasure only: the orthogonal projection r(x) = x - (u.x) u
+``cfr``                       Lemberger et al.'s deterministic CFR r(x) + (b_z' + w_z' . r(x)) u
+``cfr_stochastic``            the same + Gaussian noise along u, probabilities averaged over draws
+``leace_erasure``             LEACE's erased representation r_L(x), no target value
+``leace_mean_cfr``            r_L(x) + E[x_par | Z = z'], the class mean of LEACE's concept component
+``leace_mean_cfr_stochastic`` r_L(x) + x_par drawn from Z = z' training units, probabilities averaged
+``oracle_erasure``            the oracle eraser's OLS residual (needs the unit's Z)
+``oracle_cfr``                the oracle CFR x + (z' - z) b
+============================= ================================================================
 
 Rows (``section``, ``method``, ``metric``, ``klass``, ``value``, ``lo``, ``hi``):
 
@@ -24,12 +28,16 @@ Rows (``section``, ``method``, ``metric``, ``klass``, ``value``, ``lo``, ``hi``)
   and per class ``effect`` (E[p(Z=1) - p(Z=0)]); method ``true_text`` holds the true texts'
   ``effect`` and ``concept_flip``;
 * ``probe``: the concept probe's held-out ``accuracy`` and ``auc`` before erasure (``none``) and
-  after each eraser, with the ``majority`` rate (chance);
-* ``tpr``: per class the TPR gap P(Yhat = c | Y = c, Z = 1) - P(Yhat = c | Y = c, Z = 0) and
-  ``mean_abs_gap``, ``accuracy`` of a classifier trained on the ``original`` representations, on
-  LEACE-``erased`` ones, on ``cfr_augmented`` ones (each training unit twice: original and its
-  deterministic CFR, same label), and on ``text_augmented`` ones (original and true counterfactual
-  text: the reference that CFR augmentation stands in for);
+  after each eraser (``orth``: the CFR's projection, ``leace``, ``oracle``), with the ``majority``
+  rate (chance);
+* ``tpr``: per class the TPR gap P(Yhat = c | Y = c, Z = 1) - P(Yhat = c | Y = c, Z = 0),
+  ``mean_abs_gap`` (unweighted over classes), ``weighted_abs_gap`` (weighted by the classes' test
+  shares, as the authors aggregate BiasInBios) and ``accuracy`` of a classifier trained on the
+  ``original`` representations, on ``erased`` ones (the CFR's projection), on ``leace_erased``
+  ones, on ``cfr_augmented`` ones (each training unit twice: original and its deterministic CFR,
+  same label, as the authors augment), on ``leace_mean_cfr_augmented`` ones (the same with
+  ``leace_mean_cfr``), and on ``text_augmented`` ones (original and true counterfactual text: the
+  reference that CFR augmentation stands in for);
 * ``classifier``: Yhat's test ``accuracy``.
 """
 
@@ -49,24 +57,32 @@ from textcause.counterfactual.cfr.metrics import (
     identical_predictions,
     total_variation,
     tpr_gaps,
+    weighted_abs_gap,
 )
 from textcause.counterfactual.cfr.pairs import CounterfactualPairs
+from textcause.counterfactual.cfr.regression import DEFAULT_ALPHA, RegressionCFR, fit_regression_cfr
 from textcause.validation import check_consistent_length, check_int, check_real, check_subset
 
 METHODS = (
     "identity",
+    "erasure",
+    "cfr",
+    "cfr_stochastic",
     "leace_erasure",
-    "leace_cfr",
-    "leace_cfr_stochastic",
+    "leace_mean_cfr",
+    "leace_mean_cfr_stochastic",
     "oracle_erasure",
     "oracle_cfr",
 )
-AUGMENTATIONS = ("original", "erased", "cfr_augmented", "text_augmented")
+AUGMENTATIONS = ("original", "erased", "leace_erased", "cfr_augmented", "leace_mean_cfr_augmented", "text_augmented")
 METHOD_LABELS = {
     "identity": "identity (no intervention)",
+    "erasure": "orthogonal erasure only (the CFR's)",
+    "cfr": "CFR, deterministic (Lemberger et al.)",
+    "cfr_stochastic": "CFR, stochastic (Lemberger et al.)",
     "leace_erasure": "LEACE erasure only",
-    "leace_cfr": "LEACE CFR, deterministic",
-    "leace_cfr_stochastic": "LEACE CFR, stochastic",
+    "leace_mean_cfr": "LEACE + class-mean component",
+    "leace_mean_cfr_stochastic": "LEACE + drawn component",
     "oracle_erasure": "oracle erasure only",
     "oracle_cfr": "oracle CFR (mean shift)",
     "true_text": "true counterfactual text",
@@ -82,7 +98,8 @@ class CFRSettings:
         seed: the split's, the bootstrap's and the stochastic draws' seed.
         C: the inverse regularisation of the classifier Yhat (on standardised representations).
         probe_C: the concept probe's.
-        n_samples: draws per unit of the stochastic CFR.
+        n_samples: draws per unit of the stochastic CFRs.
+        cfr_alpha: the ridge penalty of the CFR's per-class regressions (0: least squares).
         svd_tol: the erasers' singular-value threshold (``concept-erasure``'s ``svd_tol``).
         n_boot: bootstrap replicates of the intervals (0: none).
         methods: the interventions compared (``identity`` is always among them).
@@ -93,6 +110,7 @@ class CFRSettings:
     C: float = 1.0
     probe_C: float = 1.0
     n_samples: int = 20
+    cfr_alpha: float = DEFAULT_ALPHA
     svd_tol: float = 0.01
     n_boot: int = 200
     methods: tuple[str, ...] = METHODS
@@ -104,6 +122,7 @@ class CFRSettings:
         check_real(self.C, "C", owner, low=0.0, low_open=True)
         check_real(self.probe_C, "probe_C", owner, low=0.0, low_open=True)
         check_int(self.n_samples, "n_samples", owner, low=1)
+        check_real(self.cfr_alpha, "cfr_alpha", owner, low=0.0)
         check_real(self.svd_tol, "svd_tol", owner, low=0.0, low_open=True)
         check_int(self.n_boot, "n_boot", owner, low=0)
         check_subset(self.methods, "methods", owner, METHODS)
@@ -184,6 +203,7 @@ def _interventions(
     methods: Sequence[str],
     x: np.ndarray,
     z: np.ndarray,
+    cfr: RegressionCFR,
     leace: ConceptEditor,
     oracle: ConceptEditor,
     clf: Any,
@@ -194,16 +214,21 @@ def _interventions(
     target = 1 - z
     out = {}
     for m in methods:
-        if m == "identity":
-            rep = x
-        elif m == "leace_erasure":
-            rep = leace.erase(x)
-        elif m == "leace_cfr":
-            rep = leace.counterfactual(x, target)
-        elif m == "leace_cfr_stochastic":
-            samples = leace.sample_counterfactuals(x, target, rng, n_samples)
+        if m in ("cfr_stochastic", "leace_mean_cfr_stochastic"):
+            editor = cfr if m == "cfr_stochastic" else leace
+            samples = editor.sample_counterfactuals(x, target, rng, n_samples)
             out[m] = (averaged_proba(clf.predict_proba, samples), samples)
             continue
+        if m == "identity":
+            rep = x
+        elif m == "erasure":
+            rep = cfr.erase(x)
+        elif m == "cfr":
+            rep = cfr.counterfactual(x, target)
+        elif m == "leace_erasure":
+            rep = leace.erase(x)
+        elif m == "leace_mean_cfr":
+            rep = leace.counterfactual(x, target)
         elif m == "oracle_erasure":
             rep = oracle.erase(x, z)
         else:  # oracle_cfr
@@ -246,6 +271,7 @@ def evaluate_cfr(x: Any, x_cf: Any, pairs: CounterfactualPairs, settings: CFRSet
 
     clf = make_classifier(settings.C).fit(xt, yt)
     probe = make_classifier(settings.probe_C, tol=1e-8).fit(xt, zt)
+    cfr = fit_regression_cfr(xt, zt, alpha=settings.cfr_alpha)
     leace = fit_editor(xt, zt, method="leace", svd_tol=settings.svd_tol)
     oracle = fit_editor(xt, zt, method="oracle", svd_tol=settings.svd_tol)
     fitted = time.perf_counter()
@@ -276,7 +302,7 @@ def evaluate_cfr(x: Any, x_cf: Any, pairs: CounterfactualPairs, settings: CFRSet
 
     boot = np.random.default_rng([settings.seed, 23])
     per_unit: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for m, (p, rep) in _interventions(methods, xs, zs, leace, oracle, clf, rng, settings.n_samples).items():
+    for m, (p, rep) in _interventions(methods, xs, zs, cfr, leace, oracle, clf, rng, settings.n_samples).items():
         same, tv = identical_predictions(p_true, p), total_variation(p_true, p)
         per_unit[m] = (same, tv)
         add("cfr", m, "pip", same.mean(), ci=bootstrap_mean(same, boot, settings.n_boot))
@@ -302,6 +328,7 @@ def evaluate_cfr(x: Any, x_cf: Any, pairs: CounterfactualPairs, settings: CFRSet
 
     for name, (tr, te) in {
         "none": ((xt, zt), (xs, zs)),
+        "orth": ((cfr.erase(xt), zt), (cfr.erase(xs), zs)),
         "leace": ((leace.erase(xt), zt), (leace.erase(xs), zs)),
         "oracle": ((oracle.erase(xt, zt), zt), (oracle.erase(xs, zs), zs)),
     }.items():
@@ -311,8 +338,14 @@ def evaluate_cfr(x: Any, x_cf: Any, pairs: CounterfactualPairs, settings: CFRSet
 
     augmented = {
         "original": (xt, yt, xs),
-        "erased": (leace.erase(xt), yt, leace.erase(xs)),
-        "cfr_augmented": (np.vstack([xt, leace.counterfactual(xt, 1 - zt)]), np.concatenate([yt, yt]), xs),
+        "erased": (cfr.erase(xt), yt, cfr.erase(xs)),
+        "leace_erased": (leace.erase(xt), yt, leace.erase(xs)),
+        "cfr_augmented": (np.vstack([xt, cfr.counterfactual(xt, 1 - zt)]), np.concatenate([yt, yt]), xs),
+        "leace_mean_cfr_augmented": (
+            np.vstack([xt, leace.counterfactual(xt, 1 - zt)]),
+            np.concatenate([yt, yt]),
+            xs,
+        ),
         "text_augmented": (np.vstack([xt, x_cf[train]]), np.concatenate([yt, yt]), xs),
     }
     for name, (x_fit, y_fit, x_eval) in augmented.items():
@@ -322,6 +355,7 @@ def evaluate_cfr(x: Any, x_cf: Any, pairs: CounterfactualPairs, settings: CFRSet
         for c, g in gaps.items():
             add("tpr", name, "gap", g, classes[c])
         add("tpr", name, "mean_abs_gap", float(np.nanmean(np.abs(list(gaps.values())))))
+        add("tpr", name, "weighted_abs_gap", weighted_abs_gap(gaps, ys))
         add("tpr", name, "accuracy", float((pred == ys).mean()))
 
     info = {
@@ -330,6 +364,7 @@ def evaluate_cfr(x: Any, x_cf: Any, pairs: CounterfactualPairs, settings: CFRSet
         "n_test": int(test.sum()),
         "dim": int(x.shape[1]),
         "leace_rank": leace.rank,
+        "cfr_noise_sd": [float(v) for v in np.sqrt(cfr.noise_var)],
         "oracle_rank": oracle.rank,
         "fit_seconds": fitted - started,
         "evaluate_seconds": time.perf_counter() - started,

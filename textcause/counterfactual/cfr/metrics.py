@@ -9,12 +9,14 @@ probabilities of one classifier (rows sum to 1); predictions are their argmax.
 * :func:`concept_effect`: E[p(Z = 1) - p(Z = 0)] per class, each unit's own representation on its
   side and its counterfactual (text or CFR) on the other (the sign convention of every ATE here).
 * :func:`tpr_gaps`: per class c, P(Yhat = c | Y = c, Z = 1) - P(Yhat = c | Y = c, Z = 0), the
-  conditional true positive rate (never the joint P(Y = c, Yhat = c | Z)).
+  conditional true positive rate (never the joint P(Y = c, Yhat = c | Z));
+* :func:`weighted_abs_gap`: the mean of |TPR gap| over classes weighted by each class's share of
+  the units (Lemberger et al.'s aggregate for BiasInBios), beside the unweighted mean.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -96,6 +98,25 @@ def tpr_gaps(y_true: Any, y_pred: Any, z: Any, classes: Sequence[Any]) -> dict[A
             rates.append(float((y_pred[rows] == c).mean()) if rows.any() else float("nan"))
         out[c] = rates[0] - rates[1]
     return out
+
+
+def weighted_abs_gap(gaps: Mapping[Any, float], y_true: Any) -> float:
+    """sum_c |gap_c| n_c / sum_c n_c: |TPR gap| weighted by the class's count n_c among ``y_true``.
+
+    Lemberger et al. (2024) aggregate BiasInBios's TPR gaps this way (``CFRs_biasbios.ipynb``, the
+    test set's class counts). Classes whose gap is NaN (a concept group without the class) are left
+    out and the weights of the others renormalised; NaN when no class has a finite gap.
+
+    Examples:
+        >>> weighted_abs_gap({"a": 0.2, "b": -0.1}, ["a", "b", "b", "b"])
+        0.125
+    """
+    labels = np.asarray(y_true)
+    terms = [(abs(g), float((labels == c).sum())) for c, g in gaps.items() if np.isfinite(g)]
+    weight = sum(n for _, n in terms)
+    if not terms or weight == 0:
+        return float("nan")
+    return float(sum(g * n for g, n in terms) / weight)
 
 
 def bootstrap_mean(values: Any, rng: np.random.Generator, n_boot: int, level: float = 0.95) -> tuple[float, float]:

@@ -20,14 +20,16 @@
     seed: 0
     C: 1.0                       # the classifier's inverse regularisation
     probe_C: 1.0                 # the concept probe's
-    n_samples: 20                # draws of the stochastic CFR
+    n_samples: 20                # draws of the stochastic CFRs
+    cfr_alpha: 0.05              # the ridge penalty of the CFR's per-class regressions (Lemberger et al.'s notebooks)
     svd_tol: 0.01                # the erasers' singular-value threshold
     n_boot: 200                  # bootstrap replicates of the intervals
-    methods: [identity, leace_erasure, leace_cfr, leace_cfr_stochastic, oracle_erasure, oracle_cfr]
+    methods: [identity, erasure, cfr, cfr_stochastic, leace_erasure, leace_mean_cfr, leace_mean_cfr_stochastic,
+              oracle_erasure, oracle_cfr]
     encoder: null                # null: the packaged all-MiniLM-L6-v2
     max_tokens: 128
     batch_size: 64
-    threads: 1                   # torch threads while encoding (null: torch's own)
+    threads: 1                   # torch threads while encoding, BLAS threads while evaluating (null: the libraries' own)
 
 Parsed by :mod:`textcause.specs` (one ``ValueError`` sentence naming the file and the key).
 """
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from textcause.counterfactual.cfr.evaluate import METHODS, CFRSettings
+from textcause.counterfactual.cfr.regression import DEFAULT_ALPHA
 from textcause.io import content_key
 from textcause.specs import NAME_DOC, SpecFile, holds, ints, key, one_of, read_yaml, reals, some_of
 
@@ -78,6 +81,7 @@ class CFRSpec:
     C: float = key(reals(low=0, low_open=True), default=1.0)
     probe_C: float = key(reals(low=0, low_open=True), default=1.0)
     n_samples: int = key(ints(low=1), default=20)
+    cfr_alpha: float = key(reals(low=0), default=DEFAULT_ALPHA)
     svd_tol: float = key(reals(low=0, low_open=True), default=0.01)
     n_boot: int = key(ints(low=0), default=200)
     methods: list[str] = key(some_of(METHODS), default=list(METHODS))
@@ -104,6 +108,7 @@ class CFRExperiment:
             C=s.C,
             probe_C=s.probe_C,
             n_samples=s.n_samples,
+            cfr_alpha=s.cfr_alpha,
             svd_tol=s.svd_tol,
             n_boot=s.n_boot,
             methods=tuple(s.methods),
