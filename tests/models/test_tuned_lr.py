@@ -1,0 +1,160 @@
+"""TunedLogisticRegression: the penalty kind and strength chosen on validation with scikit-learn,
+the choice recorded in every row, the weights in the checkpoint as tensors, the refit as chosen."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+import yaml
+from sklearn.linear_model import LogisticRegression as SkLR
+from sklearn.metrics import log_loss
+
+from textcause.models import TunedLogisticRegression
+from textcause.models.components import LogisticRegression
+from textcause.models.tuned_lr import DEFAULT_CS, fit_path, maxabs_scale
+from textcause.runs.cell import run_config_cell
+from textcause.runs.grid import grid_from_dict, load_grid
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _sparse_signal(seed=0, n=600, d=300, k=5):
+    """A sparse logistic model: 5 of 300 binary features carry the treatment (L1's home ground)."""
+    rng = np.random.default_rng(seed)
+    x = (rng.random((n, d)) < 0.1).astype(np.float64)
+    w = np.zeros(d)
+    w[:k] = 2.5
+    t = (rng.random(n) < 1 / (1 + np.exp(-(x @ w - 1.2)))).astype(np.int64)
+    return sp.csr_matrix(x), t
+
+
+def test_fit_path_keeps_the_lowest_validation_loss_of_independent_sklearn_fits():
+    x, t = _sparse_signal()
+    tr, va = slice(0, 400), slice(400, 600)
+    coef, intercept, chosen = fit_path(x[tr], t[tr], x[va], t[va], seed=0)
+    # every candidate refitted here with scikit-learn directly gives the same validation loss
+    for penalty, ratio, c, loss, _ in chosen["candidates"]:
+        if penalty == "elasticnet":
+            continue  # warm-started along its path: checked below through the chosen weights only
+        m = SkLR(C=c, l1_ratio=ratio, solver="liblinear", dual=penalty == "l2", max_iter=1000, random_state=0)
+        m.fit(x[tr], t[tr])
+        assert loss == pytest.approx(log_loss(t[va], m.predict_proba(x[va])[:, 1]), rel=1e-6)
+    losses = [row[3] for row in chosen["candidates"]]
+    assert chosen["val_loss"] == min(losses)
+    logits = x[va] @ coef + intercept
+    assert chosen["val_loss"] == pytest.approx(float(np.mean(np.logaddexp(0, logits) - t[va] * logits)))
+    # a sparse truth: the search prefers a sparsity-inducing penalty and keeps the signal
+    assert chosen["penalty"] in ("l1", "elasticnet")
+    assert np.all(coef[:5] > 0.5) and np.sum(coef[5:] != 0) < 100
+    kinds = {row[0] for row in chosen["candidates"]}
+    assert kinds == {"l1", "l2", "elasticnet"}
+    assert sum(row[0] == "elasticnet" for row in chosen["candidates"]) == sum(c <= 1.0 for c in DEFAULT_CS)
+
+
+def test_maxabs_scaling_is_folded_back_into_the_weights():
+    x, t = _sparse_signal(seed=1)
+    counts = x.multiply(np.arange(1, x.shape[1] + 1)).tocsr()  # columns with very different ranges
+    scale = maxabs_scale(counts[:400])
+    assert scale.shape == (counts.shape[1],) and np.all(scale >= 1)
+    model = TunedLogisticRegression(LogisticRegression(input_dim=counts.shape[1]), penalties=["l1"], Cs=[0.3])
+    coef, intercept, _ = model._fit(counts[:400], t[:400], counts[400:], t[400:], seed=0)
+    ref = SkLR(C=0.3, l1_ratio=1.0, solver="liblinear", random_state=0).fit(counts[:400].multiply(1 / scale), t[:400])
+    np.testing.assert_allclose(coef, ref.coef_.ravel() / scale, rtol=1e-12)
+    assert intercept == pytest.approx(float(ref.intercept_[0]))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"penalties": ["l3"]}, "The 'penalties' parameter of TunedLogisticRegression must be one of"),
+        ({"penalties": []}, "must be a non-empty list"),
+        ({"Cs": []}, "must be a non-empty list of floats > 0"),
+        ({"Cs": [0.0]}, "The 'Cs' parameter of TunedLogisticRegression"),
+        ({"l1_ratios": [1.0]}, "The 'l1_ratios' parameter of TunedLogisticRegression"),
+        ({"feature_scaling": "zscore"}, "The 'feature_scaling' parameter"),
+    ],
+)
+def test_bad_settings_are_one_sentence(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        TunedLogisticRegression(LogisticRegression(input_dim=3), **kwargs)
+
+
+def test_one_class_in_training_is_refused():
+    x, _ = _sparse_signal()
+    with pytest.raises(ValueError, match="needs treated and untreated users in its training split"):
+        fit_path(x[:50], np.zeros(50), x[50:80], np.zeros(30))
+
+
+def _cell(corpus, seed=0):
+    spec = {
+        "name": "tiny",
+        "corpora": {"tiny": corpus},
+        "tasks": {"linguistic_complexity": [2]},
+        "models": ["lr_tuned_unigram_binary"],
+        "seeds": [seed],
+        "evaluation": {"n_boot": 20},
+    }
+    return grid_from_dict(spec).cells[0]
+
+
+def test_a_cell_records_its_chosen_hyperparameters_and_its_checkpoint_rebuilds_them(tmp_path, tiny_corpus):
+    cell = _cell(tiny_corpus)
+    outcome = run_config_cell(cell, tmp_path / "out")
+    assert outcome.status == "ok", outcome.error
+    tuned = {r["tuned"] for r in outcome.rows}
+    assert len(tuned) == 1
+    chosen = json.loads(tuned.pop())
+    assert chosen["penalty"] in ("l1", "l2", "elasticnet") and chosen["C"] in DEFAULT_CS
+    assert ("l1_ratio" in chosen) == (chosen["penalty"] == "elasticnet")
+    # the checkpoint holds tensors and plain values only, and gives the same choice and weights back
+    (ckpt,) = (tmp_path / "out" / "runs").rglob("best-*.ckpt")
+    state = torch.load(ckpt, weights_only=True)
+    model = TunedLogisticRegression.load_from_checkpoint(ckpt, weights_only=True)
+    assert model.chosen_hyperparameters() == chosen
+    assert torch.equal(model.net.linear.weight, state["state_dict"]["net.linear.weight"])
+    assert model.net.linear.weight.abs().sum() > 0
+    # the same seed gives the same choice and the same rows (determinism)
+    again = run_config_cell(cell, tmp_path / "again")
+    assert [r["ate"] for r in again.rows] == [r["ate"] for r in outcome.rows]
+    assert {r["tuned"] for r in again.rows} == {json.dumps(chosen, sort_keys=True, separators=(",", ":"))}
+
+
+def test_refit_keeps_the_choice_and_fits_the_given_rows():
+    x, t = _sparse_signal(seed=2)
+    model = TunedLogisticRegression(LogisticRegression(input_dim=x.shape[1]), penalties=["l1"], Cs=[0.5])
+    with pytest.raises(ValueError, match="has not been fitted"):
+        model.refit({"x": None, "t": None}, {}, {}, max_steps=1)
+    coef, intercept, chosen = model._fit(x[:400], t[:400], x[400:], t[400:], seed=0)
+    model._set_weights(coef, intercept)
+    model._chosen = chosen
+
+    def batch(rows):
+        xr = x[rows].tocoo()
+        idx = torch.tensor(np.vstack([xr.row, xr.col]), dtype=torch.int64)
+        return {"x": torch.sparse_coo_tensor(idx, torch.tensor(xr.data), xr.shape), "t": torch.tensor(t[rows])}
+
+    p = model.refit(batch(slice(0, 400)), batch(slice(400, 600)), batch(slice(400, 600)), max_steps=1)
+    expected = 1 / (1 + np.exp(-(x[400:] @ coef + intercept)))
+    np.testing.assert_allclose(p.numpy(), expected, rtol=1e-5, atol=1e-6)
+    half = model.refit(batch(slice(0, 200)), batch(slice(400, 600)), batch(slice(400, 600)), max_steps=1)
+    assert not torch.allclose(half, p)  # other training rows, another fit
+    assert model._chosen is chosen  # the model itself is left as it was
+    assert torch.equal(model.net.linear.weight.detach().ravel(), torch.tensor(coef, dtype=torch.float32))
+
+
+def test_the_weld_grids_use_the_tuned_lr_and_search_the_networks_learning_rate():
+    weld = load_grid(ROOT / "configs" / "benchmark" / "weld.yaml")
+    models = {c.model for c in weld.cells}
+    for rep in ("unigram_binary", "bigram_binary", "bigram_counts", "lda"):
+        assert f"lr_tuned_{rep}" in models and f"lr_{rep}" not in models
+        config = yaml.safe_load((ROOT / "configs" / f"lr_tuned_{rep}.yaml").read_text())
+        assert config["model"]["class_path"] == "textcause.models.TunedLogisticRegression"
+        assert config["data"]["representation"] == rep
+    searched = {c.model: dict(c.search) for c in weld.cells if c.search}
+    assert set(searched) == {f"nn_{r}" for r in ("unigram_binary", "bigram_binary", "bigram_counts", "lda")}
+    assert all(set(s) == {"model.init_args.weight_decay", "model.init_args.lr"} for s in searched.values())
