@@ -16,6 +16,9 @@ from textcause.simulation.tasks import list_tasks, spec_key, task_label
 
 #: The paper's n-gram models (LDA aside), its LDA models and SHERBERT (the first present is used).
 NGRAM_MODELS = (
+    "lr_tuned_unigram_binary",
+    "lr_tuned_bigram_binary",
+    "lr_tuned_bigram_counts",
     "lr_unigram_binary",
     "lr_bigram_binary",
     "lr_bigram_counts",
@@ -23,7 +26,7 @@ NGRAM_MODELS = (
     "nn_bigram_binary",
     "nn_bigram_counts",
 )
-LDA_MODELS = ("lr_lda", "nn_lda")
+LDA_MODELS = ("lr_tuned_lda", "lr_lda", "nn_lda")
 SHERBERT_MODELS = ("sherbert", "sherbert_pooled")
 PAPER_MODELS = NGRAM_MODELS + LDA_MODELS + SHERBERT_MODELS
 #: The references: they are not methods the findings judge.

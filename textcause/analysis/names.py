@@ -16,6 +16,13 @@ from textcause.estimators.registry import ESTIMATOR_LABELS
 MODEL_LABELS = {
     "oracle": "Oracle",
     "unadjusted": "Unadjusted",
+    # The paper's LR baselines, tuned as a reviewer tunes them (penalty kind and strength on validation).
+    "lr_tuned_unigram_binary": "LR 1-gram",
+    "lr_tuned_bigram_binary": "LR 1,2-gram",
+    "lr_tuned_bigram_counts": "LR 1,2-gram counts",
+    "lr_tuned_lda": "LR LDA",
+    # The L2-only L-BFGS logistic regressions (refitting intervals, sweeps, the joint model's propensity
+    # head); beside a tuned one of the same name, both labels get their config name (model_labels).
     "lr_unigram_binary": "LR 1-gram",
     "lr_bigram_binary": "LR 1,2-gram",
     "lr_bigram_counts": "LR 1,2-gram counts",

@@ -34,6 +34,7 @@ from textcause.reports.doubly_robust import doubly_robust_models, doubly_robust_
 from textcause.reports.figures import INTERVAL_LABELS, draw_figures, resolve_interval
 from textcause.reports.intervals import intervals_section
 from textcause.reports.markup import Block, Bullets, Heading, Image, Para, Table, to_html, to_markdown
+from textcause.reports.tuning import tuning_section
 from textcause.simulation.tasks import list_tasks, same_draw_groups, task_label
 from textcause.validation import check_that
 
@@ -473,7 +474,7 @@ def build_report(
     blocks += doubly_robust_section(summary, data) + ad_interval_section(data)
     agreement, figs = agreement_section(data, out_dir, formats)
     written.update(figs)
-    blocks += agreement + failed_section(data)
+    blocks += agreement + tuning_section(data) + failed_section(data)
     return blocks, written
 
 
