@@ -19,7 +19,7 @@ NUMBERS = ["ate", "ci_low", "ci_high", "bias", "true_ate", "sample_ate", "n_used
 
 def test_the_weld_grid_has_eleven_experiments_per_model_and_seed():
     grid = load_grid(ROOT / "configs" / "benchmark" / "weld_twitter.yaml")
-    one = [c for c in grid.cells if c.model == "lr_bigram_binary" and c.seed == 0]
+    one = [c for c in grid.cells if c.model == "lr_tuned_bigram_binary" and c.seed == 0]
     assert len(one) == 14 and len({draw_key(c) for c in one}) == 11
     by_task = {c.cell_id.split("/")[2]: c for c in one}
     pairs = twins(one)
@@ -30,7 +30,7 @@ def test_the_weld_grid_has_eleven_experiments_per_model_and_seed():
     }
     assert pairs[by_task["linguistic_complexity-1"].cell_id] == ()  # the fixed post: another task
     assert pairs[by_task["sample_size-2"].cell_id] == ()  # half the training users
-    other_seed = next(c for c in grid.cells if c.model == "lr_bigram_binary" and c.seed == 1)
+    other_seed = next(c for c in grid.cells if c.model == "lr_tuned_bigram_binary" and c.seed == 1)
     assert draw_key(other_seed) not in {draw_key(c) for c in one}
 
 
