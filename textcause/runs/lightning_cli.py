@@ -32,11 +32,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NoReturn, Optional
 
 import lightning as L
-import yaml
 from lightning.fabric.utilities.cloud_io import get_filesystem
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 
 from textcause.data import CausalTextDataModule
+from textcause.io import load_yaml
 from textcause.paths import default_configs
 from textcause.validation import option_error_sentence
 
@@ -159,6 +159,7 @@ class TextCauseCLI(LightningCLI):
 
     def _prepare_subcommand_parser(self, klass: type, subcommand: str, **kwargs: Any) -> LightningArgumentParser:
         parser = super()._prepare_subcommand_parser(klass, subcommand, **kwargs)
+        parser.set_defaults(weights_only=True)  # a --ckpt_path is read as plain values and tensors, never as code
         if subcommand == "test":
             from textcause.runs.evaluation import EvaluationSettings
 
@@ -178,7 +179,7 @@ class TextCauseCLI(LightningCLI):
         text = self.parser.dump(
             self.config, skip_link_targets=False, skip_none=False, format="yaml", skip_validation=True
         )
-        self.config_dump = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        self.config_dump = load_yaml(text)
         if "subcommand" in self.config:
             self.config_dump = self.config_dump[self.config.subcommand]
 
