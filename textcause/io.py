@@ -107,3 +107,52 @@ def atomic_write_bytes(dest: str | os.PathLike, data: Any) -> Path:
 def atomic_write_json(dest: str | os.PathLike, obj: Any) -> Path:
     """Write ``obj`` as indented JSON to ``dest`` atomically."""
     return atomic_write_text(dest, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+# ------------------------------------------------------------------------------------------- safe loads
+def refused_sentence(path: Any, what: str = "checkpoint") -> str:
+    """The one sentence for a file whose pickled objects a plain load refused (never unpickled)."""
+    return (
+        f"The {what} '{path}' was refused: it holds objects that a weights-only load does not allow "
+        f"(it is not a plain {what} of this tool, or it was crafted); load only files you trust."
+    )
+
+
+@contextmanager
+def refuse_pickled_code(path: Any, what: str = "checkpoint") -> Iterator[None]:
+    """Run a load whose refusal of pickled code (``pickle.UnpicklingError``, as ``torch.load(...,
+    weights_only=True)`` raises it) becomes one ``ValueError`` sentence naming the file."""
+    import pickle
+
+    try:
+        yield
+    except pickle.UnpicklingError:
+        raise ValueError(refused_sentence(path, what)) from None
+
+
+def load_torch(path: str | os.PathLike, what: str = "checkpoint") -> Any:
+    """``torch.load(path, map_location="cpu", weights_only=True)``: plain values and tensors only.
+
+    Every file the package reads with ``torch.load`` goes through here
+    (``tests/test_load_sites.py`` says so).
+
+    Raises:
+        ValueError: the file holds objects a weights-only load refuses (code would have run).
+    """
+    import torch
+
+    with refuse_pickled_code(path, what):
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def load_npy(path: Any, what: str = "array file", **kwargs: Any) -> Any:
+    """``np.load(path, allow_pickle=False, **kwargs)``, whose refusal of a pickled object array is one
+    ``ValueError`` sentence naming the file."""
+    import numpy as np
+
+    try:
+        return np.load(path, allow_pickle=False, **kwargs)
+    except ValueError as err:
+        if "allow_pickle" in str(err):
+            raise ValueError(refused_sentence(path, what)) from None
+        raise

@@ -1,4 +1,5 @@
-"""The n-gram / LDA feature cache: a checksum per entry, damage reported and rebuilt, old entries adopted."""
+"""The n-gram / LDA feature cache: every byte of an entry checked (matrix and metadata, vocabulary
+included), damage reported and rebuilt, old entries without a metadata checksum rebuilt."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def test_an_entry_records_its_size_and_checksum(tmp_path):
     import hashlib
 
     rep = build(tmp_path)
-    meta = json.loads((tmp_path / f"{rep.key}.json").read_text())
+    meta = json.loads((tmp_path / f"{rep.key}.json").read_text())["entry"]
     blob = (tmp_path / f"{rep.key}.npz").read_bytes()
     assert meta["file"] == {"bytes": len(blob), "sha256": hashlib.sha256(blob).hexdigest()}
 
@@ -49,21 +50,47 @@ def test_flipped_bytes_are_caught_named_and_rebuilt(tmp_path, kind):
     assert build(tmp_path, kind, **kw).from_cache  # rewritten whole
 
 
-def test_an_old_entry_without_a_checksum_is_adopted_or_rebuilt_when_not_finite(tmp_path):
+def test_an_old_entry_whose_metadata_has_no_checksum_is_rebuilt(tmp_path):
+    """The old code's metadata (plain JSON, no checksum of its own): nothing vouches for its vocabulary,
+    so it is a miss and is rewritten in the checked form."""
     first = build(tmp_path, "lda", lda_max_iter=2)
     meta_path = tmp_path / f"{first.key}.json"
-    meta = json.loads(meta_path.read_text())
-    del meta["file"]  # as the old code wrote it
-    meta_path.write_text(json.dumps(meta))
-    hit = build(tmp_path, "lda", lda_max_iter=2)
-    assert hit.from_cache and np.array_equal(hit.matrix, first.matrix)
-    assert "file" in json.loads(meta_path.read_text())  # adopted: its checksum recorded
-    # an old entry holding NaN (no checksum to catch it) is refused by the finite check
-    bad = first.matrix.copy()
-    bad[0, 0] = np.nan
-    np.savez(tmp_path / f"{first.key}.npz", matrix=bad)
-    meta_path.write_text(json.dumps(meta))
-    with pytest.warns(RuntimeWarning, match="damaged feature cache entry .*NaN or infinite"):
-        again = build(tmp_path, "lda", lda_max_iter=2)
-    assert not again.from_cache and np.isfinite(again.matrix).all()
+    old = json.loads(meta_path.read_text())["entry"]
+    old["terms"] = ["planted"] + old["terms"][1:]  # as a hand edit of an old entry would
+    meta_path.write_text(json.dumps(old))
+    again = build(tmp_path, "lda", lda_max_iter=2)
+    assert not again.from_cache and again.terms == first.terms
     np.testing.assert_array_equal(again.matrix, first.matrix)
+    assert json.loads(meta_path.read_text())["entry"]["terms"] == list(first.terms)  # rewritten
+    assert build(tmp_path, "lda", lda_max_iter=2).from_cache
+
+
+@pytest.mark.parametrize("kind", ["bigram_counts", "lda"])
+def test_a_changed_term_in_the_metadata_is_caught_and_rebuilt(tmp_path, kind):
+    """The vocabulary lives in the entry's JSON: one changed term must not reach a model's featuriser."""
+    kw = {"lda_max_iter": 2} if kind == "lda" else {}
+    first = build(tmp_path, kind, **kw)
+    meta_path = tmp_path / f"{first.key}.json"
+    raw = meta_path.read_text(encoding="utf-8")
+    term = first.terms[0]
+    assert json.dumps(term) in raw
+    meta_path.write_text(raw.replace(json.dumps(term), json.dumps(term + "x"), 1), encoding="utf-8")
+    with pytest.warns(RuntimeWarning, match=r"damaged feature cache entry .*metadata does not match its checksum"):
+        again = build(tmp_path, kind, **kw)
+    assert not again.from_cache and again.terms == first.terms
+    hit = build(tmp_path, kind, **kw)
+    assert hit.from_cache and hit.terms == first.terms and hit.state["terms"] == list(first.terms)
+
+
+def test_every_byte_of_the_metadata_is_checked(tmp_path):
+    first = build(tmp_path)
+    meta_path = tmp_path / f"{first.key}.json"
+    raw = meta_path.read_bytes()
+    for i in range(0, len(raw), max(1, len(raw) // 40)):  # about 40 single-byte changes across the file
+        data = bytearray(raw)
+        data[i] ^= 0x01
+        meta_path.write_bytes(bytes(data))
+        with pytest.warns(RuntimeWarning, match="damaged feature cache entry"):
+            again = build(tmp_path)
+        assert not again.from_cache, f"a change of byte {i} went unnoticed"
+        assert again.terms == first.terms

@@ -90,5 +90,5 @@ def test_last_with_nothing_to_resume_is_one_clear_error(tmp_path):
     corpus = write_history_jsonl(tmp_path / "tiny.jsonl.gz", n_users=240, n_posts=12, seed=3)
     out = _fit(tmp_path / "empty", corpus, "--ckpt_path=last")
     assert out.returncode != 0
-    assert "no run under 'runs/textcause' has a checkpoints/last.ckpt" in out.stderr
+    assert "no run of this configuration under 'runs/textcause' has a checkpoints/last.ckpt" in out.stderr
     assert "Traceback" not in out.stderr

@@ -19,6 +19,8 @@ import lightning as L
 import numpy as np
 import torch
 
+from textcause.io import load_npy
+
 FILE = "predictions.npz"
 
 
@@ -98,7 +100,7 @@ class PredictionGather(L.Callback):
             raise FileNotFoundError(
                 "No gathered predictions: trainer.predict did not run its predict loop with this callback."
             )
-        with np.load(path) as data:
+        with load_npy(path, "gathered predictions file") as data:
             return {k: data[k] for k in data.files}
 
 

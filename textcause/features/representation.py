@@ -11,7 +11,6 @@ an entry of the old code (no checksum) is adopted once it passes the other check
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
@@ -29,7 +28,7 @@ import scipy.sparse as sp
 
 from textcause.features.ngrams import NgramFeaturizer, check_texts, encode_users
 from textcause.features.tokenize import TOKENIZER_VERSION
-from textcause.io import atomic_write_bytes, atomic_write_json, content_key
+from textcause.io import atomic_write_bytes, content_key
 from textcause.paths import cache_root
 
 #: Bump when the cached files' layout or the featurizer's output changes.
@@ -169,26 +168,35 @@ def build_representation(
 
 
 def _load_cached(folder: Path, key: str, n_users: int, featurizer: NgramFeaturizer) -> Representation | None:
-    """The cached entry of ``key``, checked: its size and SHA-256 against its metadata, finite values.
+    """The cached entry of ``key``, every byte checked: its metadata file (vocabulary included) against
+    the checksum it holds (:func:`_meta_bytes`), the matrix file's size and SHA-256 against the
+    metadata, finite values.
 
-    An entry of the old code (metadata without a checksum) that passes the other checks is adopted:
-    its checksum is recorded. A damaged entry is reported in one warning naming the file: a miss.
-    An LDA entry of the old code (without its topics, which a saved featurizer needs) is a silent miss.
+    A damaged entry is reported in one warning naming the file: a miss, rebuilt. An entry of the old
+    code (metadata without its own checksum, so its vocabulary cannot be verified) is a silent miss.
     """
     data_path, meta_path = folder / f"{key}.npz", folder / f"{key}.json"
     if not (data_path.exists() and meta_path.exists()):
         return None
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        raw = meta_path.read_bytes()
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            raise ValueError("its metadata does not match its checksum (it is not JSON)") from None
+        if not (isinstance(doc, dict) and "entry" in doc and "sha256" in doc):
+            return None  # the old code's entry: nothing vouches for its vocabulary
+        meta = doc["entry"]
+        if not isinstance(meta, dict) or _meta_bytes(meta) != raw:
+            raise ValueError("its metadata does not match its checksum (the file was altered)")
         if meta["key"] != key or meta["version"] != CACHE_VERSION:
             raise ValueError("the metadata does not match the key")
         blob = data_path.read_bytes()
-        recorded = meta.get("file")
-        if recorded is not None:
-            if len(blob) != recorded["bytes"]:
-                raise ValueError(f"it has {len(blob)} bytes, not the {recorded['bytes']} of its metadata")
-            if hashlib.sha256(blob).hexdigest() != recorded["sha256"]:
-                raise ValueError("it does not match the checksum in its metadata (the file was altered)")
+        recorded = meta["file"]
+        if len(blob) != recorded["bytes"]:
+            raise ValueError(f"it has {len(blob)} bytes, not the {recorded['bytes']} of its metadata")
+        if hashlib.sha256(blob).hexdigest() != recorded["sha256"]:
+            raise ValueError("it does not match the checksum in its metadata (the file was altered)")
         lda: dict[str, np.ndarray] = {}
         if meta["sparse"]:
             matrix = sp.load_npz(io.BytesIO(blob)).tocsr()
@@ -207,9 +215,6 @@ def _load_cached(folder: Path, key: str, n_users: int, featurizer: NgramFeaturiz
             if "lda_components" not in lda or "featurizer" not in meta:
                 return None  # an entry of the old code: refit once, so the topics can be saved with a model
             state["lda_components"] = lda["lda_components"]
-        if recorded is None:  # the old code's entry passed every check: adopt it
-            with contextlib.suppress(OSError):
-                atomic_write_json(meta_path, {**meta, "file": _file_entry(blob)})
         return Representation(
             matrix=matrix,
             kind=meta["kind"],
@@ -234,8 +239,21 @@ def _file_entry(blob: bytes) -> dict[str, Any]:
     return {"bytes": len(blob), "sha256": hashlib.sha256(blob).hexdigest()}
 
 
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def _meta_bytes(meta: dict[str, Any]) -> bytes:
+    """The exact bytes of an entry's metadata file: ``{"entry": meta, "sha256": <of meta's canonical
+    JSON>}`` in canonical JSON. A reader compares the file with these bytes, so a change of any byte
+    (a term of the vocabulary, a parameter, even a space) is caught."""
+    digest = hashlib.sha256(_canonical(meta).encode("ascii")).hexdigest()
+    return _canonical({"entry": meta, "sha256": digest}).encode("ascii")
+
+
 def _save_cached(folder: Path, rep: Representation) -> None:
-    """Write the matrix, then its metadata with the matrix file's size and SHA-256, atomically.
+    """Write the matrix, then its metadata with the matrix file's size and SHA-256 and its own
+    checksum (:func:`_meta_bytes`), atomically.
 
     The entry counts only once both exist.
     """
@@ -261,7 +279,7 @@ def _save_cached(folder: Path, rep: Representation) -> None:
             "featurizer": {k: v for k, v in rep.state.items() if k != "terms" and not isinstance(v, np.ndarray)},
             "file": _file_entry(blob),
         }
-        atomic_write_json(folder / f"{rep.key}.json", meta)
+        atomic_write_bytes(folder / f"{rep.key}.json", _meta_bytes(meta))
     except OSError as exc:
         warnings.warn(
             f"Could not write the feature cache in {folder} ({exc}); continuing without it.",

@@ -38,6 +38,7 @@ from torchmetrics import MeanMetric
 from torchmetrics.classification import BinaryAccuracy, BinaryF1Score
 
 from textcause.gender.masking import IGNORE
+from textcause.io import refuse_pickled_code
 from textcause.models.finetune import adamw_with_warmup
 from textcause.models.propensity import as_net, one_thread_if_forked, save_net_config, world_size
 from textcause.validation import check_int, check_real
@@ -245,12 +246,14 @@ def load_finetuned(path: str, *, device: str = "cpu") -> GenderMaskedModel:
     """A fine-tuned model from its Lightning checkpoint, in eval mode.
 
     Raises:
-        ValueError: the file is not a checkpoint of a :class:`GenderMaskedModel`.
+        ValueError: the file is not a checkpoint of a :class:`GenderMaskedModel`, or it holds objects a
+            weights-only load refuses (nothing in it is unpickled as code).
     """
     try:
         with warnings.catch_warnings():  # Lightning's own use of a deprecated jsonargparse name
             warnings.filterwarnings("ignore", message=r"(?s).*(instantiate_classes|JsonargparseDeprecationWarning)")
-            model = GenderMaskedModel.load_from_checkpoint(path, map_location=device, weights_only=False)
+            with refuse_pickled_code(path):
+                model = GenderMaskedModel.load_from_checkpoint(path, map_location=device, weights_only=True)
     except (KeyError, TypeError, RuntimeError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ValueError(f"The checkpoint {path!r} is not a fine-tuned masked-gender model: {first}") from None

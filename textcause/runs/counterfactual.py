@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
+from textcause.io import load_torch
 from textcause.runs.evaluation import find_checkpoint
 from textcause.runs.fit import instantiate, merge, nest, read_config
 
@@ -54,7 +55,6 @@ def evaluate_counterfactual_run(
         FileNotFoundError: no ``config.yaml`` or no checkpoint.
         ValueError: the config names a class outside the allowed packages or of the wrong kind.
     """
-    import torch
 
     from textcause.counterfactual.finetuned import evaluate_finetuned
     from textcause.runs.lightning_cli import check_class_paths
@@ -84,7 +84,7 @@ def evaluate_counterfactual_run(
     config = merge(saved, nest(overrides))
     check_class_paths(config, str(config_path), allow=allow_modules)
     cli = instantiate(config, save_config_callback=None)
-    state = torch.load(checkpoint, map_location="cpu", weights_only=True)  # tensors and plain values only
+    state = load_torch(checkpoint)  # tensors and plain values only
     if "state_dict" not in state:
         raise ValueError(f"The checkpoint '{checkpoint}' holds no state_dict: it is not a Lightning checkpoint.")
     cli.model.load_state_dict(state["state_dict"])

@@ -27,7 +27,7 @@ import numpy as np
 from textcause.corpus.types import SPLITS
 from textcause.estimators.refit import REFIT_KINDS
 from textcause.estimators.registry import DEFAULT_ESTIMATORS, OUTCOME_ESTIMATORS, PROPENSITY_ESTIMATORS
-from textcause.io import atomic_write_json, atomic_write_text
+from textcause.io import atomic_write_json, atomic_write_text, refuse_pickled_code
 from textcause.metrics.schema import RESULT_COLUMNS, migrate_row
 from textcause.validation import check_int, check_options, check_subset
 
@@ -139,7 +139,8 @@ def predict_propensities(trainer: Any, model: Any, data: Any, ckpt: Optional[Pat
     """
     if trainer.world_size > 1 or _forks(trainer):
         return _predict_gathered(trainer, model, data, ckpt)
-    outputs = trainer.predict(model, datamodule=data, ckpt_path=str(ckpt) if ckpt else None)
+    with refuse_pickled_code(ckpt):
+        outputs = trainer.predict(model, datamodule=data, ckpt_path=str(ckpt) if ckpt else None, weights_only=True)
     return _by_index(outputs)
 
 
@@ -201,7 +202,14 @@ def _predict_gathered(trainer: Any, model: Any, data: Any, ckpt: Optional[Path])
         loggers, trainer.loggers = trainer.loggers, []
         trainer.callbacks.append(gather)
         try:  # fork / spawn launchers return no predictions: the ranks' outputs come back through the folder
-            trainer.predict(model, datamodule=data, ckpt_path=str(ckpt) if ckpt else None, return_predictions=False)
+            with refuse_pickled_code(ckpt):
+                trainer.predict(
+                    model,
+                    datamodule=data,
+                    ckpt_path=str(ckpt) if ckpt else None,
+                    return_predictions=False,
+                    weights_only=True,
+                )
         finally:
             trainer.callbacks.remove(gather)
             trainer.loggers = loggers

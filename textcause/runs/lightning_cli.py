@@ -32,12 +32,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NoReturn, Optional
 
 import lightning as L
-import yaml
 from lightning.fabric.utilities.cloud_io import get_filesystem
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 
 from textcause.data import CausalTextDataModule
+from textcause.io import load_yaml
 from textcause.paths import default_configs
+from textcause.runs.resume_run import check_checkpoint_fits, choose_resume, keep_metrics, run_settings, version_number
 from textcause.validation import option_error_sentence
 
 NET_INPUT_DIM = "model.init_args.net.init_args.input_dim"
@@ -155,10 +156,20 @@ class TextCauseCLI(LightningCLI):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("save_config_callback", SaveAndLogConfig)
         self._run_dir: Any = None
+        self._resume: Any = None  # (checkpoint, run folder or None) of a fit --ckpt_path
         super().__init__(*args, **kwargs)
+
+    def _parse_ckpt_path(self) -> None:
+        """LightningCLI's, except for ``fit``: there the config given is the model fitted, never replaced by
+        the hyperparameters of the ``--ckpt_path`` checkpoint (which silently turned a resume of another
+        model's run into a fit of that model); the checkpoint must fit it (:meth:`before_fit`)."""
+        if self.config.get("subcommand") == "fit":
+            return
+        super()._parse_ckpt_path()
 
     def _prepare_subcommand_parser(self, klass: type, subcommand: str, **kwargs: Any) -> LightningArgumentParser:
         parser = super()._prepare_subcommand_parser(klass, subcommand, **kwargs)
+        parser.set_defaults(weights_only=True)  # a --ckpt_path is read as plain values and tensors, never as code
         if subcommand == "test":
             from textcause.runs.evaluation import EvaluationSettings
 
@@ -178,7 +189,7 @@ class TextCauseCLI(LightningCLI):
         text = self.parser.dump(
             self.config, skip_link_targets=False, skip_none=False, format="yaml", skip_validation=True
         )
-        self.config_dump = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        self.config_dump = load_yaml(text)
         if "subcommand" in self.config:
             self.config_dump = self.config_dump[self.config.subcommand]
 
@@ -190,7 +201,8 @@ class TextCauseCLI(LightningCLI):
     def before_instantiate_classes(self) -> None:
         cfg = self.config[self.subcommand] if self.subcommand else self.config
         if self.subcommand == "fit" and cfg.get("ckpt_path"):
-            resume_in_place(cfg)
+            text = self._parser("fit").dump(cfg, skip_none=False, format="yaml", skip_validation=True)
+            self._resume = resume_in_place(cfg, run_settings(load_yaml(text)))
         if self.subcommand in ("test", "validate", "predict"):
             self._run_dir = run_folder(cfg)
             in_run_folder(cfg, self.subcommand, self._run_dir)
@@ -229,6 +241,16 @@ class TextCauseCLI(LightningCLI):
                 folder = self._run_dir if self._run_dir is not None else trainer.default_root_dir
                 trainer.callbacks.append(UserPredictionWriter(str(folder)))
         return trainer
+
+    def before_fit(self) -> None:
+        """Check a ``--ckpt_path`` checkpoint against the model before anything is written; then keep
+        the resumed run's ``metrics.csv`` aside (:mod:`textcause.runs.resume_run`)."""
+        if self._resume is None:
+            return
+        path, run = self._resume
+        check_checkpoint_fits(self.model, path)
+        if run is not None:
+            keep_metrics(run)
 
     def before_test(self) -> None:
         from textcause.runs.evaluation import _check_checkpoint
@@ -312,16 +334,21 @@ def in_run_folder(cfg: Any, subcommand: str, run: Any) -> None:
             lg.init_args.save_dir, lg.init_args.name, lg.init_args.version = str(run), "", subcommand
 
 
-def resume_in_place(cfg: Any) -> None:
+def resume_in_place(cfg: Any, current: Mapping[str, Any]) -> Any:
     """Point ``fit``'s ``ckpt_path`` and CSV logger at the run to resume, so it continues in its own folder.
 
-    ``ckpt_path: last`` means the newest ``<save_dir>/<name>/version_N/checkpoints/last.ckpt`` of the
-    config's CSV logger (Lightning alone would look in a new ``version_N+1`` and start from scratch);
-    a path to a checkpoint inside such a folder resumes that folder. The folder's ``metrics.csv`` is
-    kept as ``metrics.part-K.csv`` (the CSV logger would delete it), so nothing logged is lost.
+    ``ckpt_path: last`` means the newest ``<save_dir>/<name>/version_N/checkpoints/last.ckpt`` of a
+    run of this configuration (``current``: its model, data and seed; Lightning alone would look in a
+    new ``version_N+1`` and start from scratch); a path to a checkpoint inside such a run resumes that
+    run; any other checkpoint starts a new run folder (:func:`textcause.runs.resume_run.choose_resume`).
+    Nothing is written here: the checkpoint is checked against the model, and the run's
+    ``metrics.csv`` kept as ``metrics.part-K.csv``, in :meth:`TextCauseCLI.before_fit`.
+
+    Returns:
+        ``(checkpoint, run folder or None)``, or None when the config has no CSV logger.
 
     Raises:
-        FileNotFoundError: ``last`` was asked for and no run of this logger has a ``last.ckpt``.
+        FileNotFoundError: ``last`` was asked for and no run of this configuration has a ``last.ckpt``.
     """
     from pathlib import Path
 
@@ -329,36 +356,14 @@ def resume_in_place(cfg: Any) -> None:
     loggers = loggers if isinstance(loggers, list) else [loggers] if loggers else []
     csv = [lg for lg in loggers if getattr(lg, "class_path", "").endswith("CSVLogger")]
     if not csv:
-        return
+        return None
     args = csv[0].init_args
     root = Path(str(args.get("save_dir") or ".")) / str(args.get("name") or "lightning_logs")
-    ckpt = str(cfg.ckpt_path)
-    if ckpt == "last":
-        found = sorted(root.glob("version_*/checkpoints/last.ckpt"), key=lambda p: _version_number(p.parents[1]))
-        if not found:
-            raise FileNotFoundError(
-                f"--ckpt_path last: no run under '{root}' has a checkpoints/last.ckpt to resume from; "
-                "train without --ckpt_path, or give the checkpoint's path."
-            )
-        path = found[-1]
-    else:
-        path = Path(ckpt)
-    run = path.parent.parent if path.parent.name == "checkpoints" else None
-    if run is None or run.parent.resolve() != root.resolve() or _version_number(run) < 0:
-        return  # a checkpoint from elsewhere: Lightning loads it into a new run folder
+    path, run = choose_resume(root, str(cfg.ckpt_path), current)
     cfg.ckpt_path = str(path)
-    args.version = _version_number(run)
-    metrics = run / "metrics.csv"
-    if metrics.is_file():
-        k = 1
-        while (run / f"metrics.part-{k}.csv").exists():
-            k += 1
-        metrics.rename(run / f"metrics.part-{k}.csv")
-
-
-def _version_number(folder: Any) -> int:
-    name = folder.name
-    return int(name[8:]) if name.startswith("version_") and name[8:].isdigit() else -1
+    if run is not None:
+        args.version = version_number(run)
+    return path, run
 
 
 def _init_args_under_class_path(config: dict[str, Any]) -> dict[str, Any]:

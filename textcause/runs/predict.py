@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from textcause.io import atomic_write_text
+from textcause.io import atomic_write_text, load_torch, refuse_pickled_code
 
 
 @dataclass
@@ -44,9 +44,7 @@ class Predictions:
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
     """A checkpoint read with ``torch.load(weights_only=True)`` (plain values and tensors only)."""
-    import torch
-
-    return torch.load(path, map_location="cpu", weights_only=True)
+    return load_torch(path)
 
 
 def saved_featurizer(checkpoint: dict[str, Any], data_class: str, source: str) -> dict[str, Any]:
@@ -175,7 +173,8 @@ def score_texts(
 
     module, _, name = model_path.rpartition(".")
     model_class = getattr(importlib.import_module(module), name)
-    model = model_class.load_from_checkpoint(checkpoint, map_location="cpu", weights_only=True)
+    with refuse_pickled_code(checkpoint):
+        model = model_class.load_from_checkpoint(checkpoint, map_location="cpu", weights_only=True)
     trainer_cfg = config.get("trainer") or {}
     precision = trainer_cfg.get("precision")
     fields = set(DataSettings.__dataclass_fields__)
