@@ -560,9 +560,13 @@ def test_duplicated_user_ids_are_refused(tmp_path):
         r"The user id 'u7' is on both line 8 and line 60 of '.*h\.jsonl': .*distinct ids",
     )
     assert message.count(".") >= 1
-    # an integer id and its decimal string are the same user
+    # an integer id and its decimal string are refused by the rule of every reader (issue 43)
     _refused(
         _write_jsonl(tmp_path / "i.jsonl", [_history_line(user_id=3), _history_line(user_id="3")]),
+        r"The user id '3' is written as an integer on line 1 and as a string on line 2",
+    )
+    _refused(
+        _write_jsonl(tmp_path / "j.jsonl", [_history_line(user_id=3), _history_line(user_id=3)]),
         r"The user id '3' is on both line 1 and line 2",
     )
 
@@ -791,3 +795,43 @@ def test_unhashable_settings_in_read_corpus(tmp_path):
 def test_path_with_a_nul_byte_is_not_found():
     with pytest.raises(FileNotFoundError, match="No corpus found at"):
         load_histories("bad\x00name.jsonl")
+
+
+# ---------------------------------------------------------------- issue 43: one rule for ids written two ways
+# An id written as the integer 1 in one place and as the string "1" in another may be two users: every
+# reader that keeps types refuses it in one sentence (a CSV has no types: 1 and "1" are the same text).
+
+_TWO_WAYS = r"The user id '1' is written as an integer on {0} and as a string on {1} of '.*{2}': write"
+
+
+def test_ndjson_comment_table_refuses_an_id_written_two_ways(tmp_path):
+    rows = [
+        {"author": 1, "text": "a", "time": 1},
+        {"author": "b", "text": "b", "time": 2},
+        {"author": "1", "text": "c", "time": 3},
+    ]
+    _refused(_write_jsonl(tmp_path / "c.ndjson", rows), _TWO_WAYS.format("line 1", "line 3", r"c\.ndjson"))
+    rows[0], rows[2] = rows[2], rows[0]  # the string first
+    _refused(_write_jsonl(tmp_path / "d.ndjson", rows), _TWO_WAYS.format("line 3", "line 1", r"d\.ndjson"))
+
+
+def test_dataframe_comment_table_refuses_an_id_written_two_ways(tmp_path):
+    from textcause.corpus.tables import table_records
+
+    df = pd.DataFrame({"author": ["x", 1, "1"], "text": ["a", "b", "c"]}, dtype=object)
+    with pytest.raises(ValueError, match=_TWO_WAYS.format("row 1", "row 2", "frame")):
+        table_records(df, "'frame'", "author", "text", None)
+    # the same ids written one way group as before
+    df = pd.DataFrame({"author": [1, 2, 1], "text": ["a", "b", "c"]}, dtype=object)
+    assert [r[:2] for r in table_records(df, "'frame'", "author", "text", None)] == [("1", ["a", "c"]), ("2", ["b"])]
+
+
+def test_history_jsonl_names_an_id_written_two_ways_by_the_same_rule(tmp_path):
+    rows = [_history_line(user_id=1), _history_line(user_id="1")]
+    _refused(_write_jsonl(tmp_path / "h.jsonl", rows), _TWO_WAYS.format("line 1", "line 2", r"h\.jsonl"))
+
+
+def test_csv_authors_are_text_so_quoted_and_bare_1_are_one_author(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text('author,text\n1,a\n"1",b\n', encoding="utf-8")
+    assert [len(h) for h in load_histories(path, min_posts=1, time_col=None)] == [2]

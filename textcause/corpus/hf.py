@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from textcause.corpus.jsonl import Record, history_record, unique_users
+from textcause.corpus.jsonl import Record, history_record, is_integer_id, unique_users
 from textcause.paths import cache_root
 
 #: Files that mark a ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk`` folder.
@@ -137,13 +137,14 @@ def dataset_records(ds: Any, where: str, author_col: str, text_col: str, time_co
             f"{columns}: pass author_col=<the user id column>."
         )
 
-    def rows() -> Iterator[tuple[str, Record]]:
+    def rows() -> Iterator[tuple[str, Record, bool]]:
         row = 0
         for batch in ds.iter(batch_size=1000):
             n = len(batch[id_key])
             for i in range(n):
                 obj = {key: batch[key][i] for key in batch}
-                yield f"row {row}", history_record(obj, f"Row {row} of {where}", id_key=id_key)
+                record = history_record(obj, f"Row {row} of {where}", id_key=id_key)
+                yield f"row {row}", record, is_integer_id(obj[id_key])
                 row += 1
 
     return list(unique_users(rows(), where))

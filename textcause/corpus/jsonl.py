@@ -5,7 +5,7 @@ A *record* is the raw material of a :class:`~textcause.corpus.types.History` bef
 when the source has no times). Empty texts are kept here; the reader drops them.
 
 Every value is checked for its type, never coerced: a user id is a string or an integer (an integer
-becomes its decimal string), a post text is a string (or null: an empty post), a time is UNIX seconds,
+becomes its decimal string; :class:`IdSpellings` refuses a source that writes one id both ways), a post text is a string (or null: an empty post), a time is UNIX seconds,
 a date string or null, ``meta`` is a mapping. A file that breaks a rule is refused in one sentence
 that names the file, the line and the field (never the text of a post).
 """
@@ -210,16 +210,57 @@ def history_record(obj: dict[str, Any], where: str, id_key: str = "user_id") -> 
     return uid, texts, times, dict(meta) if meta is not None else {}
 
 
-def unique_users(records: Iterable[tuple[str, Record]], source: str) -> Iterator[Record]:
-    """Pass ``(position, record)`` pairs through as records, refusing a user id seen before.
+class IdSpellings:
+    """The one rule of every reader for user ids written as integers and as strings.
 
-    ``position`` names where a record came from ("line 3", "row 2"), for the message.
+    A source (a history file, a comment table, a dataset) that writes an id as the integer ``1`` in
+    one place and as the string ``"1"`` in another is refused: both read as the id ``'1'``, yet they
+    may be two users, and merging them would be silently wrong. A source that writes every id one
+    way (or a CSV, which has no types) is never refused by this rule.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._first: dict[str, tuple[bool, str]] = {}
+
+    def see(self, text: str, as_integer: bool, position: str) -> None:
+        """Note that ``position`` ("line 3", "row 2") writes the id ``text`` as an integer or a string.
+
+        Raises:
+            ValueError: the id was written the other way before (naming the id and both positions).
+        """
+        first = self._first.setdefault(text, (as_integer, position))
+        if first[0] != as_integer:
+            self.refuse(text, first[1] if first[0] else position, position if first[0] else first[1])
+
+    def refuse(self, text: str, integer_at: str, string_at: str) -> None:
+        """Raise the rule's one sentence for the id ``text`` written both ways."""
+        raise ValueError(
+            f"The user id {text!r} is written as an integer on {integer_at} and as a string on {string_at} of "
+            f"{self.source}: write every id one way (all integers or all strings), since the two may be "
+            "different users."
+        )
+
+
+def is_integer_id(value: Any) -> bool:
+    """Whether a user id value is written as an integer (not a boolean)."""
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def unique_users(records: Iterable[tuple[str, Record, bool]], source: str) -> Iterator[Record]:
+    """Pass ``(position, record, as_integer)`` triples through as records, refusing a user id seen before.
+
+    ``position`` names where a record came from ("line 3", "row 2"), for the message; ``as_integer``
+    says whether the source wrote the id as an integer (see :class:`IdSpellings`).
 
     Raises:
-        ValueError: two records with the same user id (the message names the id and both positions).
+        ValueError: an id written as an integer and as a string (:class:`IdSpellings`), or two
+            records with the same user id (the message names the id and both positions).
     """
     seen: dict[str, str] = {}
-    for position, record in records:
+    spellings = IdSpellings(source)
+    for position, record, as_integer in records:
+        spellings.see(record[0], as_integer, position)
         first = seen.setdefault(record[0], position)
         if first != position:
             raise ValueError(

@@ -34,7 +34,14 @@ import numpy as np
 
 from textcause.corpus.filters import sample_indices
 from textcause.corpus.hf import DataFiles, dataset_records, is_saved_dataset, load_hf_dataset
-from textcause.corpus.jsonl import Record, first_json_line, history_record, iter_json_lines, unique_users
+from textcause.corpus.jsonl import (
+    Record,
+    first_json_line,
+    history_record,
+    is_integer_id,
+    iter_json_lines,
+    unique_users,
+)
 from textcause.corpus.types import Corpus, History
 from textcause.paths import resolve_corpus
 from textcause.validation import check_int
@@ -191,7 +198,10 @@ def _read_records(
     if path.is_dir():
         raise ValueError(f"'{source}' is a folder, not a {fmt} file: give the file itself.")
     if fmt == "jsonl":
-        lines = ((f"line {n}", history_record(obj, f"Line {n} of '{source}'")) for n, obj in iter_json_lines(path))
+        lines = (
+            (f"line {n}", history_record(obj, f"Line {n} of '{source}'"), is_integer_id(obj.get("user_id")))
+            for n, obj in iter_json_lines(path)
+        )
         return unique_users(lines, f"'{source}'")
     from textcause.corpus.tables import read_table, table_records
 

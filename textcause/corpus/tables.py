@@ -9,7 +9,8 @@ seconds and become ISO 8601 UTC strings; text times are kept as written and pars
 a column that mixes both, numbers are UNIX seconds and the rest dates).
 
 Types are checked, never coerced: an author is a string or an integer (an integer becomes its
-decimal string), a text is a string, a time is a number or a date; every row of a CSV has one
+decimal string; a table that writes one id both ways, ``1`` and ``"1"``, is refused; a CSV has no
+types, so there both are the text ``1``), a text is a string, a time is a number or a date; every row of a CSV has one
 field per column. A table that breaks a rule is refused in one sentence naming the file and the
 line (CSV, NDJSON: the line in the file) or row (Parquet, DataFrames: the 0-based row), never the
 text of a post.
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from textcause.corpus.jsonl import Record, bad_utf8_line, iter_json_lines, type_name
+from textcause.corpus.jsonl import IdSpellings, Record, bad_utf8_line, is_integer_id, iter_json_lines, type_name
 from textcause.corpus.types import DELETED_AUTHORS
 
 _ROLES = (("author_col", "author"), ("text_col", "text"), ("time_col", "time"))
@@ -111,8 +112,9 @@ def read_table(path: str | os.PathLike, fmt: str, author_col: str, text_col: str
     the file is kept in ``df.attrs[LINES]`` for messages.
 
     Raises:
-        ValueError: a missing column, a ragged CSV row, a value of the wrong type (NDJSON), or a
-            file that cannot be read as its format.
+        ValueError: a missing column, a ragged CSV row, a value of the wrong type or an author
+            written both as an integer and as a string (NDJSON), or a file that cannot be read as
+            its format.
     """
     where = f"'{path}'"
     wanted = [c for c in (author_col, text_col, time_col) if c is not None]
@@ -155,7 +157,11 @@ def read_table(path: str | os.PathLike, fmt: str, author_col: str, text_col: str
             raise ValueError(f"'{path}' could not be read as a Parquet table ({type(e).__name__}).") from None
     if fmt == "ndjson":
         numbers, rows = [], []
+        spellings = IdSpellings(where)
         for n, obj in iter_json_lines(path):
+            author = obj.get(author_col)
+            if isinstance(author, str) or is_integer_id(author):
+                spellings.see(str(author), is_integer_id(author), f"line {n}")
             rows.append(_ndjson_row(obj, f"Line {n} of {where}", author_col, text_col, time_col))
             numbers.append(n)
         columns = list(dict.fromkeys(k for row in rows for k in row))
@@ -226,7 +232,8 @@ def author_strings(col: pd.Series, df: pd.DataFrame, where: str, author_col: str
     """The author column as strings ("" where missing); integers become their decimal strings.
 
     Raises:
-        ValueError: an author that is neither a string nor an integer (named by line or row).
+        ValueError: an author that is neither a string nor an integer (named by line or row), or an
+            id written both as an integer and as a string (:class:`~textcause.corpus.jsonl.IdSpellings`).
     """
     present = _present(col)
     dtype = col.dtype
@@ -247,13 +254,16 @@ def author_strings(col: pd.Series, df: pd.DataFrame, where: str, author_col: str
         values = _object_values(col)
         out = np.empty(values.size, dtype=object)
         bad = None
+        spellings = IdSpellings(where)
         for i, (v, ok) in enumerate(zip(values, present)):
             if not ok:
                 out[i] = ""
             elif isinstance(v, str):
                 out[i] = v
+                spellings.see(v, False, _place(df, i))
             elif isinstance(v, Integral) and not isinstance(v, bool):
                 out[i] = str(int(v))
+                spellings.see(out[i], True, _place(df, i))
             else:
                 bad = i
                 break
