@@ -44,8 +44,61 @@ def _what(x: Any) -> str:
     return f"a {type(x).__name__}" + (f" of dtype {dtype}" if dtype is not None else "")
 
 
+def check_unmasked(x: Any, name: str) -> None:
+    """Refuse a numpy masked array with masked values.
+
+    ``np.asarray`` drops a mask, so the masked units would silently count as data; a masked array
+    whose mask hides nothing is a plain array.
+    """
+    if isinstance(x, np.ma.MaskedArray):
+        n = int(np.ma.count_masked(x))
+        if n:
+            raise ValueError(
+                f"'{name}' is a masked array with {n} masked value{'s' if n != 1 else ''}: the mask would be "
+                f"dropped and the masked units counted, so drop the masked units from every input first (e.g. "
+                f"keep = ~np.ma.getmaskarray({name}))."
+            )
+
+
+def _pandas_index(x: Any) -> Any:
+    """The index of a pandas Series or DataFrame, else None (pandas is never imported here)."""
+    if type(x).__module__.split(".")[0] == "pandas" and hasattr(x, "index") and hasattr(x.index, "equals"):
+        return x.index
+    return None
+
+
+def check_paired(*named: tuple[str, Any]) -> None:
+    """The one rule for per-unit inputs given together: unit ``i`` of each is the same unit.
+
+    Every estimator applies it before converting its inputs: a masked array with masked values is
+    refused (:func:`check_unmasked`), and so are pandas objects whose indexes differ (numpy would
+    pair them by position, not by label). Pandas objects with equal indexes, or one pandas object
+    beside plain arrays, are paired by position as before. ``None`` entries are skipped.
+
+    Raises:
+        ValueError: a masked input, or two pandas inputs with different indexes (naming both).
+    """
+    first: tuple[str, Any] | None = None
+    for name, x in named:
+        if x is None:
+            continue
+        check_unmasked(x, name)
+        index = _pandas_index(x)
+        if index is None:
+            continue
+        if first is None:
+            first = (name, index)
+        elif not first[1].equals(index):
+            raise ValueError(
+                f"'{first[0]}' and '{name}' are pandas objects with different indexes: they would be paired by "
+                f"position, not by label, so align them first (e.g. {name} = {name}.reindex({first[0]}.index)) or "
+                "pass arrays in one order."
+            )
+
+
 def _to_1d_float(x: Any, name: str) -> np.ndarray:
-    """``x`` as a non-empty 1-D float64 array (its values not yet checked)."""
+    """``x`` as a non-empty 1-D float64 array (its values not yet checked; a masked array refused)."""
+    check_unmasked(x, name)
     try:
         raw = np.asarray(x)
         if raw.dtype.kind not in _NUMERIC + "OUS":
@@ -145,6 +198,7 @@ def check_weights(
 
 def check_treatment(t: Any, name: str = "t", *, both_classes: bool = True) -> np.ndarray:
     """Return ``t`` as an int8 0/1 array (with both classes present unless ``both_classes`` is False)."""
+    check_unmasked(t, name)
     try:
         arr = np.asarray(t)
         if arr.dtype.kind == "O":

@@ -12,6 +12,7 @@ from textcause.estimators.types import Estimate
 from textcause.validation import (
     as_bounded_float,
     check_consistent_length,
+    check_paired,
     check_propensity,
     check_that,
     check_treatment,
@@ -19,9 +20,17 @@ from textcause.validation import (
 
 
 def prepare(
-    t: Any, y: Any, propensity: Any = None, *extra: tuple[str, Any], owner: str = "the estimator"
+    t: Any,
+    y: Any,
+    propensity: Any = None,
+    *extra: tuple[str, Any],
+    owner: str = "the estimator",
+    paired_with: tuple[tuple[str, Any], ...] = (),
 ) -> tuple[np.ndarray, ...]:
     """Validate and convert the per-unit inputs of an estimator.
+
+    Every input first passes :func:`~textcause.validation.check_paired`: masked arrays with masked
+    values and pandas objects with different indexes are refused, never read by position.
 
     Args:
         t: binary treatment (0/1 or bool), both classes present.
@@ -31,6 +40,8 @@ def prepare(
         *extra: further ``(name, array)`` pairs of finite floats (e.g. outcome-model predictions),
             magnitude at most ``MAX_MAGNITUDE``.
         owner: the estimator's name, for messages.
+        paired_with: further ``(name, input)`` pairs that are checked for pairing only (not
+            converted; e.g. a propensity the caller clips itself).
 
     Returns:
         ``(t, y)`` or ``(t, y, propensity)`` followed by the extra arrays (t int8, the rest
@@ -38,8 +49,10 @@ def prepare(
 
     Raises:
         ValueError: wrong shape, NaN, one treatment class, propensity outside (0, 1), outcomes
-            so large that sums overflow, or inputs of different lengths.
+            so large that sums overflow, inputs of different lengths, masked inputs, or pandas
+            inputs with different indexes.
     """
+    check_paired(("t", t), ("y", y), ("propensity", propensity), *extra, *paired_with)
     out = [check_treatment(t, "t"), as_bounded_float(y, "y", owner)]
     if propensity is not None:
         out.append(check_propensity(propensity, "propensity"))

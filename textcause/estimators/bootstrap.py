@@ -66,7 +66,7 @@ from textcause.estimators.weighting import (
     unadjusted,
     unadjusted_columns,
 )
-from textcause.validation import check_int, check_options, check_real
+from textcause.validation import check_int, check_options, check_paired, check_real
 
 #: Index-matrix entries drawn per chunk (32 MB of int64): bounds memory at any n.
 CHUNK_ELEMENTS = 1 << 22
@@ -348,6 +348,13 @@ def bootstrap_ci(
     seed = check_int(seed, "seed", "bootstrap_ci", low=0)
     scheme = check_options(scheme, "scheme", "bootstrap_ci", SCHEMES)
     arrays = [t, y] + ([] if propensity is None else [propensity]) + list(args)
+    check_paired(
+        ("t", t),
+        ("y", y),
+        ("propensity", propensity),
+        *((f"args[{i}]", a) for i, a in enumerate(args)),
+        *((k, v) for k, v in kwargs.items() if np.ndim(v) == 1),
+    )
     _check_call(fn, arrays, kwargs, propensity is None)
     point = fn(*arrays, **kwargs)
     _check_finite(point.ate, "estimate", point.method)

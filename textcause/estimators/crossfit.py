@@ -38,6 +38,7 @@ from textcause.validation import (
     check_consistent_length,
     check_int,
     check_options,
+    check_paired,
     check_that,
     check_treatment,
 )
@@ -140,6 +141,7 @@ def crossfit_predictions(
             predictions that are not finite (propensities outside [0, 1]).
     """
     owner = "crossfit_predictions"
+    check_paired(("x", x), ("t", t), ("y", y))
     t = check_treatment(t, "t")
     y = as_1d_float(y, "y")
     n = _n_rows(x, owner)

@@ -8,7 +8,13 @@ import numpy as np
 
 from textcause.estimators._common import finite, prepare, require_propensity
 from textcause.estimators.types import Estimate
-from textcause.validation import check_consistent_length, check_propensity, check_real, check_treatment
+from textcause.validation import (
+    check_consistent_length,
+    check_paired,
+    check_propensity,
+    check_real,
+    check_treatment,
+)
 
 
 def _nearest(
@@ -64,6 +70,7 @@ def nearest_opposite(t: Any, propensity: Any) -> tuple[np.ndarray, np.ndarray]:
     Raises:
         ValueError: invalid or inconsistent inputs.
     """
+    check_paired(("t", t), ("propensity", propensity))
     t = check_treatment(t)
     p = check_propensity(propensity)
     check_consistent_length(t, p)

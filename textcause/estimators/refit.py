@@ -38,7 +38,7 @@ from typing import Any, Optional
 import numpy as np
 
 from textcause.estimators.registry import estimator_kwargs, get_estimator
-from textcause.validation import check_consistent_length, check_int, check_options, check_real
+from textcause.validation import check_consistent_length, check_int, check_options, check_paired, check_real
 
 #: How a refitting interval is labelled (``refit_ci_method`` of a result row), per kind.
 CI_REFIT = {
@@ -136,6 +136,7 @@ def refit_interval(
     level = check_real(level, "level", owner, low=0.0, high=1.0, low_open=True, high_open=True)
     seed = check_int(seed, "seed", owner, low=0)
     kind = check_options(kind, "kind", owner, REFIT_KINDS)
+    check_paired(("t", t), ("y", y), ("propensity", propensity))
     t = np.asarray(t)
     y = np.asarray(y, dtype=np.float64)
     propensity = np.asarray(propensity, dtype=np.float64)

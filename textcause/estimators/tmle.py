@@ -182,7 +182,9 @@ def tmle(
         check_weights(t, g, owner)
     else:
         clip = check_clip(clip, owner)
-        t, y, mu0, mu1 = prepare(t, y, None, ("mu0", mu0), ("mu1", mu1), owner=owner)
+        t, y, mu0, mu1 = prepare(
+            t, y, None, ("mu0", mu0), ("mu1", mu1), owner=owner, paired_with=(("propensity", propensity),)
+        )
         g, n_clipped = clipped_propensity(t, propensity, clip)
     kind = _outcome_kind(outcome, y, mu0, mu1, owner)
     if kind == "binary":

@@ -135,7 +135,7 @@ def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estima
         check_weights(t, p, "ipw")
     else:
         clip = check_clip(clip, "ipw")
-        t, y = prepare(t, y, owner="ipw")
+        t, y = prepare(t, y, owner="ipw", paired_with=(("propensity", propensity),))
         p, n_clipped = clipped_propensity(t, propensity, clip)
     # the columns of ipw_columns, one at a time: each unit's weight sits in its own arm's column
     w1 = t / p
@@ -207,7 +207,9 @@ def aipw(
         check_weights(t, p, "aipw")
     else:
         clip = check_clip(clip, "aipw")
-        t, y, mu0, mu1 = prepare(t, y, None, ("mu0", mu0), ("mu1", mu1), owner="aipw")
+        t, y, mu0, mu1 = prepare(
+            t, y, None, ("mu0", mu0), ("mu1", mu1), owner="aipw", paired_with=(("propensity", propensity),)
+        )
         p, n_clipped = clipped_propensity(t, propensity, clip)
     psi = aipw_psi(t, y, p, mu0, mu1)
     ate = float(psi.mean())
