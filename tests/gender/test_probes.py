@@ -182,3 +182,14 @@ def test_probes_are_frozen():
     assert isinstance(p, Probe)
     with pytest.raises(AttributeError):
         p.text = "x"  # type: ignore[misc]
+
+
+def test_a_w_file_with_a_byte_order_mark_reads_as_utf8_sig(tmp_path):
+    # issue 43: Notepad's BOM made "\ufeff1990" a value and flipped the category to places
+    f = tmp_path / "years.txt"
+    f.write_bytes("\ufeff1990\n2000\n".encode())
+    w = load_w_list(f)
+    assert (w.category, w.values, w.numbers) == ("date", ("1990", "2000"), (1990.0, 2000.0))
+    y = tmp_path / "years.yaml"
+    y.write_bytes("\ufeffvalues: [1990, 2000]\n".encode())
+    assert load_w_list(y).values == ("1990", "2000")

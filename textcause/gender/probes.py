@@ -119,7 +119,7 @@ class Probe:
 
 def _read_yaml(path: Path | Any) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
     except yaml.YAMLError as err:
         raise ValueError(f"The file {str(path)!r} is not valid YAML ({err.__class__.__name__}).") from None
     if not isinstance(data, dict):
@@ -194,6 +194,8 @@ def load_w_list(w: str | Path | Sequence[Any], *, category: str | None = None, n
     Args:
         w: a built-in name (:func:`builtin_w_lists`), a ``.yaml`` file of the built-in shape, a text
             file with one value per line (blank lines and ``#`` comments skipped), or the values.
+            Files are UTF-8; a leading byte-order mark is read as such (``utf-8-sig``), never as
+            part of the first value.
         category: the W category whose templates the values fill (default: the file's, else
             ``date`` for numeric values and ``place`` otherwise).
         name: the list's name (default: the built-in name or the file's stem; ``custom`` for a list).
@@ -217,7 +219,8 @@ def load_w_list(w: str | Path | Sequence[Any], *, category: str | None = None, n
         raise ValueError(f"Unknown W list {text!r}: use one of {builtin_w_lists()} or a file with one value per line.")
     if path.suffix in (".yaml", ".yml"):
         return _w_from_mapping(_read_yaml(path), name or path.stem, category)
-    lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()]
+    # utf-8-sig: a byte-order mark (Windows editors write one) is the file's signature, not part of its first value
+    lines = [ln.strip() for ln in path.read_text(encoding="utf-8-sig").splitlines()]
     values = [ln for ln in lines if ln and not ln.startswith("#")]
     if not values:
         raise ValueError(f"The W file {text!r} has no values: write one value per line.")
