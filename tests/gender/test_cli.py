@@ -132,3 +132,23 @@ def test_an_untrained_head_is_warned_in_the_figure_title(tiny_encoder, tmp_path,
     assert titles[0].startswith("WARNING: untrained masked-LM head (") and "noise" in titles[0].replace("\n", " ")
     (summary,) = out.glob("*_summary.json")
     assert json.loads(summary.read_text())["untrained_weights"] > 0
+
+
+def test_category_beside_only_builtin_lists_is_refused(tmp_path, capsys):
+    # issue 43: --category bogus beside --w years was silently ignored
+    code = gender_main(["probe", "--model", str(tmp_path), "--w", "years", "--category", "bogus"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err.startswith("error: '--category' sets the template set of --w-file lists only")
+
+
+def test_an_unknown_category_is_refused_before_the_model_loads(tmp_path, capsys):
+    code = gender_main(
+        ["probe", "--model", str(tmp_path / "no-model"), "--w-file", w_file(tmp_path), "--category", "bogus"]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert (
+        err
+        == "error: The probe spec has no templates for the W category 'bogus': use one of ['date', 'place', 'subreddit']."
+    )

@@ -88,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument(
         "--category",
         default=None,
-        help="the template set a --w-file fills (date, place, subreddit; default: date for numbers, place otherwise)",
+        help="the template set a --w-file fills (date, place, subreddit; default: date for numbers, place otherwise); "
+        "only with --w-file",
     )
     probe.add_argument(
         "--variant",
@@ -136,6 +137,11 @@ def run_probe(args: argparse.Namespace) -> list[Path]:
 
     if args.batch_size < 1:
         raise ValueError(f"The '--batch-size' option must be an int >= 1. Got {args.batch_size} instead.")
+    if args.category is not None and not args.w_file:
+        raise ValueError(
+            "'--category' sets the template set of --w-file lists only (built-in --w lists have their own): "
+            "drop --category, or give the values in a --w-file."
+        )
     names = args.w if args.w or args.w_file else ["years"]
     lists = [load_w_list(w) for w in names or []]
     for f in args.w_file or []:
