@@ -56,3 +56,29 @@ def test_load_yaml_gives_safe_loads_values_and_errors():
         assert str(ours.value) == str(theirs.value)  # PyYAML's message, with its line and caret
     with pytest.raises(yaml.constructor.ConstructorError):
         load_yaml("!!python/object:os.system x")  # a safe loader: no Python objects
+
+
+def test_load_yaml_refuses_a_key_given_twice():
+    # issue 43: safe_load silently kept the last of two values of one key
+    import yaml
+
+    from textcause.io import check_unique_keys, load_yaml
+
+    for text, key, first, line in (
+        ("seeds: [0]\nmodel: lr\nseeds: [1]\n", "seeds", 1, 3),
+        ("data:\n  n_users: 10\n  n_users: 20\n", "n_users", 2, 3),
+        ("a: {x: 1, x: 2}\n", "x", 1, 1),
+    ):
+        with pytest.raises(yaml.constructor.ConstructorError) as info:
+            load_yaml(text)
+        assert (
+            str(info.value)
+            == f"found duplicate key {key!r} on line {line}, first given on line {first}: give each key once"
+        )
+        with pytest.raises(yaml.constructor.ConstructorError):
+            check_unique_keys(text)
+    # keys merged in with << may be overridden; 1 and "1" are two keys; nested maps of one name are fine
+    assert load_yaml("base: &b {x: 1, y: 2}\nc:\n  <<: *b\n  x: 3\n")["c"] == {"x": 3, "y": 2}
+    assert load_yaml("1: a\n'1': b\n") == {1: "a", "1": "b"}
+    assert load_yaml("a: {n: 1}\nb: {n: 2}\n") == {"a": {"n": 1}, "b": {"n": 2}}
+    check_unique_keys("kinds: [unclosed")  # not YAML: left to the loader it is checked for

@@ -159,3 +159,15 @@ def test_importing_the_parser_stays_light():
     code = "import sys, textcause.specs; print([m for m in ('torch', 'lightning') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+def test_read_yaml_refuses_a_key_given_twice(tmp_path):
+    # issue 43: a YAML key given twice silently kept the last value
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("seeds: [0]\nlabel: t\nseeds: [1, 2]\n", encoding="utf-8")
+    with pytest.raises(
+        ValueError,
+        match=r"^Toy config '.*dup.yaml': not valid YAML \(found duplicate key 'seeds' on line 3, first given on "
+        r"line 1: give each key once\)\.$",
+    ):
+        read_yaml(dup, kind="Toy config", example="x.yaml")

@@ -6,6 +6,7 @@ place, so a killed process leaves either the old file or the new one, never half
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -50,17 +51,74 @@ def content_key(*parts: Any) -> str:
 
 def load_yaml(text: str) -> Any:
     """``yaml.safe_load(text)`` through libyaml's parser when PyYAML was built with it (the same
-    values, about 15 times faster: a few ms a grid cell). Text libyaml refuses is parsed again by
-    PyYAML's own parser, so the error raised is ``safe_load``'s, with its line and caret."""
+    values, about 15 times faster: a few ms a grid cell), except that a mapping that gives one key
+    twice is refused (``safe_load`` silently keeps the last value). Text libyaml refuses is parsed
+    again by PyYAML's own parser, so the error raised is ``safe_load``'s, with its line and caret.
+
+    Raises:
+        yaml.YAMLError: text that is not YAML; a ``yaml.constructor.ConstructorError`` for a key
+            given twice in one mapping, whose one line names the key and both lines ("found
+            duplicate key 'a' on line 3, first given on line 1: give each key once"). Keys merged in with ``<<:`` may be overridden, as YAML intends.
+    """
     import yaml
 
-    fast = getattr(yaml, "CSafeLoader", None)
+    fast, slow = _unique_key_loaders()
     if fast is not None:
         try:
             return yaml.load(text, Loader=fast)
         except yaml.YAMLError:
             pass
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=slow)
+
+
+def check_unique_keys(text: str) -> None:
+    """Refuse YAML ``text`` whose mappings give a key twice (for loaders this package does not own).
+
+    Text that is not YAML passes: the loader it is checked for reports that itself.
+
+    Raises:
+        yaml.constructor.ConstructorError: a duplicate key (see :func:`load_yaml`).
+    """
+    import yaml
+
+    try:
+        load_yaml(text)
+    except yaml.constructor.ConstructorError as err:
+        if str(getattr(err, "problem", "")).startswith("found duplicate key"):
+            raise
+    except yaml.YAMLError:
+        pass
+
+
+@functools.cache
+def _unique_key_loaders() -> tuple[Any, Any]:
+    """Safe loaders (libyaml's, or None without it; PyYAML's) that refuse a key given twice."""
+    import yaml
+    from yaml.constructor import ConstructorError
+
+    def construct_mapping(self: Any, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    earlier = first.setdefault(key, key_node)
+                except TypeError:  # an unhashable key: the safe constructor refuses it itself
+                    continue
+                if earlier is not key_node:
+                    raise ConstructorError(  # no marks: the one line says where
+                        problem=f"found duplicate key {key!r} on line {key_node.start_mark.line + 1}, first given "
+                        f"on line {earlier.start_mark.line + 1}: give each key once"
+                    )
+        return yaml.SafeLoader.construct_mapping(self, node, deep=deep)
+
+    def loader(base: Any) -> Any:
+        return type(f"Unique{base.__name__}", (base,), {"construct_mapping": construct_mapping})
+
+    fast = getattr(yaml, "CSafeLoader", None)
+    return (loader(fast) if fast is not None else None), loader(yaml.SafeLoader)
 
 
 @contextmanager

@@ -29,6 +29,7 @@ from typing import Any, TypeVar, Union
 import yaml
 from jsonargparse import ArgumentError, ArgumentParser
 
+from textcause.io import load_yaml
 from textcause.validation import check_int, check_options, check_real, check_subset, check_that
 
 T = TypeVar("T")
@@ -116,7 +117,7 @@ def read_yaml(path: str | Path, *, kind: str, example: str) -> tuple[Any, str]:
         raise FileNotFoundError(f"No {kind.lower()} at '{path}': give a YAML file such as {example}.")
     text = path.read_text(encoding="utf-8")
     try:
-        return yaml.safe_load(text), text
+        return load_yaml(text), text
     except yaml.YAMLError as err:
         problem = getattr(err, "problem", None) or " ".join(str(err).split())
         mark = getattr(err, "problem_mark", None)

@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from textcause.io import load_yaml
+
 MASK = "{mask}"
 #: The fields a template fills when the probes are made (the mask stays a placeholder).
 FIELDS = ("verb", "life_stage", "w")
@@ -119,7 +121,7 @@ class Probe:
 
 def _read_yaml(path: Path | Any) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+        data = load_yaml(path.read_text(encoding="utf-8-sig"))
     except yaml.YAMLError as err:
         raise ValueError(f"The file {str(path)!r} is not valid YAML ({err.__class__.__name__}).") from None
     if not isinstance(data, dict):

@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from textcause.io import load_yaml
+
 GENDERS = ("female", "male")
 
 
@@ -64,7 +66,7 @@ def load_gendered_words(path: str | Path | None = None) -> GenderedWords:
         if not ref.is_file():
             raise ValueError(f"The gendered word file {str(path)!r} does not exist.")
     try:
-        data = yaml.safe_load(ref.read_text(encoding="utf-8"))
+        data = load_yaml(ref.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
         raise ValueError(f"The gendered word file {str(ref)!r} is not valid YAML ({err.__class__.__name__}).") from None
     if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):

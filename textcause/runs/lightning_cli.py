@@ -155,6 +155,7 @@ class TextCauseCLI(LightningCLI):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("save_config_callback", SaveAndLogConfig)
+        refuse_duplicate_yaml_keys()
         self._run_dir: Any = None
         self._resume: Any = None  # (checkpoint, run folder or None) of a fit --ckpt_path
         super().__init__(*args, **kwargs)
@@ -289,6 +290,31 @@ class TextCauseCLI(LightningCLI):
             write_run_card(result, data, evaluation, figure=figure)
         print(format_table(rows, title=f"{meta['model']} ({meta['representation']}) on the test split of {label}"))
         print(f"wrote {log_dir / 'results.json'}")
+
+
+def refuse_duplicate_yaml_keys() -> None:
+    """Make jsonargparse refuse a YAML config (``--config``) that gives one key twice.
+
+    Its loader, like ``yaml.safe_load``, silently keeps the last value; wrapped, a duplicate key
+    raises :func:`textcause.io.check_unique_keys`'s error (a ``yaml.YAMLError`` jsonargparse reports
+    as a config it could not load). Everything else is parsed by jsonargparse's own loader. Idempotent.
+    """
+    import jsonargparse
+    from jsonargparse import _loaders_dumpers as loaders_dumpers  # its current loader: no public getter
+
+    from textcause.io import check_unique_keys
+
+    current = loaders_dumpers.loaders.get("yaml")
+    if current is None or getattr(current, "textcause_unique_keys", False):
+        return
+
+    def load(stream: str) -> Any:
+        if isinstance(stream, str):
+            check_unique_keys(stream)
+        return current(stream)
+
+    load.textcause_unique_keys = True  # type: ignore[attr-defined]
+    jsonargparse.set_loader("yaml", load, loaders_dumpers.loader_exceptions.get("yaml", ()))
 
 
 def run_folder(cfg: Any) -> Any:
