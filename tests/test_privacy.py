@@ -59,11 +59,13 @@ def test_a_smoke_run_writes_no_post_text(tmp_path, capsys):
     from textcause.cli.report import report_main
 
     posts = write_marked_corpus(tmp_path / "marked.jsonl.gz")
+    broken = tmp_path / "nosuchmodel.yaml"  # a cell that fails at fit time (a missing config is refused first)
+    broken.write_text("model:\n  class_path: textcause.models.NoSuchModel\n", encoding="utf-8")
     grid = {
         "name": "privacy",
         "corpora": {"marked": str(tmp_path / "marked.jsonl.gz")},
         "tasks": {"linguistic_complexity": [1]},
-        "models": ["oracle", "unadjusted", "lr_bigram_binary", "nn_unigram_binary", "nosuchmodel"],
+        "models": ["oracle", "unadjusted", "lr_bigram_binary", "nn_unigram_binary", str(broken)],
         "seeds": [0],
         "overrides": {"trainer.max_epochs": 1, "data.min_users": 2},
         "evaluation": {"n_boot": 20},
@@ -72,7 +74,7 @@ def test_a_smoke_run_writes_no_post_text(tmp_path, capsys):
     config = tmp_path / "privacy.yaml"
     config.write_text(yaml.safe_dump(grid), encoding="utf-8")
     out = tmp_path / "out"
-    assert benchmark_main(["--config", str(config), "--out", str(out)]) == 0
+    assert benchmark_main(["--config", str(config), "--out", str(out)]) == 1  # the failed cell: exit code 1
     report_main(["--db", str(out / "results.db"), "--out", str(out / "report"), "--formats", "svg"])
     written = {p.suffix for p in out.rglob("*") if p.is_file()}
     assert {".db", ".json", ".csv", ".log", ".md"} <= written, written  # results, cell logs, the report

@@ -312,14 +312,23 @@ def test_holder_alive():
 
 # ---------------------------------------------------------------------------------------- real runs
 def test_a_grid_runs_records_every_estimator_and_resumes(tmp_path, tiny_corpus, capsys):
-    config = write_grid(tmp_path, tiny_corpus, models=("oracle", "unadjusted", "nosuchmodel"))
-    assert run(config, tmp_path) == 0
+    # a config that exists and parses but whose model cannot be built fails at fit time (issue 43: a
+    # model config that does not exist is refused before anything runs, tests/runs/test_precheck.py)
+    broken = tmp_path / "nosuchmodel.yaml"
+    broken.write_text("model:\n  class_path: textcause.models.NoSuchModel\n", encoding="utf-8")
+    config = write_grid(tmp_path, tiny_corpus, models=("oracle", "unadjusted", str(broken)))
+    assert run(config, tmp_path) == 1  # issue 43: failed cells make the exit code non-zero
+    err = capsys.readouterr().err
+    assert "error: 2 cells failed (their rows carry the error); --retry-failed runs them again." in err
     df = store.read_results(db(tmp_path), "tiny")
     assert len(df) == 6 * N_EST and not df.duplicated(["cell_id", "estimator"]).any()
     assert (df.groupby("cell_id").size() == N_EST).all()
     ok, failed = df[df.status == "ok"], df[df.status == "failed"]
     assert len(ok) == 4 * N_EST and set(failed["model"]) == {"nosuchmodel"} and len(failed) == 2 * N_EST
-    assert failed["error"].str.contains("No model config 'nosuchmodel'").all() and failed["ate"].isna().all()
+    assert (
+        failed["error"].str.startswith("ValueError: The run's options were rejected").all()
+        and failed["ate"].isna().all()
+    )
     oracle = ok[ok.model == "oracle"]
     assert (oracle["iptw_weight_mse"].abs() < 1e-12).all() and (oracle["spearman"] > 0.999).all()
     unadj = ok[ok.model == "unadjusted"]  # a constant propensity: IPW and stratification give the naive difference
@@ -329,20 +338,20 @@ def test_a_grid_runs_records_every_estimator_and_resumes(tmp_path, tiny_corpus, 
     assert set(ok["level"]) == {1, 2} and (ok["true_ate"] == 0.4).all()
     assert (ok["train_seconds"] > 0).all() and ok["code_version"].str.len().gt(0).all()
     assert ok["model_class"].notna().all() and set(ok["grid"]) == {"tiny"}
-    assert "failed: tiny/tiny/linguistic_complexity-1/nosuchmodel/s0: FileNotFoundError" in capsys.readouterr().err
+    assert "failed: tiny/tiny/linguistic_complexity-1/nosuchmodel/s0: " in err
     for run_dir, cell_id in zip(ok["run"], ok["cell_id"]):  # each cell's own training run and evaluation
         assert Path(run_dir).is_relative_to(tmp_path / "out" / "runs" / cell_id)
         assert (Path(run_dir) / "results.json").is_file() and (Path(run_dir) / "config.yaml").is_file()
 
     before, trials = store.ledger(db(tmp_path), "tiny"), n_trials(tmp_path)
-    assert run(config, tmp_path) == 0  # nothing to do: nothing runs, nothing changes
+    assert run(config, tmp_path) == 1  # nothing to do: nothing runs, nothing changes (the failed cells stay failed)
     after = store.ledger(db(tmp_path), "tiny")
     assert {k: (r.token, r.started_at) for k, r in after.items()} == {
         k: (r.token, r.started_at) for k, r in before.items()
     }
     assert n_trials(tmp_path) == trials
 
-    assert run(config, tmp_path, "--retry-failed") == 0  # only the failed cells run again, once
+    assert run(config, tmp_path, "--retry-failed") == 1  # only the failed cells run again, once (and fail)
     retried = store.ledger(db(tmp_path), "tiny")
     for cell_id, row in retried.items():
         assert row.attempts == (2 if "nosuchmodel" in cell_id else 1)

@@ -133,6 +133,10 @@ class DataSettings:
         check_real(self.held_out_bank, "held_out_bank", owner, low=0.0, high=1.0, high_open=True)
         check_options(self.scale, "scale", owner, SCALES)
         check_int(self.min_users, "min_users", owner, low=1)
+        if self.n_users is not None:
+            check_int(self.n_users, "n_users", owner, low=1)
+        check_int(self.min_posts, "min_posts", owner, low=1)
+        check_int(self.max_posts, "max_posts", owner, low=1)
         check_int(self.max_tokens, "max_tokens", owner, low=1)
         check_int(self.token_cap, "token_cap", owner, low=1)
         if self.observational:

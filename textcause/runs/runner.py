@@ -34,6 +34,7 @@ from typing import Any
 
 from textcause.runs import store
 from textcause.runs.grid import Grid, load_grid
+from textcause.runs.precheck import check_cells
 from textcause.runs.worker import GRACE_FACTOR, HEARTBEAT_INTERVAL, open_study, run_worker
 from textcause.validation import check_int, check_options
 
@@ -243,10 +244,13 @@ def run_benchmark(
             default): the fork server on Linux, else subprocesses.
 
     Returns:
-        The exit code: 0, or 1 when a worker or the database failed or cells were left unfinished.
+        The exit code: 0, or 1 when a cell failed, a worker or the database failed, or cells were
+        left unfinished.
 
     Raises:
-        ValueError: a bad option or grid, or finished cells run under another configuration.
+        ValueError: a bad option or grid, a cell whose model config, corpus or options cannot run
+            (:func:`~textcause.runs.precheck.check_cells`, before anything runs), or finished cells
+            run under another configuration.
     """
     check_int(workers, "workers", "run_benchmark", low=1)
     if threads is not None:
@@ -257,7 +261,8 @@ def run_benchmark(
     out = Path(out or Path("runs") / "benchmark" / grid.name).resolve()
     url = db or store.default_url(out)
     if dry_run:
-        return _dry_run(grid, url)
+        return _dry_run(grid, url, str(config))
+    check_cells(grid.cells, str(config))  # every cell's settings, before anything is opened or run
     engine = store.connect(url)
     _check_config_unchanged(grid, engine)
     open_study(grid, url, create=True, heartbeat_interval=heartbeat, grace_period=GRACE_FACTOR * heartbeat)
@@ -321,6 +326,13 @@ def run_benchmark(
                 status = 1
     p = line.update(final=True)
     failed = p.failed_since if retry_failed else p.failed
+    if failed:
+        print(
+            f"error: {failed} cell{'s' if failed != 1 else ''} failed (their rows carry the error); "
+            "--retry-failed runs them again.",
+            file=sys.stderr,
+        )
+        status = 1
     if p.ok + failed < p.total:
         print(
             f"error: {p.total - p.ok - failed} cells were left unfinished; the same command runs them, "
@@ -331,7 +343,7 @@ def run_benchmark(
     return status
 
 
-def _dry_run(grid: Grid, url: str) -> int:
+def _dry_run(grid: Grid, url: str, source: str) -> int:
     rows: dict[str, Any] = {}
     parsed = store.sa.engine.make_url(url)
     if parsed.get_backend_name() != "sqlite" or (parsed.database and os.path.exists(parsed.database)):
@@ -350,4 +362,5 @@ def _dry_run(grid: Grid, url: str) -> int:
         names = ", ".join(f"'{m}' (expected {p})" for m, p in sorted(missing.items()))
         print(f"error: the grid names model configs that do not exist: {names}.", file=sys.stderr)
         return 2
+    check_cells(grid.cells, source)  # the other settings a real run checks first
     return 0
