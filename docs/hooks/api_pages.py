@@ -14,33 +14,71 @@ import ast
 import logging
 from pathlib import Path
 
-from mkdocs.structure.files import File
-
 PACKAGE = "textcause"
 ROOT = Path(__file__).resolve().parents[2]
 log = logging.getLogger("mkdocs.plugins.textcause.api_pages")
 
 
+def _literal_names(node: ast.expr, literals: dict[str, ast.expr]) -> list[str]:
+    """The strings a literal expression lists: a list / tuple / set (``*NAME`` of another literal
+    included), a dict's keys, a module-level NAME bound to one, or ``sorted(...)`` / ``list(...)`` of one."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1:
+        names = _literal_names(node.args[0], literals)
+        return sorted(names) if node.func.id == "sorted" else names
+    if isinstance(node, ast.Name):
+        return _literal_names(literals[node.id], literals) if node.id in literals else []
+    if isinstance(node, ast.Dict):
+        return [k.value for k in node.keys if isinstance(k, ast.Constant)]
+    names: list[str] = []
+    for element in getattr(node, "elts", []):
+        if isinstance(element, ast.Starred):
+            names += _literal_names(element.value, literals)
+        elif isinstance(element, ast.Constant):
+            names.append(element.value)
+    return names
+
+
+def _module_literals(tree: ast.Module) -> dict[str, ast.expr]:
+    return {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+
+
 def _declares_all(path: Path) -> list[str] | None:
-    """The names of a module's literal ``__all__`` (a list or tuple of strings, ``*NAME`` of a literal tuple
-    assigned earlier in the module included), or None when it declares none."""
+    """The names of a module's ``__all__`` read without importing it, or None when it declares none."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    literals: dict[str, ast.expr] = {}
+    literals = _module_literals(tree)
+    return _literal_names(literals["__all__"], literals) if "__all__" in literals else None
+
+
+def homes(module: str) -> dict[str, str]:
+    """Each name of a module's ``__all__`` -> the dotted path it is documented at: the module's own, or,
+    for a name the package loads lazily from a submodule (a ``{name: "submodule"}`` dict literal read
+    by ``__getattr__``), the submodule's."""
+    tree = ast.parse(_path(module).read_text(encoding="utf-8"))
+    literals = _module_literals(tree)
+    bound: set[str] = set(literals)
     for node in tree.body:
-        if not isinstance(node, ast.Assign):
-            continue
-        targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
-        if "__all__" in targets:
-            names: list[str] = []
-            for element in getattr(node.value, "elts", []):
-                if isinstance(element, ast.Starred) and isinstance(element.value, ast.Name):
-                    element = literals.get(element.value.id, element)
-                    names += [e.value for e in getattr(element, "elts", []) if isinstance(e, ast.Constant)]
-                elif isinstance(element, ast.Constant):
-                    names.append(element.value)
-            return names
-        literals.update(dict.fromkeys(targets, node.value))
-    return None
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    lazy: dict[str, str] = {}
+    package_dir = _path(module).parent if _path(module).name == "__init__.py" else None
+    for node in tree.body:  # a name imported from a submodule of the same name: document the object
+        if isinstance(node, ast.ImportFrom) and node.module and package_dir is not None:
+            for alias in node.names:
+                name = alias.asname or alias.name
+                if (package_dir / f"{name}.py").exists() or (package_dir / name).is_dir():
+                    bound.discard(name)
+                    lazy[name] = node.module.removeprefix(module + ".")
+    for value in literals.values():
+        if isinstance(value, ast.Dict) and all(
+            isinstance(v, ast.Constant) and isinstance(v.value, str) for v in value.values
+        ):
+            lazy.update({k.value: v.value for k, v in zip(value.keys, value.values) if isinstance(k, ast.Constant)})
+    return {
+        name: f"{module}.{lazy[name]}.{name}" if name not in bound and name in lazy else f"{module}.{name}"
+        for name in _declares_all(_path(module)) or []
+    }
 
 
 def _path(module: str) -> Path:
@@ -96,9 +134,17 @@ def _page(room: str, modules: list[str]) -> str:
         "",
     ]
     for module in modules:
-        lines += [f"::: {module}", ""]
+        where = homes(module)
+        lazy = [dotted for name, dotted in where.items() if dotted != f"{module}.{name}"]
+        if not lazy:
+            lines += [f"::: {module}", ""]
+            continue
+        own = [name for name, dotted in where.items() if dotted == f"{module}.{name}" and not name.startswith("__")]
+        lines += [f"::: {module}", "    options:", f"      members: {own if own else False}", ""]
+        for dotted in lazy:
+            lines += [f"::: {dotted}", "    options:", "      heading_level: 3", "      show_root_full_path: false", ""]
     if room == PACKAGE and (lazy := lazy_exports()):
-        documented = {f"{m}.{n}" for ms in rooms().values() for m in ms for n in _declares_all(_path(m)) or []}
+        documented = {d for ms in rooms().values() for m in ms for d in homes(m).values()}
         lines += ["## Loaded on first use", ""]
         lines += [f"- [`{name}`][{dotted}]" for name, dotted in lazy.items() if dotted in documented]
         lines.append("")
@@ -115,6 +161,8 @@ def on_config(config, **kwargs):
 
 
 def on_files(files, config, **kwargs):
+    from mkdocs.structure.files import File
+
     for room, modules in rooms().items():
         files.append(File.generated(config, f"api/{room}.md", content=_page(room, modules)))
     return files
@@ -127,12 +175,11 @@ def on_post_build(config, **kwargs):
     package = griffe.load(PACKAGE, search_paths=[str(ROOT)], resolve_aliases=True, resolve_external=False)
     for modules in rooms().values():
         for module in modules:
-            obj = package if module == PACKAGE else package[module.removeprefix(PACKAGE + ".")]
-            for name in _declares_all(_path(module)) or []:
+            for name, dotted in homes(module).items():
                 if name.startswith("__"):
                     continue
                 try:
-                    member = obj[name]
+                    member = package if dotted == PACKAGE else package[dotted.removeprefix(PACKAGE + ".")]
                     kind, docstring = member.kind, member.docstring
                 except (KeyError, griffe.AliasResolutionError, griffe.CyclicAliasError):
                     if module != PACKAGE:  # the top level's lazy exports are documented where they live
