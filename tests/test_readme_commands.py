@@ -1,5 +1,6 @@
-"""Every command in README's code blocks parses: the CLI accepts its subcommand and flags, the
-config files it names exist, `make` targets exist. README cannot drift from the code unnoticed.
+"""Every command in the code blocks of README and of the documentation site's pages (docs/, the
+generated reports aside) parses: the CLI accepts its subcommand and flags, the config files it names
+exist, `make` targets exist. The docs cannot drift from the code unnoticed.
 
 A command is parsed, never run: argparse-based subcommands stop right after a successful
 ``parse_args``; ``train.py`` / ``textcause train`` go through the real LightningCLI parser (class
@@ -17,6 +18,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+# The pages of the documentation site (docs/reports/ holds generated reports, not commands).
+PAGES = [
+    README,
+    *sorted(p for p in (ROOT / "docs").rglob("*.md") if "reports" not in p.relative_to(ROOT / "docs").parts),
+]
 SHELL_FENCES = ("", "bash", "sh", "shell", "console")
 PLACEHOLDER = re.compile(r"<[^>]+>|\bRUN_DIR\b|\bPATH_OR_NAME\b|\.\.\.")
 
@@ -74,18 +80,32 @@ def _split(line: str) -> list[str]:
         return []
 
 
-COMMANDS = [
-    (n, line, parsed)
-    for n, line in _code_lines(README.read_text(encoding="utf-8"))
-    if (parsed := _program(_split(line))) is not None
-]
+def _commands(page: Path) -> list[tuple[str, str, tuple[str, list[str]]]]:
+    """(where, command line, (program, arguments)) of every command this test checks on a page."""
+    name = page.relative_to(ROOT).as_posix()
+    return [
+        (f"{name}:{n}", line, parsed)
+        for n, line in _code_lines(page.read_text(encoding="utf-8"))
+        if (parsed := _program(_split(line))) is not None
+    ]
+
+
+COMMANDS = [command for page in PAGES for command in _commands(page)]
 
 
 def test_readme_has_the_commands_it_should():
-    programs = {p for _, _, (p, _) in COMMANDS}
+    readme = _commands(README)
+    programs = {p for _, _, (p, _) in readme}
     assert {"make", "textcause", "train.py"} <= programs
-    quick = [line for _, line, (p, _) in COMMANDS if p == "make"]
+    quick = [line for _, line, (p, _) in readme if p == "make"]
     assert quick[:2] == ["make demo", "make test"]  # the two quick-start commands
+
+
+def test_the_docs_pages_are_checked_too():
+    """The site's pages (the guide, results, families) are in the check, not only README."""
+    pages = {where.split(":")[0] for where, _, _ in COMMANDS}
+    assert {"README.md", "docs/guide.md", "docs/results.md", "docs/semeval.md"} <= pages
+    assert not any(where.startswith("docs/reports/") for where in pages)
 
 
 class _Parsed(Exception):
@@ -97,6 +117,8 @@ def _parse_textcause(args: list[str], monkeypatch) -> None:
 
     if args and args[0] in ("train",):
         return _parse_train(args[1:], monkeypatch)
+    if args[:2] == ["gender", "finetune"]:  # = train.py fit OPTIONS: parse it, never fine-tune
+        return _parse_train(["fit", *args[2:]], monkeypatch)
     original = argparse.ArgumentParser.parse_args
 
     def parse_then_stop(self, *a, **k):
@@ -127,20 +149,20 @@ def _saved_config(token: str) -> str:
     return "configs/lr_bigram_binary.yaml" if re.fullmatch(r"runs/[\w./-]*config\.yaml", token) else token
 
 
-@pytest.mark.parametrize(("number", "line", "parsed"), COMMANDS, ids=[f"README:{n}" for n, _, _ in COMMANDS])
+@pytest.mark.parametrize(("number", "line", "parsed"), COMMANDS, ids=[where for where, _, _ in COMMANDS])
 def test_a_readme_command_parses(number, line, parsed, monkeypatch, capsys):
     program, args = parsed
     monkeypatch.chdir(ROOT)
     for token in args:  # every config file a command names exists (placeholders aside)
         for path in re.findall(r"(?:^|=)((?:configs|benchmarks|examples)/[\w./-]+\.(?:yaml|yml|py|sh))", token):
-            assert (ROOT / path).is_file(), f"README line {number} names {path}, which does not exist"
+            assert (ROOT / path).is_file(), f"{number} names {path}, which does not exist"
     if PLACEHOLDER.search(line) and program in ("train.py",):
         return
     if program == "make":
         targets = set(re.findall(r"^([a-z][\w-]*):", (ROOT / "Makefile").read_text(encoding="utf-8"), re.M))
-        assert set(args) <= targets, f"README line {number}: no make target {sorted(set(args) - targets)}"
+        assert set(args) <= targets, f"{number}: no make target {sorted(set(args) - targets)}"
     elif program == "script":
-        assert (ROOT / args[0]).is_file(), f"README line {number}: no script {args[0]}"
+        assert (ROOT / args[0]).is_file(), f"{number}: no script {args[0]}"
     elif program == "train.py":
         _parse_train([_saved_config(a) for a in args], monkeypatch)
     elif program == "evaluate.py":
@@ -156,6 +178,7 @@ def test_a_readme_command_parses(number, line, parsed, monkeypatch, capsys):
         ["sweep", "--summary"],  # --config is required
         ["train", "fit", "--config", "configs/lr_bigram_binary.yaml", "--data.levell", "3"],
         ["train", "fit", "--config", "configs/lr_bigram_binary.yaml", "--trainer.max_epochs", "abc"],
+        ["gender", "finetune", "--config", "configs/gender/finetune_age.yaml", "--trainer.max_epochs", "abc"],
     ],
 )
 def test_the_check_itself_refuses_a_wrong_command(args, monkeypatch, capsys):

@@ -12,7 +12,9 @@ ROWS = [{"estimator": "ipw", "ate": 0.31, "ci_low": 0.2, "ci_high": 0.4, "bias":
 
 def training_log(folder):
     folder.mkdir(parents=True)
-    pd.DataFrame({"epoch": [0, 1], "step": [9, 19], "val_loss": [0.69, 0.52]}).to_csv(folder / "metrics.csv", index=False)
+    pd.DataFrame({"epoch": [0, 1], "step": [9, 19], "val_loss": [0.69, 0.52]}).to_csv(
+        folder / "metrics.csv", index=False
+    )
 
 
 def test_a_fresh_csv_logger_keeps_the_training_rows(tmp_path):

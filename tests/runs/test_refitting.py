@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
+from tinygrid import tiny_cells
 
 from textcause.estimators.refit import CI_REFIT
 from textcause.runs.cell import run_config_cell
-from tinygrid import tiny_cells
 
 
 def cells(corpus, models, **evaluation):

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from tinygrid import tiny_cells
 
 from textcause.paths import config_dir
 from textcause.runs import cell as cell_module
 from textcause.runs.cell import release_memory, run_config_cell
 from textcause.runs.fit import FULL_PATH_ENV, RunSettings, evaluate_run, fit_and_evaluate, run_config, untrained_config
-from tinygrid import tiny_cells
 
 # Columns that differ between two runs of the same cell: when and how long, and the folder it ran in.
 TIMING = ("train_seconds", "eval_seconds", "started_at", "finished_at", "run")

@@ -51,9 +51,13 @@ def read_corpus(
 
     Args:
         source: a short corpus name, a path or a Hugging Face dataset source.
-        min_posts, max_posts, n_users: as for ``load_histories``.
-        author_col, text_col, time_col, drop_duplicates: a flat table's columns and de-duplication,
-            as for ``load_histories``.
+        min_posts: as for ``load_histories``.
+        max_posts: as for ``load_histories``.
+        n_users: as for ``load_histories``.
+        author_col: a flat table's author column, as for ``load_histories``.
+        text_col: a flat table's text column, as for ``load_histories``.
+        time_col: a flat table's time column, as for ``load_histories``.
+        drop_duplicates: a flat table's de-duplication, as for ``load_histories``.
     """
     settings = (min_posts, max_posts, n_users)
     columns = (author_col, text_col, time_col, drop_duplicates)

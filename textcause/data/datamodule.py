@@ -75,9 +75,11 @@ class CausalTextDataModule(L.LightningDataModule):
             ``corpus``, ``task``, ``level``, ``n_users``, ``min_posts``, ``max_posts``, ``insertion``
             and ``outcome`` must keep their defaults (an error otherwise). It has no true propensity
             (``p_true`` is NaN) and no true ATE.
-        author_col, text_col, time_col: the author, text and time columns of a flat comment table
-            (CSV, Parquet, NDJSON or a Hugging Face dataset; ``time_col: null`` keeps the table's
-            order); history JSONL files ignore them.
+        author_col: the author column of a flat comment table (CSV, Parquet, NDJSON or a Hugging
+            Face dataset); history JSONL files ignore it.
+        text_col: the text column of a flat comment table; history JSONL files ignore it.
+        time_col: the time column of a flat comment table (``time_col: null`` keeps the table's
+            order); history JSONL files ignore it.
         drop_duplicates: drop a post whose text and time repeat an earlier post of the same user.
         meta_filter: keep only the users whose ``meta`` has these values before the task is drawn,
             e.g. ``{kind: human}`` for PAN 2019's human accounts (a value may be a list of accepted

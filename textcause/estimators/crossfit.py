@@ -194,8 +194,14 @@ def crossfit(
     """Cross-fitted AIPW or TMLE: :func:`crossfit_predictions`, then the estimator on them.
 
     Args:
-        x, t, y, propensity_learner, outcome_learner, n_folds, seed, outcome: as for
-            :func:`crossfit_predictions`.
+        x: as for :func:`crossfit_predictions`.
+        t: as for :func:`crossfit_predictions`.
+        y: as for :func:`crossfit_predictions`.
+        propensity_learner: as for :func:`crossfit_predictions`.
+        outcome_learner: as for :func:`crossfit_predictions`.
+        n_folds: as for :func:`crossfit_predictions`.
+        seed: as for :func:`crossfit_predictions`.
+        outcome: as for :func:`crossfit_predictions`.
         estimator: ``aipw`` or ``tmle``.
         **kwargs: passed to the estimator (``clip``, ``level``; ``fluctuation``, ``bound`` for tmle).
 

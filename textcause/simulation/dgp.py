@@ -154,7 +154,7 @@ def observed_outcome(t: np.ndarray, y0: np.ndarray, y1: np.ndarray) -> np.ndarra
 
 
 def population_ate(table: Table, class1_share: float = 0.5) -> float:
-    """The true ATE E[Y(1) - Y(0)] = sum over classes of share * (table[c][1] - table[c][0])."""
+    """The true ATE ``E[Y(1) - Y(0)] = sum over classes c of share_c * (table[c][1] - table[c][0])``."""
     return float(class1_share * (table[0][1] - table[0][0]) + (1 - class1_share) * (table[1][1] - table[1][0]))
 
 
