@@ -11,7 +11,8 @@ project's cell (``textcause.data.build.build_data``, the features the grid cache
 baseline written here with scikit-learn alone: ``LogisticRegression`` with the penalty kind and
 strength chosen on the validation log-loss over
 
-* L1 and L2 (liblinear, primal), elastic net (saga, l1_ratio 0.5, C <= 1),
+* L1 (liblinear), L2 (liblinear's dual solver, scikit-learn's advice when users are fewer than
+  features), elastic net (saga, l1_ratio 0.5, C <= 1),
 * C in 0.001 ... 100 in 1-3 steps (11 values: another grid than the project's 0.01 ... 100 in half decades),
 
 on features scaled by ``MaxAbsScaler`` fitted on the training users (binary features unchanged),
@@ -52,10 +53,12 @@ def reviewer_fit(x, t, split, seed):
     scaler = MaxAbsScaler().fit(x[tr])
     xs = scaler.transform(x)
     best = None
-    searches = [("l1", 1.0, "liblinear", c) for c in CS] + [("l2", 0.0, "liblinear", c) for c in CS]
+    searches = [("l1", 1.0, "liblinear", c) for c in CS] + [("l2", 0.0, "liblinear-dual", c) for c in CS]
     searches += [("elasticnet", r, "saga", c) for r in EN_RATIOS for c in CS if c <= 1.0]
     for penalty, ratio, solver, c in searches:
         extra = {"tol": 1e-3, "max_iter": 300} if solver == "saga" else {"max_iter": 2000}
+        if solver == "liblinear-dual":  # scikit-learn's advice when users are fewer than features
+            solver, extra = "liblinear", {**extra, "dual": True}
         model = LogisticRegression(C=c, l1_ratio=ratio, solver=solver, random_state=seed, **extra)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -140,8 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         cells = cells[cells["seed"].isin(args.seeds)]
     from joblib import Parallel, delayed
 
-    def cache_key(t: str, lv: int, sd: int) -> str:
-        return f"{args.corpus}/{t}-{lv}/s{sd}/{representation}"
+    from textcause.simulation.tasks import spec_key
+
+    def cache_key(t: str, lv: int, sd: int) -> str:  # twin levels (one task spec) are one draw: fitted once
+        return f"{args.corpus}/{spec_key(t, lv)}/s{sd}/{representation}"
 
     cached: dict[str, dict] = {}
     cache = Path(args.cache) if args.cache else None
@@ -151,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                 entry = json.loads(line)
                 cached[entry["key"]] = entry["result"]
     keys = [(t, int(lv), int(sd)) for t, lv, sd in cells.itertuples(index=False)]
-    todo = [k for k in keys if cache_key(*k) not in cached]
+    todo = list({cache_key(*k): k for k in reversed(keys) if cache_key(*k) not in cached}.values())[::-1]
     started_all = time.perf_counter()
     fits = Parallel(n_jobs=args.jobs, return_as="generator")(
         delayed(reviewer_cell)(args.corpus, t, lv, sd, representation) for t, lv, sd in todo
@@ -161,7 +166,10 @@ def main(argv: list[str] | None = None) -> int:
         if cache is not None:  # one line a fit, appended as it comes: a killed run keeps what it finished
             with cache.open("a", encoding="utf-8") as f:
                 f.write(json.dumps({"key": cache_key(*key), "result": result}) + "\n")
-        print(f"reviewer {cache_key(*key)}: {result['sk_choice']}, {result['sk_seconds']:.1f} s", file=sys.stderr)
+        print(
+            f"reviewer {key[0]}-{key[1]} s{key[2]}: {result['sk_choice']}, {result['sk_seconds']:.1f} s",
+            file=sys.stderr,
+        )
     if args.reviewer_only:
         print(f"{len(todo)} fits added to {cache} ({len(keys) - len(todo)} already there)")
         return 0
