@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from textcause.gender.build import GenderDataSettings, build_gender_data, clear_gender_data, load_tokenizer
-from textcause.gender.datamodule import GenderDataModule, LengthBuckets
+from textcause.gender.datamodule import GenderDataModule
 from textcause.gender.masking import FEMALE, IGNORE, MALE, encode_masked, mask_sentences, word_labels
 from textcause.gender.sentences import read_documents, split_sentences
 from textcause.gender.words import load_gendered_words
@@ -174,19 +174,6 @@ def test_the_data_module_serves_padded_masked_batches(gender_corpus, tiny_encode
     epochs = [np.concatenate([b["index"].numpy() for b in loader]) for _ in range(2)]
     assert all(sorted(e) == sorted(dm.built.split.train) for e in epochs)
     assert epochs[0].tolist() != epochs[1].tolist()  # a new order every epoch
-
-
-def test_length_buckets_are_seeded_permutations_of_similar_lengths():
-    lengths = np.random.default_rng(0).integers(5, 70, size=1000)
-    first, again = (list(LengthBuckets(lengths, 10, 20, seed=1)) for _ in range(2))
-    assert first == again and sorted(first) == list(range(1000))
-    batches = np.array(first).reshape(-1, 10)
-    padded = lengths[batches].max(axis=1).sum() * 10
-    assert padded / lengths.sum() < 1.1  # a random order pads about 1.8 times the tokens
-    plain = list(LengthBuckets(lengths, 10, 0, seed=1))
-    assert sorted(plain) == list(range(1000)) and plain != first
-    sampler = LengthBuckets(lengths, 10, 20, seed=1)
-    assert list(sampler) == first and list(sampler) != first  # the next epoch draws a new order
 
 
 def test_a_byte_level_bpe_tokenizer_masks_the_same_words(tiny_roberta):

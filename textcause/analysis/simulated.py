@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from textcause.estimators.registry import DEFAULT_ESTIMATORS
 from textcause.validation import check_int
 
 #: The paper's task levels (section 5.2 and Appendix H).
@@ -52,7 +53,7 @@ def simulate_results(
     corpora: Sequence[str] = ("reddit",),
     task_levels: dict[str, int] | None = None,
     models: Sequence[str] = ("oracle", "unadjusted", "lr_bigram_binary", "lr_lda", "sherbert"),
-    estimators: Sequence[str] = ("unadjusted", "ipw", "stratified", "matching"),
+    estimators: Sequence[str] = ("unadjusted", *DEFAULT_ESTIMATORS),
     n_seeds: int = 5,
     n_test: int = 400,
     with_sizes: bool = True,

@@ -1,5 +1,6 @@
 """The ``textcause`` command.
 
+    textcause --version              the installed version
     textcause tasks [--describe]     every task level in a table (or in full sentences)
     textcause train fit --config configs/lr_bigram_binary.yaml   (same as python train.py ...)
     textcause evaluate RUN_DIR       (same as python evaluate.py ...)
@@ -15,7 +16,7 @@
     textcause semeval score --gold FILE --pred FILE --subtask 2     score a SemEval-2020 Task 5 prediction file (alias of counterfactual)
     textcause cfr --config configs/cfr/blogs.yaml                   counterfactual representations vs true counterfactual texts
 
-Light commands (``tasks``, ``--help``) do not import Lightning.
+Light commands (``tasks``, ``--help``, ``--version``) do not import Lightning.
 """
 
 from __future__ import annotations
@@ -26,6 +27,21 @@ from textcause import startup
 
 USAGE = __doc__
 _MODEL_COMMANDS = ("train", "evaluate", "predict", "demo")  # each imports Lightning to run or load a model
+
+
+def package_version() -> str:
+    """The installed version of textcause (:func:`importlib.metadata.version`).
+
+    A source tree that is not installed has no distribution metadata: then ``textcause.__version__``.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("textcause")
+    except PackageNotFoundError:
+        from textcause import __version__
+
+        return __version__
 
 
 def tasks_main(argv: list[str]) -> int:
@@ -89,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE.strip())
+        return 0
+    if argv[0] in ("-V", "--version"):
+        print(f"textcause {package_version()}")
         return 0
     cmd, rest = argv[0], argv[1:]
     if own_process and cmd != "tasks":

@@ -26,7 +26,6 @@ scikit-learn baselines of :mod:`textcause.counterfactual.fitted` fit and score o
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
@@ -34,7 +33,7 @@ import lightning as L
 import numpy as np
 import pandas as pd
 import torch
-from torch.utils.data import DataLoader, Sampler
+from torch.utils.data import DataLoader
 
 from textcause.counterfactual.data import (
     OFFSET_COLUMNS,
@@ -46,6 +45,7 @@ from textcause.counterfactual.data import (
 )
 from textcause.counterfactual.spans import NULL, char_to_tokens, tokens_to_chars
 from textcause.data.batches import IndexDataset
+from textcause.data.samplers import LengthBucketSampler
 from textcause.validation import check_int, check_options, check_real
 
 IGNORE = -100
@@ -186,29 +186,6 @@ def build_splits(settings: SemEvalSettings) -> dict[str, Split]:
     return out
 
 
-class BucketSampler(Sampler[int]):
-    """A seeded random order of positions, bucketed by length, re-drawn every epoch (epoch e: seed + e)."""
-
-    def __init__(self, lengths: np.ndarray, batch_size: int, buckets: int, seed: int) -> None:
-        self.lengths = np.asarray(lengths)
-        self.batch_size, self.buckets, self.seed, self.epoch = batch_size, buckets, seed, 0
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def __iter__(self) -> Iterator[int]:
-        rng = np.random.default_rng(self.seed + self.epoch)
-        self.epoch += 1
-        order = rng.permutation(len(self.lengths))
-        if not self.buckets:
-            return iter(order.tolist())
-        size = self.batch_size * self.buckets
-        runs = [order[i : i + size] for i in range(0, len(order), size)]
-        runs = [r[np.argsort(self.lengths[r], kind="stable")] for r in runs]
-        batches = [b for r in runs for b in np.array_split(r, range(self.batch_size, len(r), self.batch_size))]
-        return iter(np.concatenate([batches[i] for i in rng.permutation(len(batches))]).tolist())
-
-
 class Collate:
     """Pads a batch of one split's positions to its longest sentence."""
 
@@ -315,7 +292,9 @@ class SemEvalDataModule(L.LightningDataModule):
         lengths = np.array([len(x) for x in data.input_ids])
         sampler, order = None, np.arange(len(data))
         if shuffle:
-            sampler = BucketSampler(lengths, self.hparams.batch_size, self.hparams.length_buckets, self.hparams.seed)
+            sampler = LengthBucketSampler(
+                lengths, self.hparams.batch_size, self.hparams.length_buckets, self.hparams.seed
+            )
         else:  # sorted by length (little padding); each batch says which sentences it holds ("index")
             order = np.argsort(lengths, kind="stable")
         return DataLoader(

@@ -61,13 +61,14 @@ class _FineTuned(L.LightningModule):
         needs = declared() if callable(declared) else {}
         if settings is None or "encoder" not in needs or not hasattr(settings, "encoder"):
             return
-        from textcause.features.encoder import resolve_encoder
+        from textcause.features.encoder import check_same_encoder
 
-        if resolve_encoder(settings.encoder).identity != resolve_encoder(needs["encoder"]).identity:
-            raise ValueError(
-                f"The data were tokenised with the encoder {settings.encoder!r}, but the network's encoder is "
-                f"{needs['encoder']!r}: set data.init_args.encoder to the network's encoder (null: all-MiniLM-L6-v2)."
-            )
+        check_same_encoder(
+            settings.encoder,
+            needs["encoder"],
+            f"The data were tokenised with the encoder {settings.encoder!r}, but the network's encoder is "
+            f"{needs['encoder']!r}: set data.init_args.encoder to the network's encoder (null: all-MiniLM-L6-v2).",
+        )
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.net(input_ids, attention_mask)

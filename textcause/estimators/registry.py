@@ -57,6 +57,20 @@ ESTIMATOR_LABELS = {
 }
 
 
+def adjusted_estimators() -> tuple[str, ...]:
+    """Every registered estimator except ``unadjusted``, in display order.
+
+    The order of :data:`ESTIMATOR_LABELS`, then any registered estimator without a label in the
+    order of :data:`ESTIMATORS`; read at call time, so a newly registered estimator is included.
+
+    Example:
+        >>> adjusted_estimators()
+        ('ipw', 'stratified', 'matching', 'aipw', 'tmle')
+    """
+    ordered = [e for e in ESTIMATOR_LABELS if e in ESTIMATORS] + [e for e in ESTIMATORS if e not in ESTIMATOR_LABELS]
+    return tuple(e for e in ordered if e != "unadjusted")
+
+
 def estimator_kwargs(name: str, **overrides: Any) -> dict[str, Any]:
     """The keyword arguments of estimator ``name``: its defaults, updated by the ``overrides`` it takes.
 

@@ -135,6 +135,28 @@ def resolve_encoder(name_or_path: str | os.PathLike | None = None) -> EncoderSpe
     return EncoderSpec(name=name, path=path, identity=model_identity(path), normalize=_st_normalize(path))
 
 
+def check_same_encoder(have: str | os.PathLike | None, want: str | os.PathLike | None, message: str) -> None:
+    """Refuse two encoders that are not one: their identities (config, weights, tokenizer) differ.
+
+    The same weights under another name or path are the same encoder; both are resolved with
+    :func:`resolve_encoder`, so each must exist.
+
+    Args:
+        have: the encoder the data were made with (a name or path for :func:`resolve_encoder`).
+        want: the encoder that is needed.
+        message: the error's sentence when they differ (the caller says what to set).
+
+    Raises:
+        ValueError: ``message`` when the identities differ; :func:`resolve_encoder`'s sentence
+            when either encoder is not found.
+
+    Example:
+        >>> check_same_encoder(None, "all-MiniLM-L6-v2", "not the same encoder")  # one encoder: accepted
+    """
+    if resolve_encoder(have).identity != resolve_encoder(want).identity:
+        raise ValueError(message)
+
+
 def _hub_folder(name: str) -> Path:
     """The local snapshot folder of a Hugging Face model name (one clear error when absent).
 

@@ -25,52 +25,21 @@ Pick it in YAML by ``class_path`` (``configs/gender/finetune.yaml``)::
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from typing import Any, Optional
 
 import lightning as L
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Sampler
+from torch.utils.data import DataLoader
 
 from textcause.corpus.types import SPLITS
 from textcause.data.batches import IndexDataset
+from textcause.data.samplers import LengthBucketSampler
 from textcause.gender.build import GenderData, GenderDataSettings, build_gender_data
 from textcause.gender.masking import IGNORE
 from textcause.validation import check_int, check_options
 
 _D = GenderDataSettings()
-
-
-class LengthBuckets(Sampler[int]):
-    """A seeded random order of example positions, bucketed by length, re-drawn every epoch.
-
-    Args:
-        lengths: the length of each example of the dataset.
-        batch_size: the loader's batch size.
-        buckets: batches per bucket (0: a plain random order).
-        seed: the order's seed (epoch ``e`` uses ``seed + e``).
-    """
-
-    def __init__(self, lengths: np.ndarray, batch_size: int, buckets: int, seed: int) -> None:
-        self.lengths = np.asarray(lengths)
-        self.batch_size, self.buckets, self.seed = batch_size, buckets, seed
-        self.epoch = 0
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def __iter__(self) -> Iterator[int]:
-        rng = np.random.default_rng(self.seed + self.epoch)
-        self.epoch += 1
-        order = rng.permutation(len(self.lengths))
-        if not self.buckets:
-            return iter(order.tolist())
-        size = self.batch_size * self.buckets
-        runs = [order[i : i + size] for i in range(0, len(order), size)]
-        runs = [r[np.argsort(self.lengths[r], kind="stable")] for r in runs]
-        batches = [b for r in runs for b in np.array_split(r, range(self.batch_size, len(r), self.batch_size))]
-        return iter(np.concatenate([batches[i] for i in rng.permutation(len(batches))]).tolist())
 
 
 class MaskedCollate:
@@ -170,7 +139,9 @@ class GenderDataModule(L.LightningDataModule):
         lengths = np.array([len(data.input_ids[i]) for i in indices])
         sampler: Any = None
         if shuffle:
-            sampler = LengthBuckets(lengths, self.hparams.batch_size, self.hparams.length_buckets, self.hparams.seed)
+            sampler = LengthBucketSampler(
+                lengths, self.hparams.batch_size, self.hparams.length_buckets, self.hparams.seed
+            )
         else:
             indices = indices[np.argsort(lengths, kind="stable")]
         dataset = IndexDataset(indices)

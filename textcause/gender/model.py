@@ -89,13 +89,14 @@ class GenderMaskedModel(L.LightningModule):
         needs = declared() if callable(declared) else {}
         if settings is None or "encoder" not in needs or not hasattr(settings, "encoder"):
             return
-        from textcause.features.encoder import resolve_encoder
+        from textcause.features.encoder import check_same_encoder
 
-        if resolve_encoder(settings.encoder).identity != resolve_encoder(needs["encoder"]).identity:
-            raise ValueError(
-                f"The data were masked with the tokenizer of the encoder {settings.encoder!r}, but the network's "
-                f"encoder is {needs['encoder']!r}: set data.encoder to the network's encoder (null: all-MiniLM-L6-v2)."
-            )
+        check_same_encoder(
+            settings.encoder,
+            needs["encoder"],
+            f"The data were masked with the tokenizer of the encoder {settings.encoder!r}, but the network's "
+            f"encoder is {needs['encoder']!r}: set data.encoder to the network's encoder (null: all-MiniLM-L6-v2).",
+        )
 
     def on_fit_start(self) -> None:
         trainer = self.trainer

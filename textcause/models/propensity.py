@@ -185,13 +185,14 @@ def check_data_requirements(net: nn.Module, settings: Any) -> None:
             )
         have = getattr(settings, key)
         if key == "encoder":
-            from textcause.features.encoder import resolve_encoder
+            from textcause.features.encoder import check_same_encoder
 
-            if resolve_encoder(have).identity != resolve_encoder(want).identity:
-                raise ValueError(
-                    f"{_describe(net)} needs the token states of its own encoder {want!r}, not of the data "
-                    f"module's encoder {have!r}: set data.encoder to the encoder of its layers."
-                )
+            check_same_encoder(
+                have,
+                want,
+                f"{_describe(net)} needs the token states of its own encoder {want!r}, not of the data "
+                f"module's encoder {have!r}: set data.encoder to the encoder of its layers.",
+            )
         elif have != want:
             raise ValueError(f"{_describe(net)} needs data.{key}={want!r}. Got {have!r} instead.")
 

@@ -8,7 +8,7 @@ mean over seeds with the corrected resampled variance ``(1/J + n_test/n_train) s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Optional
 
@@ -24,7 +24,7 @@ import pandas as pd
 from textcause.analysis.frame import task_order
 from textcause.analysis.inference import corrected_interval
 from textcause.analysis.names import model_labels, model_order
-from textcause.estimators.registry import ESTIMATOR_LABELS
+from textcause.estimators.registry import ESTIMATOR_LABELS, adjusted_estimators
 from textcause.io import atomic_path
 from textcause.simulation.tasks import task_label
 
@@ -78,6 +78,24 @@ FIG7_COLUMNS = (
     ("IPTW weight MSE", None, "iptw_weight_mse"),
     ("Spearman correlation", None, "spearman"),
 )
+
+
+def estimator_columns(present: Iterable[str]) -> list[tuple[str, str, str]]:
+    """Fig. 6's columns: the bias of each adjusted estimator of the registry found in ``present``.
+
+    Args:
+        present: the estimator names of the results (repeats allowed).
+
+    Returns:
+        ``(title, estimator, "bias")`` per estimator, in the registry's display order
+        (:func:`~textcause.estimators.registry.adjusted_estimators`); ``unadjusted`` has none.
+
+    Example:
+        >>> estimator_columns(["tmle", "unadjusted", "ipw", "ipw"])
+        [('IPTW bias', 'ipw', 'bias'), ('TMLE bias', 'tmle', 'bias')]
+    """
+    found = set(present)
+    return [(f"{ESTIMATOR_LABELS.get(e, e)} bias", e, "bias") for e in adjusted_estimators() if e in found]
 
 
 #: ``auto`` draws across-seed intervals only when every plotted method has at least this many seeds:
@@ -303,9 +321,8 @@ def draw_figures(
             f"fig4_tasks_{tag}",
             formats,
         )
-        ests = [e for e in ("ipw", "stratified", "matching", "aipw", "tmle") if e in set(data["estimator"])]
-        if ests:
-            cols = [(f"{ESTIMATOR_LABELS[e]} bias", e, "bias") for e in ests]
+        cols = estimator_columns(data["estimator"])
+        if cols:
             written[f"fig6_estimators_{tag}"] = save_figure(
                 grid_figure(
                     data, tasks, cols, interval=interval, compact=compact, title=f"Bias by estimator ({corpus})"

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from textcause.estimators import registry
 from textcause.io import atomic_write_json, content_key
 from textcause.observational.spec import ObservationalSpec, canonical, load_spec
 from textcause.paths import default_configs
@@ -125,7 +126,10 @@ def run_model(spec: ObservationalSpec, model: str, path: Path, config: Path, out
 def _progress(
     i: int, n: int, model: str, rec: dict[str, Any], how: str, elapsed: float, eta: float | None = None
 ) -> str:
-    """One model's line: what it gave, the time elapsed and (with models still to fit) the ETA."""
+    """One model's line: what it gave, the time elapsed and (with models still to fit) the ETA.
+
+    The ATE shown is the first of the registry's default estimators (``DEFAULT_ESTIMATORS``) with
+    one, else the unadjusted one."""
     head = f"[{i}/{n}] {model}: "
     clock = f"elapsed {format_seconds(elapsed)}" + (f", ETA {format_seconds(eta)}" if eta is not None else "")
     how = (
@@ -137,7 +141,7 @@ def _progress(
         return head + f"{how}: FAILED: {rec.get('error')} ({clock})"
     ests = {r["estimator"]: r for r in rec["rows"]}
     main = next(
-        (ests[e] for e in ("ipw", "stratified", "matching") if e in ests and "ate" in ests[e]), ests.get("unadjusted")
+        (ests[e] for e in registry.DEFAULT_ESTIMATORS if e in ests and "ate" in ests[e]), ests.get("unadjusted")
     )
     ci = f" [{main['ci_low']:+.3f}, {main['ci_high']:+.3f}]" if main.get("ci_low") is not None else ""
     return (
