@@ -12,8 +12,9 @@ baseline written here with scikit-learn alone: ``LogisticRegression`` with the p
 strength chosen on the validation log-loss over
 
 * L1 (liblinear), L2 (liblinear's dual solver, scikit-learn's advice when users are fewer than
-  features), elastic net (saga, l1_ratio 0.5, C <= 1),
-* C in 0.001 ... 100 in 1-3 steps (11 values: another grid than the project's 0.01 ... 100 in half decades),
+  features), elastic net (saga, l1_ratio 0.5, C <= 1, warm-started along C),
+* C in 0.001 ... 10 in 1-3 steps (9 values: another grid than the project's 0.01 ... 100 in half
+  decades, whose search chose C <= 1 in every Twitter cell of the rerun),
 
 on features scaled by ``MaxAbsScaler`` fitted on the training users (binary features unchanged),
 refitted on the training users only and scored on the test users. Its treatment accuracy and its
@@ -28,6 +29,7 @@ This replaces the L2-against-L2 comparison, which checked a solver, not the base
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 import time
@@ -37,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-CS = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0]
+CS = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]
 EN_RATIOS = (0.5,)
 ACC_TARGET, BIAS_TARGET = 0.015, 0.02
 
@@ -55,17 +57,24 @@ def reviewer_fit(x, t, split, seed):
     best = None
     searches = [("l1", 1.0, "liblinear", c) for c in CS] + [("l2", 0.0, "liblinear-dual", c) for c in CS]
     searches += [("elasticnet", r, "saga", c) for r in EN_RATIOS for c in CS if c <= 1.0]
+    path = None  # the elastic net's fits, warm-started along C from the strongest penalty
     for penalty, ratio, solver, c in searches:
-        extra = {"tol": 1e-3, "max_iter": 300} if solver == "saga" else {"max_iter": 2000}
+        extra = {"tol": 1e-3, "max_iter": 300, "warm_start": True} if solver == "saga" else {"max_iter": 2000}
         if solver == "liblinear-dual":  # scikit-learn's advice when users are fewer than features
             solver, extra = "liblinear", {**extra, "dual": True}
-        model = LogisticRegression(C=c, l1_ratio=ratio, solver=solver, random_state=seed, **extra)
+        if solver == "saga" and path is not None:
+            model = path
+            model.set_params(C=c)
+        else:
+            model = LogisticRegression(C=c, l1_ratio=ratio, solver=solver, random_state=seed, **extra)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model.fit(xs[tr], t[tr])
         loss = log_loss(t[va], model.predict_proba(xs[va])[:, 1], labels=[0, 1])
+        if solver == "saga":
+            path = model
         if best is None or loss < best[0]:
-            best = (loss, (penalty, c, ratio), model)
+            best = (loss, (penalty, c, ratio), copy.deepcopy(model))
     loss, chosen, model = best
     return np.clip(model.predict_proba(xs[te])[:, 1], 1e-6, 1 - 1e-6), chosen, loss
 
