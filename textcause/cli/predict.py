@@ -60,7 +60,10 @@ def build_parser(prog: str = "textcause predict") -> argparse.ArgumentParser:
 def predict_main(argv: Sequence[str], *, prog: str = "textcause predict") -> int:
     """Score a corpus with a run and write the CSV; prints where it went."""
     args = build_parser(prog).parse_args(list(argv))
+    from textcause.io import check_out_file
     from textcause.runs.predict import predict_corpus
+
+    check_out_file(args.out)  # before any work: a folder, or a path under a file
 
     time_col = None if str(args.time_col).lower() in ("null", "none", "") else args.time_col
     result = predict_corpus(

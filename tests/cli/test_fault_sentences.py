@@ -1,0 +1,112 @@
+"""Faults that used to end in a traceback are one ``error:`` sentence, and nothing is half-written:
+a truncated checkpoint, an ``--out`` that cannot be written, a database URL of an unknown scheme, a
+read-only results database, a lone surrogate in a post scored through an encoder (issue 43)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_history_jsonl
+from textcause.cli.errors import friendly_errors
+from textcause.cli.main import main as textcause_main
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    return errors[0]
+
+
+def train(corpus: str, root: Path, config: str = "lr_bigram_binary.yaml", *extra: str) -> Path:
+    from textcause.runs.lightning_cli import make_cli
+
+    logger = {"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": str(root), "name": "t"}}
+    args = ["fit", "--config", str(CONFIGS / config), "--data.corpus", corpus, "--data.min_users", "2"]
+    args += ["--trainer.max_epochs", "1", "--trainer.default_root_dir", str(root)]
+    args += ["--trainer.logger", json.dumps(logger), "--trainer.enable_progress_bar", "false", *extra]
+    cli = make_cli(args)
+    return Path(cli.trainer.log_dir)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """(corpus, run folder) of a one-epoch bigram run; tests copy what they damage."""
+    root = tmp_path_factory.mktemp("trained")
+    corpus = write_history_jsonl(root / "tiny.jsonl.gz", n_users=120, n_posts=12)
+    return corpus, train(corpus, root / "runs")
+
+
+def truncated_copy(run: Path, dest: Path, keep: int | None = None) -> Path:
+    from textcause.runs.fit import find_checkpoint
+
+    data = find_checkpoint(run).read_bytes()
+    dest.write_bytes(data[: len(data) // 2 if keep is None else keep])
+    return dest
+
+
+@pytest.mark.parametrize("keep", [0, 10, None])
+def test_evaluate_with_a_truncated_checkpoint_is_one_sentence(trained, tmp_path, capsys, keep):
+    """Before: a raw EOFError / RuntimeError (PytorchStreamReader ...) traceback."""
+    from textcause.cli.evaluate import main as evaluate_main
+
+    _, run = trained
+    bad = truncated_copy(run, tmp_path / "bad.ckpt", keep)
+    out = tmp_path / "out"
+    assert (
+        friendly_errors(lambda: evaluate_main([str(run), "--ckpt", str(bad), "--n-boot", "0", "--out", str(out)])) == 2
+    )
+    line = one_error_line(capsys)
+    assert line.startswith(f"error: The checkpoint '{bad}' is damaged or truncated"), line
+    assert not (out / "results.csv").exists()
+
+
+def test_predict_with_a_truncated_checkpoint_is_one_sentence(trained, tmp_path, capsys):
+    corpus, run = trained
+    bad = truncated_copy(run, tmp_path / "bad.ckpt")
+    out = tmp_path / "p.csv"
+    assert textcause_main(["predict", str(run), "--corpus", corpus, "--out", str(out), "--ckpt", str(bad)]) == 2
+    assert one_error_line(capsys).startswith(f"error: The checkpoint '{bad}' is damaged or truncated")
+    assert not out.exists()
+
+
+def test_predict_out_naming_a_folder_is_one_sentence_before_any_work(trained, tmp_path, capsys, monkeypatch):
+    corpus, run = trained
+    import textcause.runs.predict as predict
+
+    monkeypatch.setattr(predict, "score_texts", lambda *a, **k: pytest.fail("scored before --out was checked"))
+    assert textcause_main(["predict", str(run), "--corpus", corpus, "--out", str(tmp_path)]) == 2
+    assert one_error_line(capsys) == f"error: --out '{tmp_path}' is a folder: give the CSV file to write."
+    below_a_file = tmp_path / "f.txt"
+    below_a_file.write_text("x")
+    assert textcause_main(["predict", str(run), "--corpus", corpus, "--out", str(below_a_file / "p.csv")]) == 2
+    assert one_error_line(capsys) == f"error: --out '{below_a_file / 'p.csv'}' lies under '{below_a_file}', a file."
+
+
+def test_evaluate_out_naming_a_file_is_one_sentence_and_writes_nothing(trained, tmp_path, capsys):
+    from textcause.cli.evaluate import main as evaluate_main
+
+    _, original = trained
+    run = tmp_path / "run"
+    shutil.copytree(original, run)
+    out = tmp_path / "results.csv"
+    out.write_text("mine\n")
+    assert friendly_errors(lambda: evaluate_main([str(run), "--n-boot", "0", "--out", str(out)])) == 2
+    assert one_error_line(capsys) == f"error: --out '{out}' is a file: give a folder (results.csv is written into it)."
+    assert out.read_text() == "mine\n" and not (run / "results.json").exists()
+
+
+def test_report_out_naming_a_file_is_one_sentence(tmp_path, capsys):
+    out = tmp_path / "report.md"
+    out.write_text("mine\n")
+    db = tmp_path / "nothing.db"
+    assert textcause_main(["report", "--db", str(db), "--out", str(out)]) == 2
+    assert one_error_line(capsys) == f"error: --out '{out}' is a file: give a folder for the report."
+    assert out.read_text() == "mine\n"
