@@ -110,3 +110,86 @@ def test_report_out_naming_a_file_is_one_sentence(tmp_path, capsys):
     assert textcause_main(["report", "--db", str(db), "--out", str(out)]) == 2
     assert one_error_line(capsys) == f"error: --out '{out}' is a file: give a folder for the report."
     assert out.read_text() == "mine\n"
+
+
+# ---------------------------------------------------------------------------------------- benchmark
+def write_grid(tmp_path: Path, corpus: str) -> Path:
+    import yaml
+
+    spec = {
+        "name": "tiny",
+        "corpora": {"tiny": corpus},
+        "tasks": {"linguistic_complexity": [1]},
+        "models": ["unadjusted"],
+        "seeds": [0],
+        "overrides": {"trainer.max_epochs": 1},
+        "evaluation": {"n_boot": 5},
+        "threads": 1,
+    }
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    return path
+
+
+def benchmark(*args: str) -> int:
+    from textcause.cli.benchmark import benchmark_main
+
+    return benchmark_main(list(args))
+
+
+@pytest.mark.parametrize("dry", [(), ("--dry-run",)])
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("foo://host/db", "error: The database URL 'foo://host/db' has the unknown scheme 'foo' (SQLAlchemy has "),
+        ("postgresql+nodriver://h/db", "error: The database URL 'postgresql+nodriver://h/db' has the unknown scheme"),
+    ],
+)
+def test_a_database_url_of_an_unknown_scheme_is_one_sentence(tiny_corpus, tmp_path, capsys, url, message, dry):
+    """Before: sqlalchemy.exc.NoSuchModuleError: Can't load plugin: sqlalchemy.dialects:foo."""
+    config = write_grid(tmp_path, tiny_corpus)
+    assert benchmark("--config", str(config), "--out", str(tmp_path / "out"), "--db", url, *dry) == 2
+    assert one_error_line(capsys).startswith(message)
+
+
+def read_only_url(path: Path) -> str:
+    """A SQLite database opened read-only (as a file the user may not write opens, whoever runs the test)."""
+    return f"sqlite:///file:{path}?mode=ro&uri=true"
+
+
+@pytest.mark.parametrize("made", [False, True])
+@pytest.mark.parametrize("dry", [(), ("--dry-run",)])
+def test_a_read_only_results_database_is_one_sentence(tiny_corpus, tmp_path, capsys, dry, made):
+    """Before: sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) attempt to write a readonly database."""
+    import sqlite3
+
+    from textcause.runs import store
+
+    path = tmp_path / "results.db"
+    if made:  # a benchmark's database, its tables made
+        store.connect(f"sqlite:///{path}").dispose()
+        for extra in tmp_path.glob("results.db-*"):
+            extra.unlink()
+    else:  # an empty database: its tables would have to be made
+        sqlite3.connect(path).close()
+    size = path.stat().st_size
+    config = write_grid(tmp_path, tiny_corpus)
+    code = benchmark("--config", str(config), "--out", str(tmp_path / "out"), "--db", read_only_url(path), *dry)
+    if dry:  # a dry run reads only: the cells are listed as still to do
+        assert code == 0, capsys.readouterr().err
+        assert "tiny/tiny/linguistic_complexity-1/unadjusted/s0\ttodo" in capsys.readouterr().out
+        return
+    assert code == 2
+    assert one_error_line(capsys).startswith(f"error: The results database '{path}' is read-only")
+    assert path.stat().st_size == size
+
+
+def test_an_unwritable_lock_file_is_one_sentence(tiny_corpus, tmp_path, capsys):
+    """Before: a PermissionError traceback from filelock (here: the lock file's place is a folder)."""
+    out = tmp_path / "out"
+    (out / "results.db.lock").mkdir(parents=True)
+    config = write_grid(tmp_path, tiny_corpus)
+    assert benchmark("--config", str(config), "--out", str(out)) == 2
+    line = one_error_line(capsys)
+    assert line.startswith(f"error: Cannot take the lock file '{out / 'results.db.lock'}'"), line
+    assert benchmark("--config", str(config), "--out", str(out), "--dry-run") == 0  # reads need no lock
