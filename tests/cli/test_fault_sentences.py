@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import write_history_jsonl
@@ -193,3 +194,31 @@ def test_an_unwritable_lock_file_is_one_sentence(tiny_corpus, tmp_path, capsys):
     line = one_error_line(capsys)
     assert line.startswith(f"error: Cannot take the lock file '{out / 'results.db.lock'}'"), line
     assert benchmark("--config", str(config), "--out", str(out), "--dry-run") == 0  # reads need no lock
+
+
+# ---------------------------------------------------------------------------------------- lone surrogates
+def test_a_lone_surrogate_is_encoded_as_the_replacement_character(tiny_encoder):
+    """Half an emoji in a tweet dump ('\\ud83d' alone) is read by every corpus reader; the Rust tokenizer
+    raised a TypeError / UnicodeEncodeError on it. It is tokenised as U+FFFD, as Python's
+    ``errors="replace"`` decodes a broken byte."""
+    from textcause.features.encoder import Encoder
+
+    encoder = Encoder(tiny_encoder, precision="fp32")
+    assert encoder.tokenize(["a \ud83d b", "c\udc00"]) == encoder.tokenize(["a \ufffd b", "c\ufffd"])
+    got = encoder.encode(["a \ud83d b"]).vectors
+    np.testing.assert_array_equal(got, encoder.encode(["a \ufffd b"]).vectors)
+
+
+@pytest.mark.slow
+def test_predict_on_a_sherbert_pooled_run_scores_a_post_with_a_lone_surrogate(tmp_path, tiny_encoder, capsys):
+    """Before: ``textcause predict`` on a ``sherbert_pooled`` run ended in the tokenizer's TypeError."""
+    corpus = write_history_jsonl(tmp_path / "tiny.jsonl.gz", n_users=60, n_posts=12)
+    run = train(corpus, tmp_path / "runs", "sherbert_pooled.yaml", "--data.encoder", tiny_encoder)
+    rows = [{"user_id": "a", "posts": [{"text": "half an emoji \ud83d here", "time": None}] * 3, "meta": {}}]
+    rows.append({"user_id": "b", "posts": [{"text": "half an emoji \ufffd here", "time": None}] * 3, "meta": {}})
+    new = tmp_path / "new.jsonl"
+    new.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")  # ASCII escapes: \ud83d kept
+    out = tmp_path / "p.csv"
+    assert textcause_main(["predict", str(run), "--corpus", str(new), "--out", str(out)]) == 0, capsys.readouterr().err
+    a, b = out.read_text().splitlines()[1:]
+    assert a.split(",")[0] == "a" and a.split(",")[1] == b.split(",")[1]  # scored as the replacement character
