@@ -4,6 +4,7 @@ read-only results database, a lone surrogate in a post scored through an encoder
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 from pathlib import Path
@@ -222,3 +223,42 @@ def test_predict_on_a_sherbert_pooled_run_scores_a_post_with_a_lone_surrogate(tm
     assert textcause_main(["predict", str(run), "--corpus", str(new), "--out", str(out)]) == 0, capsys.readouterr().err
     a, b = out.read_text().splitlines()[1:]
     assert a.split(",")[0] == "a" and a.split(",")[1] == b.split(",")[1]  # scored as the replacement character
+
+
+# ---------------------------------------------------------------------------------------- full disks
+def full_disk(monkeypatch, under: Path) -> None:
+    """Every text written under ``under`` fails as a full disk does (after opening its file)."""
+    write_text = Path.write_text
+
+    def fail(self, *args, **kwargs):
+        if str(self).startswith(str(under)):
+            self.open("w").close()
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return write_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", fail)
+
+
+def test_predict_on_a_full_disk_is_one_sentence_and_leaves_nothing(trained, tmp_path, capsys, monkeypatch):
+    corpus, run = trained
+    out = tmp_path / "full" / "p.csv"
+    full_disk(monkeypatch, tmp_path / "full")
+    assert textcause_main(["predict", str(run), "--corpus", corpus, "--out", str(out)]) == 2
+    line = one_error_line(capsys)
+    assert line.startswith("error: Could not write '") and "(No space left on device): free some space" in line
+    assert list(out.parent.iterdir()) == []  # no CSV, no temporary file
+
+
+def test_fit_on_a_full_disk_leaves_no_empty_config(tiny_corpus, tmp_path, capsys, monkeypatch):
+    """Before: train.py fit left a 0-byte config.yaml in the run folder, and a traceback."""
+    from textcause.runs.lightning_cli import OneLineParser
+
+    def save(self, cfg, path, *args, **kwargs):
+        Path(path).open("w").close()
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(OneLineParser, "save", save)
+    root = tmp_path / "runs"
+    assert friendly_errors(lambda: train(tiny_corpus, root)) == 2
+    assert "(No space left on device): free some space" in one_error_line(capsys)
+    assert list(root.rglob("config.yaml")) == [] and list(root.rglob("*.tmp")) == []

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import pickle
 import sys
@@ -67,12 +68,17 @@ def user_error_line(err: BaseException) -> str | None:
     * an ``argparse.ArgumentError`` of the LightningCLI parser (jsonargparse): see
       :func:`textcause.validation.option_error_sentence`;
     * Lightning's ``MisconfigurationException``: its own first sentence, said to come from the trainer;
+    * an ``OSError`` of a full, read-only or forbidden disk (``ENOSPC``, ``EDQUOT``, ``EROFS``, ``EACCES``,
+      ``EPERM``): the file and what to do;
     * ``pickle.UnpicklingError`` from ``torch.load(weights_only=True)``: the checkpoint is named and refused;
     * a checkpoint ``torch.load`` cannot read whole (``EOFError``, a zip reader's ``RuntimeError``): named
       as damaged or truncated (:func:`textcause.io.damaged_sentence`).
     """
     if isinstance(err, argparse.ArgumentError):
         return option_error_sentence(str(err))
+    if isinstance(err, OSError) and err.errno in _DISK_ERRORS:
+        what = f"'{err.filename}'" if err.filename else "a file"
+        return f"Could not write {what} ({err.strerror or _DISK_ERRORS[err.errno]}): {_DISK_HINTS[err.errno]}"
     if type(err).__name__ == "MisconfigurationException" and type(err).__module__.startswith("lightning"):
         first = _first_line(str(err)) or "no reason given"
         return f"Lightning refused the run's configuration: {first}"
@@ -87,6 +93,23 @@ def user_error_line(err: BaseException) -> str | None:
             "(it is not a plain checkpoint of this tool, or it was crafted); load only checkpoints you trust."
         )
     return None
+
+
+#: What a full, read-only or forbidden disk is called, and what to do about it.
+_DISK_ERRORS = {
+    errno.ENOSPC: "No space left on device",
+    errno.EDQUOT: "Disk quota exceeded",
+    errno.EROFS: "Read-only file system",
+    errno.EACCES: "Permission denied",
+    errno.EPERM: "Operation not permitted",
+}
+_DISK_HINTS = {
+    errno.ENOSPC: "free some space and rerun the same command.",
+    errno.EDQUOT: "free some space and rerun the same command.",
+    errno.EROFS: "write somewhere else (--out) or make the file system writable.",
+    errno.EACCES: "it or its folder may not be written (or read) by you; use another place (--out).",
+    errno.EPERM: "it or its folder may not be changed (immutable?); use another place (--out).",
+}
 
 
 def _first_line(text: str) -> str:

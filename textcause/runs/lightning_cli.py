@@ -105,18 +105,22 @@ class SaveAndLogConfig(SaveConfigCallback):
                     )
             if trainer.is_global_zero:
                 fs.makedirs(log_dir, exist_ok=True)
-                self.parser.save(
-                    self.config,
-                    config_path,
-                    skip_none=False,
-                    overwrite=self.overwrite,
-                    multifile=self.multifile,
-                    skip_validation=True,
-                )
+                self._save(config_path, fs)
         if trainer.is_global_zero:
             self.save_config(trainer, pl_module, stage)
             self.already_saved = True
         self.already_saved = trainer.strategy.broadcast(self.already_saved)
+
+    def _save(self, config_path: str, fs: Any) -> None:
+        """Write ``config.yaml``; on a local disk atomically (a full disk leaves no empty or partial file)."""
+        kwargs = {"skip_none": False, "multifile": self.multifile, "skip_validation": True}
+        if type(fs).__name__ != "LocalFileSystem" or self.multifile:
+            self.parser.save(self.config, config_path, overwrite=self.overwrite, **kwargs)
+            return
+        from textcause.io import atomic_path
+
+        with atomic_path(config_path, suffix=".yaml") as tmp:
+            self.parser.save(self.config, str(tmp), overwrite=True, **kwargs)
 
     def save_config(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         # validated when parsed: checking it again only costs (20 -> 6 ms a run, the same text)
