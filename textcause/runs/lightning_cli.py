@@ -228,9 +228,34 @@ class TextCauseCLI(LightningCLI):
             super().instantiate_classes()
         except ValueError as err:
             cause = err.__cause__
-            if isinstance(cause, Exception) and str(err).startswith("Call to compute_fn of link"):
-                raise cause from None  # its own traceback is kept
-            raise
+            wrapped = str(err).startswith(("Call to compute_fn of link", "Does not validate against any of"))
+            if isinstance(cause, ValueError) and wrapped:  # a class's own check, in jsonargparse's dump
+                raise self._as_typed(cause) from None  # its own traceback is kept
+            raise self._as_typed(err) from None
+
+    def _run_subcommand(self, subcommand: str) -> None:
+        try:
+            super()._run_subcommand(subcommand)
+        except ValueError as err:
+            raise self._as_typed(err) from None
+
+    def _as_typed(self, err: ValueError) -> ValueError:
+        """``err`` with the data module's and model's parameters named as options (``--data.text_col``,
+        not ``text_col=``: :func:`textcause.validation.as_typed_options`); ``err`` itself if none is named."""
+        from textcause.validation import as_typed_options
+
+        cfg = (self.config.get(self.subcommand) if self.subcommand else self.config) or {}
+        text = str(err)
+        for group in ("data", "model"):
+            cls = class_from_path(getattr(cfg.get(group), "class_path", None) if cfg.get(group) else None)
+            if cls is not None:
+                names = set(inspect.signature(cls.__init__).parameters) - {"self", "args", "kwargs"}
+                text = as_typed_options(text, names, f"--{group}.")
+        if text == str(err):
+            return err
+        typed = ValueError(text)
+        typed.__traceback__ = err.__traceback__
+        return typed
 
     def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
         from textcause.callbacks.checkpoint_io import use_chunked_checkpoints
