@@ -123,3 +123,69 @@ def test_predict_names_its_column_options_as_typed(tmp_path, capsys):
     assert error_lines(capsys.readouterr().err) == [
         "error: Column 'text' (the option --data.text_col) is not in 'x.csv': pass --data.text_col=<one of them>."
     ]
+
+
+# ---------------------------------------------------------------------------------------- before Lightning
+SEE = "(all options: train.py fit --help)"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--data.levell", "3"], f"Unknown option --data.levell: did you mean --data.level? {SEE}"),
+        (["--trainer.max_epoch=3"], f"Unknown option --trainer.max_epoch: did you mean --trainer.max_epochs? {SEE}"),
+        (["--seed", "3"], f"Unknown option --seed {SEE}"),
+        (
+            ["--data.task", "linguistic_complexty"],
+            "Unknown task 'linguistic_complexty' (did you mean 'linguistic_complexity'?). Choose one of "
+            "['linguistic_complexity', 'signal_intensity', 'selection_strength', 'sample_size', 'placebo', "
+            "'order_of_text'].",
+        ),
+        (["--data.level", "9"], "The task 'linguistic_complexity' has levels [1, 2, 3, 4]. Got level 9 instead."),
+        (["--data.task=placebo", "--data.level=2"], "The task 'placebo' has levels [1]. Got level 2 instead."),
+        # what the full parser must judge, or right
+        (["--data.level", "abc"], None),
+        (["--data.level", "2", "--trainer.max_epochs", "3", "--data.batch_size", "8", "--model.lr", "0.1"], None),
+        (["--trainer.logger.init_args.save_dir", "x", "--trainer.callbacks+=x", "--print_config"], None),
+        (["--data.class_path", "textcause.gender.GenderDataModule", "--data.no_such", "1"], None),
+        (["--help", "--data.levell", "3"], None),
+    ],
+)
+def test_mistakes_are_found_before_lightning_is_imported(args, expected):
+    from textcause.cli.precheck import early_error
+
+    assert early_error(["fit", "--config", str(CONFIGS / "lr_bigram_binary.yaml"), *args]) == expected
+
+
+def test_a_config_naming_another_package_leaves_the_task_to_the_full_parser(tmp_path):
+    """Another package's class may register tasks when it is imported: its task is not refused early."""
+    from textcause.cli.precheck import early_error
+
+    config = tmp_path / "c.yaml"
+    config.write_text("model:\n  class_path: mypkg.Model\n", encoding="utf-8")
+    assert early_error(["fit", "--config", str(config), "--data.task", "my_task"]) is None
+    assert early_error(["fit", "--data.task", "my_task"]).startswith("Unknown task 'my_task'")
+
+
+@pytest.mark.parametrize("entry", ["train.py", "textcause train"])
+def test_train_says_it_without_importing_lightning(entry):
+    """Before: the sentence came after Lightning, torch and the data module were imported (13-17 s here)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    run = (
+        "import runpy, sys\n"
+        f"sys.argv = [{entry.split()[0]!r}, *{entry.split()[1:]!r}, 'fit', '--data.levell', '3']\n"
+        "try:\n"
+        "    runpy.run_path('train.py', run_name='__main__') if sys.argv[0] == 'train.py' else "
+        "sys.exit(__import__('textcause.cli.main', fromlist=['main']).main(sys.argv[1:]))\n"
+        "except SystemExit as e:\n"
+        "    print(e.code, 'lightning' in sys.modules, 'torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", run], cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["2", "False", "False"], done.stderr
+    prog = "train.py" if entry == "train.py" else "textcause train"
+    assert done.stderr.strip() == (
+        f"error: Unknown option --data.levell: did you mean --data.level? (all options: {prog} fit --help)"
+    )
