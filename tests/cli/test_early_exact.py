@@ -189,3 +189,16 @@ def test_train_says_it_without_importing_lightning(entry):
     assert done.stderr.strip() == (
         f"error: Unknown option --data.levell: did you mean --data.level? (all options: {prog} fit --help)"
     )
+
+
+def test_an_unknown_model_option_suggests_the_closest_argument(table, tmp_path, capsys):
+    """The model's options depend on its class, so the full parser judges them; it suggests too."""
+    from textcause.runs.lightning_cli import make_cli
+
+    with pytest.raises(SystemExit):
+        make_cli(fit(table, tmp_path, "--model.lrr", "0.1"))
+    (line,) = error_lines(capsys.readouterr().err)
+    assert line.startswith(
+        "error: Unknown option 'model.lrr' (textcause.models.PropensityModel takes no such argument): "
+        "did you mean --model.lr? See "
+    ), line

@@ -64,11 +64,29 @@ class OneLineParser(LightningArgumentParser):
             super().error(message, ex)
         self._logger.error(message)
         prog = self.prog.replace(" [options]", "")
-        line = option_error_sentence(message)
+        line = _with_suggestion(option_error_sentence(message), message)
         hint = "run with --help for the options."
         line = line.replace(hint, f"see {prog} --help.") if hint in line else f"{line} (all options: {prog} --help)"
+        line = line.replace("? see ", "? See ")
         sys.stderr.write(f"error: {line}\n")
         self.exit(2)
+
+
+def _with_suggestion(line: str, message: str) -> str:
+    """``line`` for an option a class does not take, with its closest argument ("did you mean --model.lr?")."""
+    import difflib
+
+    rejected = re.search(r"Option '([^']+)' is not accepted", message)
+    owner = re.search(r"Problem with given class_path '([^']+)'", message)
+    key = re.search(r'Parser key "([^"]+)"', message)
+    cls = class_from_path(owner.group(1)) if rejected and owner and key else None
+    if cls is None:
+        return line
+    names = [n for n in inspect.signature(cls.__init__).parameters if n not in ("self", "args", "kwargs")]
+    close = difflib.get_close_matches(rejected.group(1), names, n=1, cutoff=0.6)
+    if not close:
+        return line
+    return line.replace(": run with --help", f": did you mean --{key.group(1)}.{close[0]}? run with --help", 1)
 
 
 class SaveAndLogConfig(SaveConfigCallback):
