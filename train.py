@@ -13,6 +13,12 @@ import sys
 from textcause import startup
 
 if __name__ == "__main__":
+    from textcause.cli.precheck import early_error
+
+    mistake = early_error(sys.argv[1:], prog="train.py")  # before Lightning is imported (seconds)
+    if mistake is not None:
+        print(f"error: {mistake}", file=sys.stderr)
+        sys.exit(2)
     with startup.imports():  # Lightning and torch without the collector's passes over them (textcause.startup)
         from textcause.cli.errors import friendly_errors
         from textcause.runs.lightning_cli import make_cli

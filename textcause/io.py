@@ -6,6 +6,7 @@ place, so a killed process leaves either the old file or the new one, never half
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import json
@@ -188,6 +189,23 @@ def refuse_pickled_code(path: Any, what: str = "checkpoint") -> Iterator[None]:
         raise ValueError(refused_sentence(path, what)) from None
 
 
+def damaged_sentence(path: Any, what: str = "checkpoint") -> str:
+    """The one sentence for a torch file that cannot be read whole (truncated, or not a torch file)."""
+    return (
+        f"The {what} '{path}' is damaged or truncated: it cannot be read as a torch file (a copy or save that "
+        "did not finish?); use another one or train again."
+    )
+
+
+def is_damaged_torch_file(err: BaseException) -> bool:
+    """Whether ``torch.load`` raised ``err`` because its file is cut short or not a torch archive."""
+    if isinstance(err, EOFError):
+        return True
+    if isinstance(err, RuntimeError):
+        return "PytorchStreamReader" in str(err) or "zip archive" in str(err)
+    return isinstance(err, OSError) and err.errno == errno.EINVAL and not err.filename
+
+
 def load_torch(path: str | os.PathLike, what: str = "checkpoint") -> Any:
     """``torch.load(path, map_location="cpu", weights_only=True)``: plain values and tensors only.
 
@@ -195,12 +213,52 @@ def load_torch(path: str | os.PathLike, what: str = "checkpoint") -> Any:
     (``tests/test_load_sites.py`` says so).
 
     Raises:
-        ValueError: the file holds objects a weights-only load refuses (code would have run).
+        ValueError: the file holds objects a weights-only load refuses (code would have run), or it is
+            truncated or no torch file (:func:`damaged_sentence`).
     """
     import torch
 
     with refuse_pickled_code(path, what):
-        return torch.load(path, map_location="cpu", weights_only=True)
+        try:
+            return torch.load(path, map_location="cpu", weights_only=True)
+        except (EOFError, RuntimeError, OSError) as err:
+            if is_damaged_torch_file(err):
+                raise ValueError(damaged_sentence(path, what)) from None
+            raise
+
+
+def check_out_file(path: str | os.PathLike, option: str = "--out") -> Path:
+    """Refuse, before any work, an output file path that names a folder or lies under a file.
+
+    Raises:
+        ValueError: one sentence naming the option as the user typed it.
+    """
+    out = Path(path)
+    if out.is_dir():
+        raise ValueError(f"{option} '{out}' is a folder: give the CSV file to write.")
+    _check_parents(out, option)
+    return out
+
+
+def check_out_folder(path: str | os.PathLike, option: str = "--out", purpose: str = "") -> Path:
+    """Refuse, before any work, an output folder path that names an existing file or lies under one.
+
+    Raises:
+        ValueError: one sentence naming the option as the user typed it (``purpose``: what the folder is for).
+    """
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{option} '{out}' is a file: give a folder{purpose}.")
+    _check_parents(out, option)
+    return out
+
+
+def _check_parents(out: Path, option: str) -> None:
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{option} '{out}' lies under '{parent}', a file.")
+            return
 
 
 def load_npy(path: Any, what: str = "array file", **kwargs: Any) -> Any:

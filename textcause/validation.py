@@ -416,8 +416,10 @@ def option_error_sentence(message: str) -> str:
     expected = re.search(r"Expected an? <class '([^']+)'>\. Got value: (.*)", text)
     if expected:
         return f"The option '{key}' must be {_type_name(expected.group(1))}. Got {expected.group(2).strip()!r} instead."
-    subtypes = re.search(r"Subtypes: \[(.*)\]", text)
-    given = re.search(r"Given value: (.*)", text)
+    # the innermost key's types and value ('data.n_users': int or null, not the data module's Union)
+    inner = text[[m.start() for m in re.finditer(r'Parser key "', text)][-1] :] if keys else text
+    subtypes = re.search(r"Subtypes: \[(.*)\]", inner)
+    given = re.search(r"Given value: (.*)", inner)
     if key and subtypes:
         kinds = [_type_name(t) for t in subtypes.group(1).split(",") if t.strip()]
         got = f" Got {given.group(1).strip()!r} instead." if given else ""
@@ -430,3 +432,38 @@ def option_error_sentence(message: str) -> str:
 def _first_text_line(text: str) -> str:
     lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
     return lines[0] if lines else ""
+
+
+def as_typed_options(message: str, names: Iterable[str], prefix: str) -> str:
+    """``message`` with the Python parameters ``names`` spelled as the command-line options a user typed.
+
+    A library check says "The 'batch_size' parameter of CausalTextDataModule ...", "(the text_col
+    parameter)" or "pass text_col=<one of them>"; on the command line that is ``--data.batch_size``,
+    ``--data.text_col``: with ``prefix="--data."`` the message says so. Other words are left alone.
+    """
+    names = set(names)
+    text = str(message)
+
+    def option(name: str) -> str:
+        return f"{prefix}{name}"
+
+    text = re.sub(
+        r"The '(\w+)' parameter of [\w.]+",
+        lambda m: f"The option {option(m.group(1))}" if m.group(1) in names else m.group(0),
+        text,
+    )
+    text = re.sub(
+        r"\bthe (\w+) parameter\b",
+        lambda m: f"the option {option(m.group(1))}" if m.group(1) in names else m.group(0),
+        text,
+    )
+    text = re.sub(
+        r"(?<![\w.-])(\w+)=None\b",
+        lambda m: f"{option(m.group(1))}=null" if m.group(1) in names else m.group(0),
+        text,
+    )
+    return re.sub(
+        r"(?<![\w.-])(\w+)=(?=[<'\"\w])",
+        lambda m: f"{option(m.group(1))}=" if m.group(1) in names else m.group(0),
+        text,
+    )

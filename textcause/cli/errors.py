@@ -8,13 +8,14 @@ wrong) prints ``error: <sentence>`` and exits 2; Ctrl-C says how to go on and ex
 Mistakes caught by the libraries underneath get one line too (:func:`user_error_line`): an option
 the LightningCLI parser rejects (the key, what was expected, what was given; the full usage only
 with ``--help``), Lightning's own ``MisconfigurationException`` (``--trainer.max_epochs -5``), and a
-checkpoint that ``torch.load(weights_only=True)`` refuses (named, never unpickled).
+checkpoint that ``torch.load(weights_only=True)`` refuses (named, never unpickled) or cannot read whole (truncated).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import pickle
 import sys
@@ -24,6 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from textcause.io import damaged_sentence, is_damaged_torch_file
 from textcause.validation import option_error_sentence
 
 #: What Ctrl-C tells the user of a resumable command.
@@ -66,13 +68,23 @@ def user_error_line(err: BaseException) -> str | None:
     * an ``argparse.ArgumentError`` of the LightningCLI parser (jsonargparse): see
       :func:`textcause.validation.option_error_sentence`;
     * Lightning's ``MisconfigurationException``: its own first sentence, said to come from the trainer;
-    * ``pickle.UnpicklingError`` from ``torch.load(weights_only=True)``: the checkpoint is named and refused.
+    * an ``OSError`` of a full, read-only or forbidden disk (``ENOSPC``, ``EDQUOT``, ``EROFS``, ``EACCES``,
+      ``EPERM``): the file and what to do;
+    * ``pickle.UnpicklingError`` from ``torch.load(weights_only=True)``: the checkpoint is named and refused;
+    * a checkpoint ``torch.load`` cannot read whole (``EOFError``, a zip reader's ``RuntimeError``): named
+      as damaged or truncated (:func:`textcause.io.damaged_sentence`).
     """
     if isinstance(err, argparse.ArgumentError):
         return option_error_sentence(str(err))
+    if isinstance(err, OSError) and err.errno in _DISK_ERRORS:
+        what = f"'{err.filename}'" if err.filename else "a file"
+        return f"Could not write {what} ({err.strerror or _DISK_ERRORS[err.errno]}): {_DISK_HINTS[err.errno]}"
     if type(err).__name__ == "MisconfigurationException" and type(err).__module__.startswith("lightning"):
         first = _first_line(str(err)) or "no reason given"
         return f"Lightning refused the run's configuration: {first}"
+    damaged = isinstance(err, (EOFError, RuntimeError, OSError)) and is_damaged_torch_file(err)
+    if damaged and _in_torch_load(err.__traceback__):
+        return damaged_sentence(_checkpoint_path(err.__traceback__) or "(unnamed)")
     if isinstance(err, pickle.UnpicklingError):
         path = _checkpoint_path(err.__traceback__)
         what = f"The checkpoint '{path}'" if path else "The checkpoint"
@@ -83,9 +95,39 @@ def user_error_line(err: BaseException) -> str | None:
     return None
 
 
+#: What a full, read-only or forbidden disk is called, and what to do about it.
+_DISK_ERRORS = {
+    errno.ENOSPC: "No space left on device",
+    errno.EDQUOT: "Disk quota exceeded",
+    errno.EROFS: "Read-only file system",
+    errno.EACCES: "Permission denied",
+    errno.EPERM: "Operation not permitted",
+}
+_DISK_HINTS = {
+    errno.ENOSPC: "free some space and rerun the same command.",
+    errno.EDQUOT: "free some space and rerun the same command.",
+    errno.EROFS: "write somewhere else (--out) or make the file system writable.",
+    errno.EACCES: "it or its folder may not be written (or read) by you; use another place (--out).",
+    errno.EPERM: "it or its folder may not be changed (immutable?); use another place (--out).",
+}
+
+
 def _first_line(text: str) -> str:
     lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
     return lines[0] if lines else ""
+
+
+def _is_torch_load(frame: Any) -> bool:
+    code = frame.f_code
+    return code.co_name == "load" and code.co_filename.endswith(os.path.join("torch", "serialization.py"))
+
+
+def _in_torch_load(tb: TracebackType | None) -> bool:
+    while tb is not None:
+        if _is_torch_load(tb.tb_frame):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _checkpoint_path(tb: TracebackType | None) -> str | None:
@@ -93,9 +135,7 @@ def _checkpoint_path(tb: TracebackType | None) -> str | None:
     found = None
     while tb is not None:
         frame = tb.tb_frame
-        if frame.f_code.co_name == "load" and frame.f_code.co_filename.endswith(
-            os.path.join("torch", "serialization.py")
-        ):
+        if _is_torch_load(frame):
             f = frame.f_locals.get("f")
             name = f if isinstance(f, (str, os.PathLike)) else getattr(f, "path", None) or getattr(f, "name", None)
             found = os.fspath(name) if isinstance(name, (str, os.PathLike)) else found

@@ -76,7 +76,11 @@ def main(argv: Sequence[str], *, prog: str = "evaluate.py") -> dict[str, Any]:
     if any(is_counterfactual_run(a) for a in argv if not a.startswith("-")):
         return counterfactual_main(argv, prog=prog)
     args = build_parser(prog).parse_args(argv)
+    from textcause.io import check_out_folder
     from textcause.metrics.evaluation import format_table
+
+    if args.out is not None:  # before any work: nothing is written when results.csv cannot be
+        check_out_folder(args.out, purpose=" (results.csv is written into it)")
     from textcause.runs.fit import EvaluationSettings, evaluate_run
 
     evaluation = EvaluationSettings(
@@ -115,7 +119,11 @@ def counterfactual_main(argv: Sequence[str], *, prog: str = "evaluate.py") -> di
     )
     add_allow_module(parser)
     args = parser.parse_args(list(argv))
+    from textcause.io import check_out_folder
     from textcause.runs.counterfactual import evaluate_counterfactual_run
+
+    if args.out is not None:
+        check_out_folder(args.out, purpose=" (subtask<k>.csv and results.json are written into it)")
 
     summary = evaluate_counterfactual_run(args.run_dir, ckpt=args.ckpt, out=args.out, allow_modules=args.allow_module)
     t, v = summary["test"], summary["validation"]

@@ -143,6 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     from textcause.cli.errors import friendly_errors
 
     if cmd == "train":
+        from textcause.cli.precheck import early_error
+
+        mistake = early_error(rest, prog="textcause train")  # before Lightning is imported (seconds)
+        if mistake is not None:
+            print(f"error: {mistake}", file=sys.stderr)
+            return 2
         from textcause.runs.lightning_cli import make_cli
 
         sys.argv[0] = "textcause train"  # argparse names the program after argv[0] (else "__main__.py")

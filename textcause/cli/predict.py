@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import Any
 
 from textcause.cli.evaluate import add_allow_module
 
@@ -60,10 +61,28 @@ def build_parser(prog: str = "textcause predict") -> argparse.ArgumentParser:
 def predict_main(argv: Sequence[str], *, prog: str = "textcause predict") -> int:
     """Score a corpus with a run and write the CSV; prints where it went."""
     args = build_parser(prog).parse_args(list(argv))
-    from textcause.runs.predict import predict_corpus
+    from textcause.io import check_out_file
+
+    check_out_file(args.out)  # before any work: a folder, or a path under a file
 
     time_col = None if str(args.time_col).lower() in ("null", "none", "") else args.time_col
-    result = predict_corpus(
+    try:
+        result = _predict(args, time_col)
+    except ValueError as err:  # the corpus readers' parameters, as this command's options
+        from textcause.validation import as_typed_options
+
+        typed = as_typed_options(str(err), ("author_col", "text_col", "time_col", "drop_duplicates"), "--data.")
+        if typed == str(err):
+            raise
+        raise ValueError(typed) from err
+    print(f"wrote {result.out}: propensities of {len(result.user_ids)} users (checkpoint {result.checkpoint.name})")
+    return 0
+
+
+def _predict(args: argparse.Namespace, time_col: str | None) -> Any:
+    from textcause.runs.predict import predict_corpus
+
+    return predict_corpus(
         args.run_dir,
         args.corpus,
         args.out,
@@ -77,5 +96,3 @@ def predict_main(argv: Sequence[str], *, prog: str = "textcause predict") -> int
         batch_size=args.batch_size,
         allow_modules=args.allow_module,
     )
-    print(f"wrote {result.out}: propensities of {len(result.user_ids)} users (checkpoint {result.checkpoint.name})")
-    return 0

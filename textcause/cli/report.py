@@ -36,6 +36,9 @@ def report_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "--corpus", nargs="+", default=None, metavar="NAME", help="only these corpora (default: every corpus)"
     )
     args = parser.parse_args(list(argv) if argv is not None else None)
+    from textcause.io import check_out_folder
+
+    check_out_folder(args.out, purpose=" for the report")  # before the database is read
     from textcause.reports.gender import has_benchmark_results, selection_url, write_selection_report
     from textcause.reports.report import write_report
 

@@ -30,6 +30,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import threading
 import warnings
 import weakref
@@ -256,6 +257,14 @@ class EncodedPosts:
     token_offsets: np.ndarray | None = None
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate code point replaced by U+FFFD (a no-op on well-formed text)."""
+    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
+
+
 class Encoder:
     """A frozen encoder that turns posts into pooled vectors (and token states) fast on CPU.
 
@@ -376,11 +385,15 @@ class Encoder:
         return self._model
 
     def tokenize(self, posts: Sequence[str]) -> list[list[int]]:
-        """Token ids of each post, truncated to ``max_tokens``, unpadded."""
+        """Token ids of each post, truncated to ``max_tokens``, unpadded.
+
+        A lone surrogate (half an emoji in a tweet dump, which the corpus readers keep) is tokenised as
+        U+FFFD, the replacement character: the fast tokenizer refuses such a string. The post's cache key
+        keeps the surrogate (:mod:`textcause.features.embed_cache`)."""
         if not posts:
             return []
         return self.tokenizer(
-            list(posts),
+            [_without_lone_surrogates(p) for p in posts],
             truncation=True,
             max_length=self.max_tokens,
             padding=False,

@@ -64,11 +64,29 @@ class OneLineParser(LightningArgumentParser):
             super().error(message, ex)
         self._logger.error(message)
         prog = self.prog.replace(" [options]", "")
-        line = option_error_sentence(message)
+        line = _with_suggestion(option_error_sentence(message), message)
         hint = "run with --help for the options."
         line = line.replace(hint, f"see {prog} --help.") if hint in line else f"{line} (all options: {prog} --help)"
+        line = line.replace("? see ", "? See ")
         sys.stderr.write(f"error: {line}\n")
         self.exit(2)
+
+
+def _with_suggestion(line: str, message: str) -> str:
+    """``line`` for an option a class does not take, with its closest argument ("did you mean --model.lr?")."""
+    import difflib
+
+    rejected = re.search(r"Option '([^']+)' is not accepted", message)
+    owner = re.search(r"Problem with given class_path '([^']+)'", message)
+    key = re.search(r'Parser key "([^"]+)"', message)
+    cls = class_from_path(owner.group(1)) if rejected and owner and key else None
+    if cls is None:
+        return line
+    names = [n for n in inspect.signature(cls.__init__).parameters if n not in ("self", "args", "kwargs")]
+    close = difflib.get_close_matches(rejected.group(1), names, n=1, cutoff=0.6)
+    if not close:
+        return line
+    return line.replace(": run with --help", f": did you mean --{key.group(1)}.{close[0]}? run with --help", 1)
 
 
 class SaveAndLogConfig(SaveConfigCallback):
@@ -105,18 +123,22 @@ class SaveAndLogConfig(SaveConfigCallback):
                     )
             if trainer.is_global_zero:
                 fs.makedirs(log_dir, exist_ok=True)
-                self.parser.save(
-                    self.config,
-                    config_path,
-                    skip_none=False,
-                    overwrite=self.overwrite,
-                    multifile=self.multifile,
-                    skip_validation=True,
-                )
+                self._save(config_path, fs)
         if trainer.is_global_zero:
             self.save_config(trainer, pl_module, stage)
             self.already_saved = True
         self.already_saved = trainer.strategy.broadcast(self.already_saved)
+
+    def _save(self, config_path: str, fs: Any) -> None:
+        """Write ``config.yaml``; on a local disk atomically (a full disk leaves no empty or partial file)."""
+        kwargs = {"skip_none": False, "multifile": self.multifile, "skip_validation": True}
+        if type(fs).__name__ != "LocalFileSystem" or self.multifile:
+            self.parser.save(self.config, config_path, overwrite=self.overwrite, **kwargs)
+            return
+        from textcause.io import atomic_path
+
+        with atomic_path(config_path, suffix=".yaml") as tmp:
+            self.parser.save(self.config, str(tmp), overwrite=True, **kwargs)
 
     def save_config(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         # validated when parsed: checking it again only costs (20 -> 6 ms a run, the same text)
@@ -224,9 +246,34 @@ class TextCauseCLI(LightningCLI):
             super().instantiate_classes()
         except ValueError as err:
             cause = err.__cause__
-            if isinstance(cause, Exception) and str(err).startswith("Call to compute_fn of link"):
-                raise cause from None  # its own traceback is kept
-            raise
+            wrapped = str(err).startswith(("Call to compute_fn of link", "Does not validate against any of"))
+            if isinstance(cause, ValueError) and wrapped:  # a class's own check, in jsonargparse's dump
+                raise self._as_typed(cause) from None  # its own traceback is kept
+            raise self._as_typed(err) from None
+
+    def _run_subcommand(self, subcommand: str) -> None:
+        try:
+            super()._run_subcommand(subcommand)
+        except ValueError as err:
+            raise self._as_typed(err) from None
+
+    def _as_typed(self, err: ValueError) -> ValueError:
+        """``err`` with the data module's and model's parameters named as options (``--data.text_col``,
+        not ``text_col=``: :func:`textcause.validation.as_typed_options`); ``err`` itself if none is named."""
+        from textcause.validation import as_typed_options
+
+        cfg = (self.config.get(self.subcommand) if self.subcommand else self.config) or {}
+        text = str(err)
+        for group in ("data", "model"):
+            cls = class_from_path(getattr(cfg.get(group), "class_path", None) if cfg.get(group) else None)
+            if cls is not None:
+                names = set(inspect.signature(cls.__init__).parameters) - {"self", "args", "kwargs"}
+                text = as_typed_options(text, names, f"--{group}.")
+        if text == str(err):
+            return err
+        typed = ValueError(text)
+        typed.__traceback__ = err.__traceback__
+        return typed
 
     def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
         from textcause.callbacks.checkpoint_io import use_chunked_checkpoints

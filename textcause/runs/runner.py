@@ -345,9 +345,13 @@ def run_benchmark(
 
 def _dry_run(grid: Grid, url: str, source: str) -> int:
     rows: dict[str, Any] = {}
-    parsed = store.sa.engine.make_url(url)
-    if parsed.get_backend_name() != "sqlite" or (parsed.database and os.path.exists(parsed.database)):
-        rows = store.ledger(store.connect(url), grid.name)
+    parsed = store.parse_url(url)
+    database = str(parsed.database or "")
+    if parsed.get_backend_name() != "sqlite" or database.startswith("file:") or os.path.exists(database):
+        engine = store.read_only_engine(url)  # a dry run writes nothing: no tables, no migration, no lock
+        if store.sa.inspect(engine).has_table(store.cells.name):
+            rows = store.ledger(engine, grid.name)
+        engine.dispose()
     missing: dict[str, str] = {}
     for cell in grid.cells:
         if cell.method is None and not Path(cell.model_path).is_file():

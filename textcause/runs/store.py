@@ -237,12 +237,27 @@ def _sqlite_file_lock(database: str | None) -> Iterator[None]:
     if not database or database == ":memory:" or database.startswith("file:"):
         yield
         return
-    from filelock import FileLock  # a dependency of torch: always installed
+    from filelock import (
+        FileLock,  # a dependency of torch: always installed
+        Timeout,
+    )
 
     path = os.path.abspath(database)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with FileLock(f"{path}.lock", timeout=SQLITE_TIMEOUT):
+    lock = FileLock(f"{path}.lock", timeout=SQLITE_TIMEOUT)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise
+    except OSError as err:
+        raise ValueError(
+            f"Cannot take the lock file '{path}.lock' ({err.strerror or err}): the benchmark needs to create "
+            "and lock it beside the database; make it (or its folder) writable, or remove it if it is not a file."
+        ) from None
+    try:
         yield
+    finally:
+        lock.release()
 
 
 def optuna_storage(
@@ -292,23 +307,77 @@ def optuna_storage(
     return storage
 
 
-def connect(url: str, *, create: bool = True) -> sa.Engine:
-    """An engine for ``url``; creates the SQLite file's folder and both tables if missing, and migrates an
-    older ``results`` table (renamed and added columns) (``create=False``: a benchmark worker, whose
-    runner made and migrated them; they must exist)."""
+def parse_url(url: str) -> Any:
+    """``url`` parsed by SQLAlchemy, its dialect and driver checked (one ``ValueError`` sentence if not)."""
     try:
         parsed = sa.engine.make_url(url)
     except sa.exc.ArgumentError:
         raise ValueError(
             f"'{url}' is not a database URL: give e.g. sqlite:///runs/results.db or postgresql://host/db."
         ) from None
+    try:
+        parsed.get_dialect()
+    except sa.exc.NoSuchModuleError:
+        raise ValueError(
+            f"The database URL '{url}' has the unknown scheme '{parsed.drivername}' (SQLAlchemy has no such "
+            "dialect or driver): give e.g. sqlite:///runs/results.db or postgresql://host/db."
+        ) from None
+    except ImportError as err:
+        raise ValueError(
+            f"The database URL '{url}' needs the driver module '{err.name or err}', which is not installed."
+        ) from None
+    return parsed
+
+
+def read_only_engine(url: str) -> sa.Engine:
+    """A plain engine for reading ``url`` (``--dry-run``): it creates, migrates and locks nothing."""
+    parse_url(url)
+    return sa.create_engine(url)
+
+
+def _read_only_sentence(parsed: Any) -> str:
+    where = parsed.database if parsed.get_backend_name() == "sqlite" else parsed.render_as_string(hide_password=True)
+    where = str(where).removeprefix("file:")
+    return (
+        f"The results database '{where}' is read-only (its file, its folder, or the URL's mode): the benchmark "
+        "writes every cell into it; make it writable or give another --db."
+    )
+
+
+def check_writable(engine: sa.Engine, parsed: Any) -> None:
+    """Refuse a SQLite database this process cannot write, before any table or cell is touched
+    (a rolled-back no-op write: ``PRAGMA user_version`` set to itself)."""
+    if parsed.get_backend_name() != "sqlite":
+        return
+    try:
+        with engine.connect() as conn:
+            version = int(conn.exec_driver_sql("PRAGMA user_version").scalar() or 0)
+            conn.exec_driver_sql(f"PRAGMA user_version = {version}")
+            conn.rollback()
+    except sa.exc.OperationalError as err:
+        if "readonly" in str(err) or "read-only" in str(err):
+            raise ValueError(_read_only_sentence(parsed)) from None
+        raise
+
+
+def connect(url: str, *, create: bool = True) -> sa.Engine:
+    """An engine for ``url``; creates the SQLite file's folder and both tables if missing, and migrates an
+    older ``results`` table (renamed and added columns) (``create=False``: a benchmark worker, whose
+    runner made and migrated them; they must exist).
+
+    Raises:
+        ValueError: not a URL, an unknown scheme or a missing driver, a read-only SQLite database, a
+            lock file that cannot be taken (one sentence each).
+    """
+    parsed = parse_url(url)
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
+        if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
             os.makedirs(os.path.dirname(os.path.abspath(parsed.database)), exist_ok=True)
         engine = make_sqlite_transactional(sa.create_engine(url, connect_args={"timeout": SQLITE_TIMEOUT}))
     else:
         engine = sa.create_engine(url, pool_pre_ping=True)
     if create:
+        check_writable(engine, parsed)
         with schema_lock(engine):
             metadata.create_all(engine, checkfirst=True)
             rename_old_columns(engine)
