@@ -220,8 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"\n{args.corpus}, {args.model} ({representation}) beside a reviewer's validation-tuned scikit-learn LR "
-        f"(L1 / L2 / elastic net); test split, mean over seeds; {len(done)} cells fitted in "
-        f"{time.perf_counter() - started_all:.0f} s\n"
+        f"(L1 / L2 / elastic net); test split, mean over seeds; {len(todo)} of {len(done)} cells fitted in "
+        f"{time.perf_counter() - started_all:.0f} s (the others from --cache)\n"
     )
     print(
         "| Task level | seeds | accuracy ours | sklearn | diff | strat. bias ours | sklearn | diff | IPW bias ours | sklearn | diff |"
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         acc_not_behind += d_acc >= -ACC_TARGET
         bias_ok += abs(d_strat) <= BIAS_TARGET
         print(
-            f"| {task_label(task)} {int(level)} | {m.seeds} | {m.acc:.3f} | {m.sk_acc:.3f} | {d_acc:+.3f} | "
+            f"| {task_label(task)} {int(level)} | {int(m.seeds)} | {m.acc:.3f} | {m.sk_acc:.3f} | {d_acc:+.3f} | "
             f"{m.strat:+.3f} | {m.sk_strat:+.3f} | {d_strat:+.3f} | {m.ipw:+.3f} | {m.sk_ipw:+.3f} | {d_ipw:+.3f} |"
         )
     n = len(means)
