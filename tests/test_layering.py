@@ -22,6 +22,7 @@ RANKS = {
     "textcause.validation": 0,
     "textcause.progress": 0,
     "textcause.startup": 0,
+    "textcause.version": 0,
     "textcause.estimators": 1,
     "textcause.specs": 1,
     "textcause.metrics": 2,

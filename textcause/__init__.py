@@ -16,7 +16,7 @@ Evaluate your own method (see docs/methods.md):
 
 from typing import Any
 
-__version__ = "0.1.0"
+from textcause.version import __version__
 
 _METHODS = (
     "evaluate",

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-import textcause
+import textcause.version
 from textcause.cli import main as cli_main
 
 
@@ -23,7 +23,7 @@ def test_an_uninstalled_source_tree_prints_the_packages_version(monkeypatch, cap
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "version", missing)
-    monkeypatch.setattr(textcause, "__version__", "9.8.7")
+    monkeypatch.setattr(textcause.version, "__version__", "9.8.7")
     assert cli_main.main(["--version"]) == 0
     assert capsys.readouterr().out == "textcause 9.8.7\n"
 

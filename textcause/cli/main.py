@@ -39,7 +39,7 @@ def package_version() -> str:
     try:
         return version("textcause")
     except PackageNotFoundError:
-        from textcause import __version__
+        from textcause.version import __version__
 
         return __version__
 

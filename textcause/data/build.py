@@ -136,7 +136,8 @@ class DataSettings:
         if self.n_users is not None:
             check_int(self.n_users, "n_users", owner, low=1)
         check_int(self.min_posts, "min_posts", owner, low=1)
-        check_int(self.max_posts, "max_posts", owner, low=1)
+        if self.max_posts is not None:  # None: every post of each history
+            check_int(self.max_posts, "max_posts", owner, low=1)
         check_int(self.max_tokens, "max_tokens", owner, low=1)
         check_int(self.token_cap, "token_cap", owner, low=1)
         if self.observational:

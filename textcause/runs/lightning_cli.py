@@ -249,6 +249,8 @@ class TextCauseCLI(LightningCLI):
             wrapped = str(err).startswith(("Call to compute_fn of link", "Does not validate against any of"))
             if isinstance(cause, ValueError) and wrapped:  # a class's own check, in jsonargparse's dump
                 raise self._as_typed(cause) from None  # its own traceback is kept
+            if isinstance(cause, OSError) and wrapped:  # a missing corpus file: the reader's own sentence
+                raise cause from None
             raise self._as_typed(err) from None
 
     def _run_subcommand(self, subcommand: str) -> None:
