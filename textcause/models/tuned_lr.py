@@ -118,8 +118,8 @@ def fit_path(
 ) -> tuple[np.ndarray, float, dict[str, Any]]:
     """Fit every candidate on the training rows and keep the lowest validation log-loss.
 
-    ``x_train`` / ``x_val`` are already scaled. Ties go to the candidate fitted first (the stronger
-    penalty, then the order of ``penalties``).
+    ``x_train`` / ``x_val`` are already scaled. Ties go to the candidate fitted first (the earlier
+    kind of ``penalties``, then the smaller C).
 
     Returns:
         ``(coef, intercept, chosen)``: the chosen model's weights and ``{"penalty", "C", "l1_ratio",
