@@ -329,7 +329,12 @@ def model_choice(model: Any) -> Optional[str]:
     """
     choose = getattr(model, "chosen_hyperparameters", None)
     chosen = choose() if callable(choose) else None
-    return json.dumps(dict(chosen), sort_keys=True, separators=(",", ":")) if chosen else None
+    return tuned_label(chosen) if chosen else None
+
+
+def tuned_label(params: Any) -> str:
+    """The ``tuned`` column of a row: the chosen values as compact JSON, keys sorted."""
+    return json.dumps(dict(params), sort_keys=True, separators=(",", ":"))
 
 
 def append_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from textcause.io import atomic_write_json
+from textcause.runs.evaluation import tuned_label
 from textcause.runs.fit import EvaluationSettings, RunResult, RunSettings, evaluate_run, fit_and_evaluate
 
 #: What a search space looks like in a cell: ``((dotted option, (value, ...)), ...)``, sorted by option.
@@ -53,11 +54,6 @@ def grid_points(search: Search) -> list[dict[str, Any]]:
     for name, values in search:
         points = [{**p, name: v} for p in points for v in values]
     return points
-
-
-def tuned_label(params: Mapping[str, Any]) -> str:
-    """The ``tuned`` column of a row: the chosen values as compact JSON, keys sorted."""
-    return json.dumps(dict(params), sort_keys=True, separators=(",", ":"))
 
 
 def _merged_label(params: Mapping[str, Any], own: Optional[str]) -> str:
