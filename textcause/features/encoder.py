@@ -68,6 +68,15 @@ ATTENTION_CHUNK_BYTES = 1 << 20
 #: :func:`short_attention` hands longer sequences to transformers' SDPA function.
 SHORT_ATTENTION_MAX_TOKENS = 256
 _MASKED = -1e4  # a masked position's score: exp(-1e4) is 0 in float32, and -1e4 fits bf16 and fp16
+#: A post is cut to its first ``max_tokens * CHARS_PER_TOKEN`` characters (at a space) before it is
+#: tokenised: a token of English text covers about 4-5 characters, so the cut keeps several times
+#: what the window can hold, and a 50 MB post costs what a 2,000-character one does.
+CHARS_PER_TOKEN = 32
+#: A cut post whose characters give fewer tokens than the window (long runs of spaces, characters the
+#: tokenizer drops, words it maps to one unknown token) is cut again four times longer, up to
+#: ``max_tokens * MAX_CHARS_PER_TOKEN`` characters; what lies beyond is never read.
+MAX_CHARS_PER_TOKEN = 2048
+_SPACES = " \t\n\r"
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin")
 _TOKENIZER_FILES = (
@@ -265,6 +274,25 @@ def _without_lone_surrogates(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
 
 
+def cut_post(text: str, chars: int) -> str:
+    """The start of ``text`` that a tokenizer window can use: ``text`` itself when it has at most
+    ``chars`` characters, else its first ``chars`` characters less the word cut in two and the spaces
+    before it (a tokenizer that splits words at spaces gives this start the same first tokens as the
+    whole text). A text whose first ``chars`` characters hold no space is cut at ``chars``.
+
+    >>> cut_post("the weather today", 12)
+    'the weather'
+    >>> cut_post("ok", 12)
+    'ok'
+    """
+    if len(text) <= chars:
+        return text
+    head = text[: chars + 1]  # the character after the cut tells whether a word was cut in two
+    at = max(head.rfind(c) for c in _SPACES)
+    start = head[:at].rstrip(_SPACES) if at > 0 else ""
+    return start or text[:chars]
+
+
 class Encoder:
     """A frozen encoder that turns posts into pooled vectors (and token states) fast on CPU.
 
@@ -387,9 +415,30 @@ class Encoder:
     def tokenize(self, posts: Sequence[str]) -> list[list[int]]:
         """Token ids of each post, truncated to ``max_tokens``, unpadded.
 
+        Only the start of a long post reaches the tokenizer (:func:`cut_post`, first at
+        ``max_tokens * CHARS_PER_TOKEN`` characters; a cut that gives fewer than ``max_tokens`` tokens
+        is tried four times longer, up to ``max_tokens * MAX_CHARS_PER_TOKEN``), so time and memory
+        do not grow with a post's length; the ids are those of the whole post (for tokenizers that
+        split words at spaces: WordPiece, byte-level BPE, SentencePiece).
+
         A lone surrogate (half an emoji in a tweet dump, which the corpus readers keep) is tokenised as
         U+FFFD, the replacement character: the fast tokenizer refuses such a string. The post's cache key
         keeps the surrogate (:mod:`textcause.features.embed_cache`)."""
+        if not posts:
+            return []
+        chars = self.max_tokens * CHARS_PER_TOKEN
+        ids = self._tokenize([cut_post(p, chars) for p in posts])
+        todo = [i for i, p in enumerate(posts) if len(p) > chars]  # the posts that were cut
+        while todo and chars < self.max_tokens * MAX_CHARS_PER_TOKEN:
+            todo = [i for i in todo if len(ids[i]) < self.max_tokens]  # the window is not full: cut longer
+            chars = min(4 * chars, self.max_tokens * MAX_CHARS_PER_TOKEN)
+            for i, row in zip(todo, self._tokenize([cut_post(posts[i], chars) for i in todo])):
+                ids[i] = row
+            todo = [i for i in todo if len(posts[i]) > chars]
+        return ids
+
+    def _tokenize(self, posts: list[str]) -> list[list[int]]:
+        """The tokenizer's ids of ``posts``, truncated to ``max_tokens``, unpadded."""
         if not posts:
             return []
         return self.tokenizer(
