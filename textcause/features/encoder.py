@@ -462,7 +462,8 @@ class Encoder:
         Args:
             posts: the texts.
             token_cap: also return each post's first ``token_cap`` token states (of ``layer``).
-            progress: called with the number of posts after each batch.
+            progress: called with the number of posts after each batch (and with 0 once the
+                encoder is ready, before the first batch).
 
         Returns:
             The :class:`EncodedPosts`.
@@ -481,7 +482,7 @@ class Encoder:
         """Encode already-tokenised posts (as :meth:`tokenize` returns them) in the given order.
 
         ``meanwhile`` is called once in this process while worker processes encode (before the
-        encode when there are none): e.g. tokenising the next shard.
+        encode when there are none): e.g. tokenising the next shard. ``progress`` is as in :meth:`encode`.
         """
         import torch
 
@@ -501,6 +502,8 @@ class Encoder:
             if self.precision_used is None and n:
                 probe = order[n // 2 : n // 2 + 16]  # typical lengths, not the shortest posts
                 self.precision_used = self._choose_precision(*_pad(ids, lengths, probe, pad_id))
+            if progress is not None:
+                progress(0)  # the weights are loaded and the probe run: a bar can show its clock now
             if workers > 1:
                 batches = list(_batches(order, lengths, self.batch_size, self.batch_tokens))
                 if len(batches) > 1:
