@@ -16,7 +16,8 @@ import pytest
 from transformers import AutoTokenizer
 
 from textcause.features.embeddings import PostEmbeddingCache
-from textcause.features.encoder import CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN, Encoder, cut_post
+from textcause.features.encoder import Encoder
+from textcause.features.encoder_inputs import CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN, cut_post
 
 WORDS = "coffee morning train rain music game city park dog cat unbelievably, #weekend! ".split(" ")
 POSTS = [
