@@ -4,16 +4,21 @@ Every long step (tokenising a corpus, fitting LDA, encoding posts) takes ``progr
 None, the default, shows a bar only when stderr is a terminal, so grid workers (whose output goes
 to a log file), runs whose output is captured, and CI stay quiet; True shows it anyway, False never.
 A bar appears only once its step has run :data:`DELAY` seconds, so quick steps print nothing.
+On a terminal that reports no size (a pseudo-terminal opened by a program: ``script``, an IDE's
+console), where tqdm would draw nothing, a bar is :data:`COLUMNS` wide.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable
 from typing import Any
 
 #: Seconds a step runs before its bar appears.
 DELAY = 2.0
+#: The width of a bar on a terminal that reports none.
+COLUMNS = 80
 
 
 def show_progress(progress: bool | None) -> bool:
@@ -46,16 +51,21 @@ def progress_bar(
     from tqdm.auto import tqdm
 
     kwargs.setdefault("delay", DELAY)
-    return tqdm(
-        iterable,
-        total=total,
-        desc=desc,
-        unit=unit,
-        file=sys.stderr,
-        disable=not show_progress(progress),
-        dynamic_ncols=True,
-        **kwargs,
-    )
+    shown = show_progress(progress)
+    size = {"dynamic_ncols": True, **(_unsized(sys.stderr) if shown else {})}
+    return tqdm(iterable, total=total, desc=desc, unit=unit, file=sys.stderr, disable=not shown, **{**size, **kwargs})
+
+
+def _unsized(stream: Any) -> dict[str, Any]:
+    """tqdm's size options for a terminal that reports 0 columns or rows (tqdm draws nothing there:
+    its bars go to rows at or below the terminal's last): :data:`COLUMNS` wide, fixed."""
+    try:
+        columns, rows = os.get_terminal_size(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # not a real terminal (a test's stream): tqdm decides
+        return {}
+    if columns > 0 and rows > 0:
+        return {}
+    return {"dynamic_ncols": False, "ncols": columns or COLUMNS, "nrows": rows or 24}
 
 
 def format_seconds(seconds: float) -> str:

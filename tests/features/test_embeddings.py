@@ -23,7 +23,8 @@ import torch
 from textcause.features import embed_cache
 from textcause.features.embed_cache import ShardStore, from_storage, post_key, ranges, to_storage
 from textcause.features.embeddings import PostEmbeddingCache
-from textcause.features.encoder import Encoder, resolve_encoder
+from textcause.features.encoder import Encoder
+from textcause.features.encoder_spec import resolve_encoder
 
 ROOT = Path(__file__).resolve().parents[2]
 POSTS = [
@@ -154,16 +155,16 @@ def test_auto_precision_prefers_full_bf16_then_autocast(tiny, monkeypatch):
 
 
 def test_token_budget_batches():
-    from textcause.features.encoder import _batches
+    from textcause.features.encoder_inputs import length_batches
 
     lengths = np.array([5, 40, 3, 64, 10, 10, 33, 7])
     order = np.argsort(lengths, kind="stable")
-    batches = list(_batches(order, lengths, max_posts=4, max_tokens=64))
+    batches = list(length_batches(order, lengths, max_posts=4, max_tokens=64))
     np.testing.assert_array_equal(np.concatenate(batches), order)  # every post once, in length order
     for b in batches:
         assert len(b) <= 4 and (len(b) == 1 or len(b) * lengths[b].max() <= 64)
     assert [len(b) for b in batches] == [4, 1, 1, 1, 1]  # 3,5,7,10 | 10 | 33 | 40 | 64
-    assert [len(b) for b in _batches(order, lengths, 3, None)] == [3, 3, 2]
+    assert [len(b) for b in length_batches(order, lengths, 3, None)] == [3, 3, 2]
 
 
 def test_token_budget_does_not_change_vectors(tiny):
@@ -549,9 +550,9 @@ def test_worker_processes_give_the_same_vectors_and_token_states(tiny):
     one = Encoder(str(tiny), precision="fp32", batch_size=8, processes=1)
     two = Encoder(str(tiny), precision="fp32", batch_size=8, processes=2)
     a, b = one.encode(posts, token_cap=5), two.encode(posts, token_cap=5)
-    assert two._procs is not None  # the batches really went to worker processes
+    assert two._workers.executor is not None  # the batches really went to worker processes
     two.close()
-    assert two._procs is None
+    assert two._workers.executor is None
     np.testing.assert_allclose(b.vectors, a.vectors, atol=1e-6)
     np.testing.assert_array_equal(b.token_offsets, a.token_offsets)
     np.testing.assert_allclose(b.token_values, a.token_values, atol=1e-6)
@@ -563,7 +564,7 @@ def test_cache_with_worker_processes_matches_in_process(tiny, tmp_path):
     a = make_cache(tiny, cache_dir=tmp_path / "a", processes=1, shard_size=50).embed(posts)
     cache = make_cache(tiny, cache_dir=tmp_path / "b", processes=2, shard_size=50, batch_size=4)
     b = cache.embed(posts)
-    assert cache.encoder._procs is None  # stopped when the encode ended
+    assert cache.encoder._workers.executor is None  # stopped when the encode ended
     np.testing.assert_allclose(b, a, atol=2e-3)  # float16 storage
     assert len(list(cache.pooled.folder.glob("*.keys.npy"))) == 3
 
@@ -573,15 +574,15 @@ def _die(ids, token_cap):
 
 
 def test_a_dead_worker_is_one_clear_error_and_the_next_call_starts_afresh(tiny, monkeypatch):
-    from textcause.features import encoder as encoder_module
+    from textcause.features import encoder_workers
 
     posts = _many_posts(100)
     enc = Encoder(str(tiny), precision="fp32", batch_size=8, processes=2)
     with monkeypatch.context() as m:
-        m.setattr(encoder_module, "_worker_encode", _die)
+        m.setattr(encoder_workers, "_encode_task", _die)
         with pytest.raises(RuntimeError, match=r"An encoding worker process of .* died .* processes=1"):
             enc.encode(posts)
-    assert enc._procs is None
+    assert enc._workers.executor is None
     np.testing.assert_allclose(
         enc.encode(posts).vectors, Encoder(str(tiny), precision="fp32", processes=1).encode(posts).vectors, atol=1e-6
     )
@@ -594,7 +595,7 @@ def test_an_encoder_with_workers_is_garbage_collected_and_its_workers_stop(tiny)
 
     enc = Encoder(str(tiny), precision="fp32", batch_size=8, processes=2)
     enc.encode(_many_posts(50))
-    pool, ref = enc._procs, weakref.ref(enc)
+    pool, ref = enc._workers.executor, weakref.ref(enc)
     del enc
     gc.collect()
     assert ref() is None
@@ -602,14 +603,14 @@ def test_an_encoder_with_workers_is_garbage_collected_and_its_workers_stop(tiny)
 
 
 def test_auto_processes_only_for_large_calls_on_several_cores(tiny, monkeypatch):
-    from textcause.features import encoder as encoder_module
+    from textcause.features import encoder_workers
 
     enc = Encoder(str(tiny))
-    monkeypatch.setattr(encoder_module, "_can_fork", lambda: True)
+    monkeypatch.setattr(encoder_workers, "can_fork", lambda: True)
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
-    monkeypatch.setattr(encoder_module.os, "cpu_count", lambda: 2)
-    assert enc._workers_for(encoder_module.PARALLEL_MIN_POSTS - 1) == 1
-    assert enc._workers_for(encoder_module.PARALLEL_MIN_POSTS) == 2
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert enc._workers_for(encoder_workers.PARALLEL_MIN_POSTS - 1) == 1
+    assert enc._workers_for(encoder_workers.PARALLEL_MIN_POSTS) == 2
     assert Encoder(str(tiny), num_threads=1)._workers_for(10**6) == 1
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)  # a grid worker given one thread
     assert enc._workers_for(10**6) == 1
@@ -620,7 +621,7 @@ def test_auto_processes_only_for_large_calls_on_several_cores(tiny, monkeypatch)
         m.setattr(multiprocessing.current_process(), "daemon", True)
         assert enc._workers_for(10**6) == 1  # a daemonic process may not have children
     assert not multiprocessing.current_process().daemon
-    monkeypatch.setattr(encoder_module.os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
     assert enc._workers_for(10**6) == 1
     with pytest.raises(ValueError, match="The 'processes' parameter of Encoder must be an int >= 1"):
         Encoder(str(tiny), processes=0)
@@ -628,9 +629,9 @@ def test_auto_processes_only_for_large_calls_on_several_cores(tiny, monkeypatch)
 
 @pytest.mark.parametrize("chunk_bytes", [1 << 20, 2100, 64])  # one chunk; 2 posts a chunk, a shorter last; 1 a chunk
 def test_short_attention_matches_torch_sdpa(monkeypatch, chunk_bytes):
-    from textcause.features import encoder as encoder_module
+    from textcause.features import attention
 
-    monkeypatch.setattr(encoder_module, "ATTENTION_CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(attention, "ATTENTION_CHUNK_BYTES", chunk_bytes)
     gen = torch.Generator().manual_seed(0)
     batch, heads, length, keys, size = 5, 4, 7, 9, 8  # 4 x 7 x 9 float32 scores: 1,008 bytes a post
     q = torch.randn(batch, heads, length, size, generator=gen)
@@ -640,7 +641,7 @@ def test_short_attention_matches_torch_sdpa(monkeypatch, chunk_bytes):
     additive = torch.zeros(batch, 1, length, keys).masked_fill(~keep[:, None, None, :], torch.finfo(torch.float32).min)
     module = torch.nn.Module().eval()
     for mask in (None, additive):
-        out, weights = encoder_module.short_attention(module, q, k, v, mask, scaling=0.3)
+        out, weights = attention.short_attention(module, q, k, v, mask, scaling=0.3)
         ref = torch.nn.functional.scaled_dot_product_attention(
             q, k, v, attn_mask=None if mask is None else keep[:, None, None, :], scale=0.3
         )
@@ -649,7 +650,7 @@ def test_short_attention_matches_torch_sdpa(monkeypatch, chunk_bytes):
 
 
 def test_short_attention_keeps_fully_masked_rows_finite_in_bf16():
-    from textcause.features.encoder import short_attention
+    from textcause.features.attention import short_attention
 
     q = torch.randn(2, 2, 3, 4).bfloat16()
     mask = torch.full((2, 1, 3, 3), torch.finfo(torch.float32).min)  # a float32 mask, as under autocast
@@ -659,7 +660,7 @@ def test_short_attention_keeps_fully_masked_rows_finite_in_bf16():
 
 
 def test_short_attention_hands_grouped_queries_and_long_inputs_to_sdpa():
-    from textcause.features.encoder import SHORT_ATTENTION_MAX_TOKENS, short_attention
+    from textcause.features.attention import SHORT_ATTENTION_MAX_TOKENS, short_attention
 
     gen = torch.Generator().manual_seed(1)
     module = torch.nn.Module().eval()
@@ -677,7 +678,7 @@ def test_short_attention_hands_grouped_queries_and_long_inputs_to_sdpa():
 
 
 def test_short_attention_refuses_training_with_dropout():
-    from textcause.features.encoder import short_attention
+    from textcause.features.attention import short_attention
 
     q = torch.zeros(1, 1, 2, 4)
     with pytest.raises(ValueError, match="for inference"):
@@ -685,12 +686,12 @@ def test_short_attention_refuses_training_with_dropout():
 
 
 def test_encoder_uses_short_attention_on_cpu_and_matches_the_models_own(tiny, monkeypatch):
-    from textcause.features import encoder as encoder_module
-    from textcause.features.encoder import SHORT_ATTENTION
+    from textcause.features import attention
+    from textcause.features.attention import SHORT_ATTENTION
 
     calls = []
-    real = encoder_module.short_attention
-    monkeypatch.setattr(encoder_module, "short_attention", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    real = attention.short_attention
+    monkeypatch.setattr(attention, "short_attention", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     posts = _many_posts(40)
     ours = Encoder(str(tiny), precision="fp32", batch_size=8, processes=1)
     own = Encoder(str(tiny), precision="fp32", batch_size=8, processes=1, attention="sdpa")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from textcause.features.encoder import check_same_encoder
+from textcause.features.encoder_spec import check_same_encoder
 
 
 @pytest.fixture(autouse=True)

@@ -90,3 +90,78 @@ def test_encoding_bar(tiny_encoder, capsys, tmp_path):
     assert "encoding with" in err and "20/20" in err
     PostEmbeddingCache(tiny_encoder, precision="fp32", cache_dir=tmp_path / "b", progress=False).embed(posts)
     assert "encoding" not in capsys.readouterr().err
+
+
+def _on_a_terminal(code: str, columns: int, rows: int) -> str:
+    """What ``code`` (run in a new process with stderr on a pseudo-terminal of this size) writes there."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import struct
+    import subprocess
+    import termios
+    from pathlib import Path
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code], stderr=slave, stdout=subprocess.DEVNULL, cwd=Path(__file__).parents[2]
+        )
+        os.close(slave)
+        out = b""
+        while True:
+            ready, _, _ = select.select([master], [], [], 30)
+            if not ready:
+                break
+            try:
+                chunk = os.read(master, 1 << 16)
+            except OSError:  # the process ended and closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        assert proc.wait(timeout=30) == 0, out
+    finally:
+        os.close(master)
+    return out.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize(("columns", "rows"), [(0, 0), (100, 30)])
+def test_a_terminal_that_reports_no_size_still_shows_the_bar(columns, rows):
+    # A pseudo-terminal opened by a program (`script`, an IDE's console, an automation tool) reports
+    # 0 x 0: tqdm then drew nothing at all, while Lightning's bars (rich: 80 columns) showed.
+    code = (
+        "import textcause.progress as p\n"
+        "p.DELAY = 0\n"
+        "bar = p.progress_bar(total=4, desc='encoding with tiny', unit='post')\n"
+        "for _ in range(4):\n"
+        "    bar.update(1)\n"
+        "bar.close()\n"
+    )
+    shown = _on_a_terminal(code, columns, rows)
+    assert "encoding with tiny" in shown and "4/4" in shown and "post/s" in shown
+
+
+def test_a_cold_encode_shows_its_bar_and_eta_before_the_first_batch(tiny_encoder, tmp_path, monkeypatch):
+    """The bar of a cold encode (inside `train.py fit`: the data build) appears while the encoder loads."""
+    import time
+
+    from textcause.features.encoder import Encoder
+
+    real = Encoder._choose_precision
+
+    def slow(self, *args):  # the weights load and the precision probe take a while on a real encoder
+        time.sleep(0.3)
+        return real(self, *args)
+
+    monkeypatch.setattr(Encoder, "_choose_precision", slow)
+    monkeypatch.setattr(textcause.progress, "DELAY", 0.1)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    posts = [f"post number {i} about {WORDS[i % len(WORDS)]}" for i in range(20)]
+    PostEmbeddingCache(tiny_encoder, cache_dir=tmp_path, processes=1).embed(posts)  # progress=None: a terminal
+    shown = terminal.getvalue()
+    assert f"encoding with {tiny_encoder}:   0%" in shown and "0/20 [00:00<?" in shown  # before the first batch
+    assert "20/20 [00:00<00:00" in shown  # done, with its ETA

@@ -109,7 +109,7 @@ def load_tokenizer(encoder: Optional[str]) -> Any:
     """The encoder's fast tokenizer, from local files (None: all-MiniLM-L6-v2)."""
     from transformers import AutoTokenizer
 
-    from textcause.features.encoder import resolve_encoder
+    from textcause.features.encoder_spec import resolve_encoder
 
     tok = AutoTokenizer.from_pretrained(str(resolve_encoder(encoder).path), use_fast=True)
     if not getattr(tok, "is_fast", False):

@@ -298,7 +298,7 @@ def featurize(state: Mapping[str, Any], texts: Sequence[Sequence[str]]) -> Any:
 
 
 def _embed(state: Mapping[str, Any], texts: Sequence[Sequence[str]]) -> Any:
-    from textcause.features.encoder import resolve_encoder
+    from textcause.features.encoder_spec import resolve_encoder
 
     emb = state.get("embedding")
     if not isinstance(emb, Mapping):

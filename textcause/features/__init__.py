@@ -32,9 +32,9 @@ _NAMES = {
     "PostEmbeddingCache": "embeddings",
     "HistoryEmbeddings": "embeddings",
     "Encoder": "encoder",
-    "EncoderSpec": "encoder",
+    "EncoderSpec": "encoder_spec",
     "EncodedPosts": "encoder",
-    "resolve_encoder": "encoder",
+    "resolve_encoder": "encoder_spec",
 }
 
 __all__ = sorted([*_NAMES, "TOKENIZER_VERSION", "tokenize"])

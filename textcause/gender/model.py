@@ -89,7 +89,7 @@ class GenderMaskedModel(L.LightningModule):
         needs = declared() if callable(declared) else {}
         if settings is None or "encoder" not in needs or not hasattr(settings, "encoder"):
             return
-        from textcause.features.encoder import check_same_encoder
+        from textcause.features.encoder_spec import check_same_encoder
 
         check_same_encoder(
             settings.encoder,

@@ -185,7 +185,7 @@ def check_data_requirements(net: nn.Module, settings: Any) -> None:
             )
         have = getattr(settings, key)
         if key == "encoder":
-            from textcause.features.encoder import check_same_encoder
+            from textcause.features.encoder_spec import check_same_encoder
 
             check_same_encoder(
                 have,

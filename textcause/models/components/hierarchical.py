@@ -384,7 +384,7 @@ def _load_top_layers(encoder: Optional[str], k: int, input_dim: int, owner: str)
     """The top ``k`` pretrained transformer layers of ``encoder`` (BERT-like), trainable, and its layer count."""
     from transformers import AutoModel
 
-    from textcause.features.encoder import resolve_encoder
+    from textcause.features.encoder_spec import resolve_encoder
 
     model = AutoModel.from_pretrained(str(resolve_encoder(encoder).path))
     layers = getattr(getattr(model, "encoder", None), "layer", None)

@@ -38,7 +38,7 @@ def load_pretrained(encoder: Optional[str]) -> nn.Module:
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
 
-    from textcause.features.encoder import resolve_encoder
+    from textcause.features.encoder_spec import resolve_encoder
 
     path = str(resolve_encoder(encoder).path)
     verbosity = hf_logging.get_verbosity()
