@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from textcause.corpus.jsonl import Record, history_record, is_integer_id, unique_users
+from textcause.corpus.jsonl import IdSpellings, Record, history_record, is_integer_id, iter_json_lines, unique_users
 from textcause.paths import cache_root
 
 #: Files that mark a ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk`` folder.
@@ -115,12 +115,78 @@ def load_hf_dataset(
     return ds
 
 
-def dataset_records(ds: Any, where: str, author_col: str, text_col: str, time_col: str | None) -> list[Record]:
+def _check_id_type(ds: Any, key: str, where: str, json_files: Sequence[str]) -> None:
+    """Apply :class:`~textcause.corpus.jsonl.IdSpellings` to an id column the ``json`` builder stored as JSON.
+
+    ``datasets`` keeps a column of values of several types as JSON text and reads the string ``"1"``
+    back as the integer ``1``: ids written both ways can no longer be told apart in the dataset, so
+    the rule is checked on ``json_files`` (the local files the builder read) instead.
+
+    Raises:
+        ValueError: an id written both as an integer and as a string in those files, or such a
+            column with no local files to check.
+    """
+    feature = ds.features.get(key) if key in ds.column_names else None
+    if feature is None or type(feature).__name__ != "Json":
+        return
+    if not json_files:
+        raise ValueError(
+            f"The {key!r} column of {where} holds ids of more than one JSON type, which the Hugging Face json "
+            'builder cannot keep apart (it reads the string "1" back as the integer 1): write every id one way '
+            "(all integers or all strings), or read the file with format='jsonl' or 'ndjson'."
+        )
+    for path in json_files:
+        spellings = IdSpellings(f"'{path}'")
+        for n, obj in iter_json_lines(path):
+            value = obj.get(key)
+            if isinstance(value, str) or is_integer_id(value):
+                spellings.see(str(value), is_integer_id(value), f"line {n}")
+
+
+def json_data_files(source: str, builder: str | None, data_files: DataFiles | None) -> list[str]:
+    """The local files a ``json`` builder reads for ``source`` (empty when unknown or not json)."""
+    if builder is None and data_files is None and Path(source).is_file() and builder_for(source) == "json":
+        return [source]
+    if builder != "json":
+        return []
+    files = [data_files] if isinstance(data_files, str) else data_files if isinstance(data_files, (list, tuple)) else []
+    files = files if data_files is not None else [source]
+    return [str(f) for f in files if isinstance(f, str) and Path(f).is_file()]
+
+
+def dataset_records(
+    ds: Any, where: str, author_col: str, text_col: str, time_col: str | None, json_files: Sequence[str] = ()
+) -> list[Record]:
     """Turn a ``datasets.Dataset`` of history rows or flat comment rows into records.
 
     History rows are recognised by a ``posts`` column; their user id is ``user_id`` (or
-    ``author_col`` when there is no ``user_id``).
+    ``author_col`` when there is no ``user_id``). ``json_files`` are the local files a ``json``
+    builder read (:func:`json_data_files`), to check its ids' spellings.
+
+    Raises:
+        ValueError: what the history and table readers refuse; an id column of several JSON types
+            (:func:`_check_id_type`); text that is not valid UTF-8 (pyarrow's JSON reader does not
+            check it) or that Arrow cannot convert. Never a raw ``UnicodeDecodeError`` or Arrow error.
     """
+    import pyarrow as pa
+
+    for key in ("user_id", author_col):
+        _check_id_type(ds, key, where, json_files)
+    try:
+        return _records(ds, where, author_col, text_col, time_col)
+    except UnicodeDecodeError:
+        bad = True
+    except pa.ArrowException as e:  # ArrowInvalid is also a ValueError: never passed on as one
+        bad = "utf8" in str(e).lower().replace("-", "")
+        if not bad:
+            raise ValueError(
+                f"{where} could not be read: Arrow cannot convert its values ({type(e).__name__})."
+            ) from None
+    raise ValueError(f"{where} could not be read: it holds text that is not valid UTF-8.")
+
+
+def _records(ds: Any, where: str, author_col: str, text_col: str, time_col: str | None) -> list[Record]:
+    """:func:`dataset_records` without the translation of decoding errors."""
     columns = list(ds.column_names)
     if "posts" not in columns:
         from textcause.corpus.tables import check_columns, table_records  # pandas: only for a table's rows

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from textcause.corpus.filters import sample_indices
-from textcause.corpus.hf import DataFiles, dataset_records, is_saved_dataset, load_hf_dataset
+from textcause.corpus.hf import DataFiles, dataset_records, is_saved_dataset, json_data_files, load_hf_dataset
 from textcause.corpus.jsonl import (
     Record,
     first_json_line,
@@ -176,12 +176,17 @@ def _read_records(
     # them import it, so a process reading a history JSONL, or a corpus from the cache, never does.
     path = Path(source)
     if hf_builder is not None or (fmt == "hf" and not _exists(path)):
-        from textcause.corpus.tables import csv_na_options
+        from textcause.corpus.csvfile import csv_na_options
 
         ds = load_hf_dataset(
-            source, split=hf_split, builder=hf_builder, data_files=data_files, csv_options=csv_na_options(time_col)
+            source,
+            split=hf_split,
+            builder=hf_builder,
+            data_files=data_files,
+            csv_options=csv_na_options(time_col, (author_col, text_col)),
         )
-        return dataset_records(ds, f"'{source}'", author_col, text_col, time_col)
+        files = json_data_files(source, hf_builder, data_files)
+        return dataset_records(ds, f"'{source}'", author_col, text_col, time_col, files)
     if not _exists(path):
         raise FileNotFoundError(
             f"No corpus found at '{source}': give a path to a history JSONL, a CSV/Parquet/NDJSON "
@@ -191,10 +196,11 @@ def _read_records(
     if fmt is None:
         fmt = _infer_format(path)
     if fmt == "hf":
-        from textcause.corpus.tables import csv_na_options
+        from textcause.corpus.csvfile import csv_na_options
 
-        ds = load_hf_dataset(source, split=hf_split, csv_options=csv_na_options(time_col))
-        return dataset_records(ds, f"'{source}'", author_col, text_col, time_col)
+        ds = load_hf_dataset(source, split=hf_split, csv_options=csv_na_options(time_col, (author_col, text_col)))
+        files = json_data_files(source, None, None)
+        return dataset_records(ds, f"'{source}'", author_col, text_col, time_col, files)
     if path.is_dir():
         raise ValueError(f"'{source}' is a folder, not a {fmt} file: give the file itself.")
     if fmt == "jsonl":

@@ -18,9 +18,7 @@ text of a post.
 
 from __future__ import annotations
 
-import csv
 import os
-from array import array
 from collections.abc import Sequence
 from datetime import date
 from numbers import Integral, Real
@@ -29,11 +27,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from textcause.corpus.jsonl import IdSpellings, Record, bad_utf8_line, is_integer_id, iter_json_lines, type_name
+from textcause.corpus.csvfile import csv_lines, csv_na_options
+from textcause.corpus.jsonl import IdSpellings, Record, is_integer_id, iter_json_lines, type_name
 from textcause.corpus.types import DELETED_AUTHORS
 
-_ROLES = (("author_col", "author"), ("text_col", "text"), ("time_col", "time"))
-_NA_TIME = ["", "NA", "N/A", "NaN", "nan", "null", "None"]
 #: The key of ``DataFrame.attrs`` holding each row's line in its file (CSV, NDJSON).
 LINES = "textcause_line_numbers"
 #: Longer time fields are not shown in messages (they are not times, and could be a post's text).
@@ -53,57 +50,6 @@ def check_columns(columns: Sequence[str], where: str, author_col: str, text_col:
             )
 
 
-def csv_na_options(time_col: str | None) -> dict[str, Any]:
-    """``read_csv`` options that keep texts and names such as ``NA`` or ``null`` as strings."""
-    return {"keep_default_na": False, "na_values": {time_col: _NA_TIME} if time_col is not None else None}
-
-
-def csv_lines(path: str | os.PathLike) -> array:
-    """The line (1-based, in the file) where each data row of a CSV starts; refuse ragged rows.
-
-    Reads the file once with :mod:`csv` (the dialect ``pandas.read_csv`` uses by default, the same
-    compression inferred from the name), skipping blank lines as pandas does.
-
-    Raises:
-        ValueError: a row with more or fewer fields than the header, a malformed row, a file that is
-            not UTF-8 or cannot be read.
-    """
-    from pandas.io.common import get_handle
-
-    starts = array("q")
-    limit = csv.field_size_limit()
-    csv.field_size_limit(2**31 - 1)  # a long comment is one field; pandas has no such limit
-    line = 0
-    try:
-        with get_handle(path, "r", encoding="utf-8", compression="infer") as handles:
-            reader = csv.reader(handles.handle)
-            width = None
-            for record in reader:
-                start, line = line + 1, reader.line_num
-                if not record:
-                    continue
-                if width is None:
-                    width = len(record)
-                elif len(record) != width:
-                    raise ValueError(
-                        f"Line {start} of '{path}' has {len(record)} fields but the header has {width}: every row "
-                        "of a CSV table needs one field per column (quote fields that hold commas)."
-                    )
-                else:
-                    starts.append(start)
-    except csv.Error as e:
-        raise ValueError(f"Line {line + 1} of '{path}' is not a well-formed CSV row ({e}).") from None
-    except UnicodeDecodeError:
-        bad = bad_utf8_line(path)
-        where = f": line {bad} is not valid UTF-8" if bad else ""
-        raise ValueError(f"'{path}' could not be read as a UTF-8 CSV table{where}.") from None
-    except (OSError, EOFError) as e:
-        raise ValueError(f"'{path}' could not be read as a CSV table ({type(e).__name__}).") from None
-    finally:
-        csv.field_size_limit(limit)
-    return starts
-
-
 def read_table(path: str | os.PathLike, fmt: str, author_col: str, text_col: str, time_col: str | None) -> pd.DataFrame:
     """Read the author, text and time columns of a CSV, Parquet or NDJSON comment table.
 
@@ -119,7 +65,7 @@ def read_table(path: str | os.PathLike, fmt: str, author_col: str, text_col: str
     where = f"'{path}'"
     wanted = [c for c in (author_col, text_col, time_col) if c is not None]
     if fmt == "csv":
-        lines = csv_lines(path)
+        lines = csv_lines(path, wanted)
         try:
             header = pd.read_csv(path, nrows=0).columns
             check_columns(header, where, author_col, text_col, time_col)
@@ -393,8 +339,6 @@ def _sort_times(
         ValueError: a value that is neither a UNIX timestamp nor a date, or a timestamp outside the
             dates it can stand for (named with its line or row and the value itself).
     """
-    if pd.api.types.is_bool_dtype(col):
-        raise ValueError(f"Column {time_col!r} of {where} holds booleans, not times.")
     if pd.api.types.is_datetime64_any_dtype(col):
         iso = []
         for j, stamp in enumerate(col):
@@ -406,13 +350,6 @@ def _sort_times(
                 ) from None
         na = col.isna().to_numpy()
         return np.where(na, 0, _int_key(col)), na, iso
-    if _is_object(col.dtype):
-        for j, v in enumerate(_object_values(col)):
-            if isinstance(v, bool) or not (v is None or isinstance(v, (str, Real, date))):
-                raise ValueError(
-                    f"{_position(df, int(rows[j]), where)} has a time ({time_col!r}) of type {type_name(v)}: times "
-                    "must be UNIX seconds, dates or missing."
-                )
     missing = col.isna().to_numpy()
     if pd.api.types.is_numeric_dtype(col) or _all_numeric(col):
         secs = _numbers(col)
@@ -449,6 +386,19 @@ def _sort_times(
     return np.where(missing, 0, keys), missing, iso
 
 
+def check_time_types(col: pd.Series, df: pd.DataFrame, where: str, time_col: str) -> None:
+    """Refuse a time of the wrong type on any row, kept or not (as the NDJSON reader does)."""
+    if pd.api.types.is_bool_dtype(col) and _present(col).any():
+        raise ValueError(f"Column {time_col!r} of {where} holds booleans, not times.")
+    if _is_object(col.dtype):
+        for j, v in enumerate(_object_values(col)):
+            if isinstance(v, bool) or not (v is None or isinstance(v, (str, Real, date))):
+                raise ValueError(
+                    f"{_position(df, j, where)} has a time ({time_col!r}) of type {type_name(v)}: times "
+                    "must be UNIX seconds, dates or missing."
+                )
+
+
 def _all_numeric(col: pd.Series) -> bool:
     """Whether every non-missing value of an object/string column is a number."""
     present = col.dropna()
@@ -477,6 +427,8 @@ def table_records(df: pd.DataFrame, where: str, author_col: str, text_col: str, 
     check_columns(list(df.columns), where, author_col, text_col, time_col)
     author_text = author_strings(df[author_col], df, where, author_col)
     check_texts(df[text_col], df, where, text_col)
+    if time_col is not None:
+        check_time_types(df[time_col], df, where, time_col)
     keep = ~_blank(df[text_col]) & ~_blank(author_text) & ~author_text.isin(DELETED_AUTHORS).to_numpy()
     idx = np.flatnonzero(keep)
     if idx.size == 0:
