@@ -415,16 +415,34 @@ def die_with_parent(parent_pid: int | None) -> None:
         os._exit(1)
 
 
+def end_with_runner() -> None:
+    """SIGKILL this forked worker when the runner that started it ends (a thread waits for that).
+
+    The fork server, the worker's parent, outlives the runner while any worker lives (each holds
+    the server's "alive" pipe), so :func:`die_with_parent` alone never fires; the runner's end of
+    the pipe the process came through (``multiprocessing.parent_process().sentinel``) closes when it dies.
+    """
+    import multiprocessing
+    import threading
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.sentinel is not None:
+        kill = lambda: (wait([parent.sentinel]), os.kill(os.getpid(), signal.SIGKILL))  # noqa: E731
+        threading.Thread(target=kill, name="end-with-runner", daemon=True).start()
+
+
 def forked_main(argv: list[str], log: str, cwd: str, env: dict[str, str], grid: Grid | None = None) -> None:
     """A worker forked from the runner's fork server (:mod:`textcause.runs.preload`): :func:`main`.
 
     The server imported what cells use once; this process starts from a copy of it, so its first
     cell runs at once instead of after seconds of imports. It writes to ``log``, works in ``cwd``
     with the runner's environment ``env`` (as it was when the runner started this worker, not
-    when the server started), and ends (``SIGKILL``) when the server does, which ends with the
-    runner. ``grid``: the grid as the runner loaded it (not read and parsed again).
+    when the server started), and ends (``SIGKILL``) when the runner does (:func:`end_with_runner`).
+    ``grid``: the grid as the runner loaded it (not read and parsed again).
     """
     die_with_parent(os.getppid())
+    end_with_runner()
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
