@@ -26,6 +26,7 @@ RANKS = {
     "textcause.estimators": 1,
     "textcause.specs": 1,
     "textcause.metrics": 2,
+    "textcause.sensitivity": 2,
     "textcause.corpus": 3,
     "textcause.simulation": 4,
     "textcause.observational": 4,
