@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from textcause.sensitivity import (
+    AUSTEN_ALPHAS,
     austen_curve,
     e_value,
     odds_ratio_to_risk_ratio,
@@ -125,7 +126,14 @@ def test_austen_curve_equals_austen_plots(austen_inputs, target):
     a, benchmarks = austen_inputs
     arrays, ref = a["arrays"], a[target]
     curve = austen_curve(
-        arrays["t"], arrays["y"], arrays["g"], arrays["Q"], a["bias"], benchmarks=benchmarks, target=target
+        arrays["t"],
+        arrays["y"],
+        arrays["g"],
+        arrays["Q"],
+        a["bias"],
+        benchmarks=benchmarks,
+        target=target,
+        alphas=AUSTEN_ALPHAS,
     )
     index = np.asarray(ref["index"])
     assert np.allclose(curve.alpha[index], ref["alpha"], rtol=0, atol=1e-12)
@@ -140,6 +148,15 @@ def test_austen_curve_equals_austen_plots(austen_inputs, target):
         assert close(b.alpha, ref["variables"][b.name]["ahat"])
         assert close(b.r2, ref["variables"][b.name]["Rsqhat"])
     assert [b.name for b in curve.benchmarks] == list(benchmarks)
+
+
+def test_the_default_grid_is_every_tenth_point_of_the_authors(austen_inputs):
+    a, _ = austen_inputs
+    arrays, ref = a["arrays"], a["ate"]
+    curve = austen_curve(arrays["t"], arrays["y"], arrays["g"], arrays["Q"], a["bias"])
+    on_grid = [k for k, i in enumerate(ref["index"]) if i % 10 == 0]
+    assert curve.alpha.size == 200 and np.allclose(curve.alpha, np.asarray(ref["alpha"])[on_grid], rtol=0, atol=1e-12)
+    assert all(close(curve.r2[ref["index"][k] // 10], ref["Rsq"][k]) for k in on_grid)
 
 
 def test_the_att_curve_differs_from_the_ate_curve(austen_inputs):

@@ -12,7 +12,14 @@ saying how strong an unobserved confounder would need to be to overturn the conc
 :class:`Refutation` has a ``reason``. Everything is numpy in, frozen dataclasses out, deterministic.
 """
 
-from textcause.sensitivity.austen import AUSTEN_ALPHAS, AustenCurve, Benchmark, austen_curve, benchmark_point
+from textcause.sensitivity.austen import (
+    AUSTEN_ALPHAS,
+    DEFAULT_ALPHAS,
+    AustenCurve,
+    Benchmark,
+    austen_curve,
+    benchmark_point,
+)
 from textcause.sensitivity.evalue import EValue, RiskRatio, e_value, odds_ratio_to_risk_ratio, risk_ratio
 from textcause.sensitivity.figure import austen_figure
 from textcause.sensitivity.refute import (
@@ -35,6 +42,7 @@ __all__ = [
     "AUSTEN_ALPHAS",
     "AustenCurve",
     "Benchmark",
+    "DEFAULT_ALPHAS",
     "EValue",
     "EstimateFn",
     "OLSCoefficient",

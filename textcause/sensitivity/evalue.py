@@ -84,7 +84,8 @@ def e_value(rr: float, low: float | None = None, high: float | None = None, *, t
 
     Args:
         rr: the risk ratio, > 0.
-        low, high: the interval's limits (either may be None), > 0, with ``low <= rr <= high``.
+        low: the interval's lower limit (None for none), > 0, with ``low <= rr``.
+        high: the interval's upper limit (None for none), > 0, with ``rr <= high``.
         true: the risk ratio to move the estimate to, > 0 (1: explain the effect away).
 
     Returns:
@@ -161,7 +162,8 @@ def risk_ratio(t: Any, y: Any, propensity: Any, mu0: Any, mu1: Any, *, level: fl
         t: binary treatment (0/1), both classes present.
         y: binary outcome (0/1); anything else is refused.
         propensity: fitted ``P(T=1 | X)``, strictly inside (0, 1).
-        mu0, mu1: fitted ``E[Y | T=0, X]`` and ``E[Y | T=1, X]`` per unit.
+        mu0: fitted ``E[Y | T=0, X]`` per unit.
+        mu1: fitted ``E[Y | T=1, X]`` per unit.
         level: the interval's coverage, in (0, 1).
 
     Returns:
