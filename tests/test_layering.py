@@ -40,6 +40,7 @@ RANKS = {
     "textcause.runs": 9,
     "textcause.analysis": 10,
     "textcause.reports": 11,
+    "textcause.advise": 11.5,
     "textcause.cli": 12,
     "textcause.__main__": 13,
     "textcause": 13,
