@@ -40,10 +40,10 @@ RANKS = {
     "textcause.runs": 9,
     "textcause.analysis": 10,
     "textcause.reports": 11,
-    "textcause.advise": 11.5,
-    "textcause.cli": 12,
-    "textcause.__main__": 13,
-    "textcause": 13,
+    "textcause.advise": 12,
+    "textcause.cli": 13,
+    "textcause.__main__": 14,
+    "textcause": 14,
 }
 
 

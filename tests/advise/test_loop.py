@@ -47,5 +47,13 @@ def test_the_blind_candidate_ranks_last_and_a_rerun_redoes_nothing(tmp_path):
     assert _finished(third["store"], third["grid"]) == again
     assert json.loads((out / "estimate" / "models" / "lr_unigram_binary.json").read_text())["finished_at"] == before
     md = (out / "advise.md").read_text()
-    assert "Use **lr_unigram_binary**" in md and "Not run: textcause.sensitivity" in md
-    assert (out / "advise.html").read_text().count("data:image/png;base64") == 2
+    found = third["robustness"]
+    assert found["status"] == "ok", found.get("reason")
+    placebo, common, _ = found["refuters"]
+    assert placebo["new_low"] <= 0 <= placebo["new_high"]
+    assert common["new_low"] <= common["expected"] <= common["new_high"]
+    assert "Use **lr_unigram_binary**" in md and f"**{found['sentence']}**" in md
+    assert (out / found["figure"]).is_file() and f"![Austen plot]({found['figure']})" in md
+    saved = json.loads((out / "advise.json").read_text())["robustness"]
+    assert saved["refuters"] == found["refuters"] and saved["sentence"] == found["sentence"]
+    assert (out / "advise.html").read_text().count("data:image/png;base64") == 3

@@ -119,21 +119,69 @@ def _estimates_table(table: pd.DataFrame) -> Table:
     return Table(["rank", "model", "estimator", "ATE [95% CI]", "treatment accuracy"], rows)
 
 
-def _robustness_blocks(found: dict[str, Any], out: Path, name: str) -> list[Any]:
+_REFUTERS = {
+    "placebo_treatment": "placebo treatment (T permuted)",
+    "random_common_cause": "random common cause (a noise covariate added)",
+    "subsample": "subsample (5 x 80% of each arm)",
+}
+
+
+def _robustness_blocks(found: dict[str, Any]) -> list[Any]:
+    """The refuters' table, the Austen plot, the robustness value and E-value, and the one sentence."""
     if found.get("status") != "ok":
         return [Para(f"Not run: {found.get('reason')}")]
-    blocks: list[Any] = []
-    if found.get("sentence"):
-        blocks.append(Para(str(found["sentence"])))
-    items = [
-        f"{k}: {v}" for k, v in found.items() if k not in {"status", "sentence", "figure"} and not hasattr(v, "savefig")
+    refit, est = found["refit"], found["estimate"]
+    blocks: list[Any] = [
+        Para(f"**{found['sentence']}**"),
+        Heading(3, "Refuters"),
+        Para(
+            f"Each refuter reruns the recommended {refit['model']} / estimator on altered data; what is refit: "
+            f"{refit['note']} Propensities are cross-fitted in {refit['folds']} folds over all the study's users "
+            f"(the estimate above used the model's own run, trained on the training split and evaluated on the "
+            f"test users), with a {refit['n_boot']}-replicate percentile bootstrap interval; on all users this refit "
+            f"estimates {est['refit_on_all_users'][0]:+.3f} [{est['refit_on_all_users'][1]:+.3f}, "
+            f"{est['refit_on_all_users'][2]:+.3f}]. A refuter passes when the expected value lies in its "
+            "new interval."
+        ),
+        Table(
+            ["refuter", "new estimate", "interval", "expected", "passed", "reason"],
+            [
+                [
+                    _REFUTERS.get(r["refuter"], r["refuter"]),
+                    f"{r['new_estimate']:+.3f}",
+                    f"[{r['new_low']:+.3f}, {r['new_high']:+.3f}]",
+                    f"{r['expected']:+.3f}",
+                    "yes" if r["passed"] else "NO",
+                    r["reason"],
+                ]
+                for r in found["refuters"]
+            ],
+        ),
+        Heading(3, "Sensitivity to a confounder the text does not carry"),
     ]
-    if items:
-        blocks.append(Bullets(items))
-    fig = found.get("figure")
-    if hasattr(fig, "savefig"):
-        files = save_figure(fig, out, f"austen_{name}", formats=("png",))
-        blocks.append(Image(files[0].name, "Austen plot"))
+    aus, rv, ev = found["austen"], found["robustness_value"], found["e_value"]
+    bench = ", ".join(f"{b['name']} (alpha {b['alpha']:.3f}, R² {b['r2']:.3f})" for b in aus["benchmarks"])
+    items = [
+        f"Austen plot (Veitch & Zaveri 2020), target bias {aus['bias']:+.3f} (the estimate): propensity g from the "
+        f"refit above, outcome model Q: {refit['outcome_model']}, both cross-fitted. "
+        + (
+            f"Confounders on the curve of equal strengths need alpha = R² = {aus['balanced']:.3f}. "
+            if aus["balanced"] is not None
+            else "The curve stays above the diagonal. "
+        )
+        + (f"Benchmarks (observed covariate groups left out of g and Q): {bench}." if bench else "No benchmarks."),
+        f"Robustness value (Cinelli & Hazlett 2020) of T in the OLS of Y on T and {rv['summary']}: coefficient "
+        f"{rv['ols_estimate']:+.3f} (t = {rv['t_statistic']:.2f}, {rv['dof']} dof), RV = {100 * rv['rv_q']:.1f}% "
+        f"(to bring it to 0), RV at 5% = {100 * rv['rv_qa']:.1f}% (to make it not significant), partial R² of T "
+        f"with Y {100 * rv['partial_r2']:.2f}%.",
+        (
+            f"E-value (VanderWeele & Ding 2017): risk ratio {ev['rr']:.3f} [{ev['rr_low']:.3f}, {ev['rr_high']:.3f}], "
+            f"E-value {ev['point']:.2f} (of the interval: {ev['ci']:.2f})."
+            if ev is not None
+            else f"E-value: {found['e_value_note']}."
+        ),
+    ]
+    blocks += [Bullets(items), Image(found["figure"], "Austen plot")]
     return blocks
 
 
@@ -174,7 +222,7 @@ def write_report(result: dict[str, Any], out: Path) -> list[Path]:
     if len(figs) > 1:
         blocks.append(Image(figs[1].name, "real estimates"))
     blocks += [Heading(2, "Refutation and sensitivity to hidden confounding")]
-    blocks += _robustness_blocks(result["robustness"], out, name)
+    blocks += _robustness_blocks(result["robustness"])
     if result.get("model_card"):
         blocks += [
             Heading(2, "Model card"),
@@ -182,4 +230,5 @@ def write_report(result: dict[str, Any], out: Path) -> list[Path]:
         ]
     md = atomic_write_text(out / "advise.md", to_markdown(blocks))
     page = atomic_write_text(out / "advise.html", to_html(blocks, f"textcause advise: {name}", base_dir=out))
-    return [md, page, *figs]
+    extra = [out / result["robustness"]["figure"]] if result["robustness"].get("figure") else []
+    return [md, page, *figs, *extra]

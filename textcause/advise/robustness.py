@@ -1,116 +1,200 @@
 """Stages 3 and 4: refute the recommended estimate and measure its sensitivity to hidden confounding.
 
-INTEGRATION POINT (textcause.sensitivity, being written beside this room). The refuters (placebo
-treatment, random common cause, subsample stability), the Austen plot, the robustness value and the
-E-value live in :mod:`textcause.sensitivity`; this module only assembles their inputs and calls
-them. Until that package is merged, :func:`robustness` returns ``{"status": "pending", ...}`` and the
-report says so; after the merge, replace the ``importlib`` lookup below by a plain
-``from textcause.sensitivity import ...`` (and check the names against its ``__all__``) so the
-layering test sees the import. What this module hands over:
+:func:`robustness` reads the study's users (treatment, outcome and the features the recommended
+model reads, :func:`study_data`), makes the recommended model x estimator refittable
+(:func:`textcause.advise.refit.plan_for`), and runs
 
-* ``estimate(t, y, X, rng) -> (point, low, high)``: the recommended pair re-estimated on any
-  treatment / outcome / covariates (:func:`estimator_for`): a propensity model of the recommended
-  representation (an L2 logistic regression, scikit-learn, cross-fitted in two folds so each user's
-  propensity comes from a model that did not see them) and the recommended estimator from the
-  estimator registry, with a percentile bootstrap interval;
-* ``t``, ``y``, ``X`` of the study's users (X: the representation's features of their text), the
-  outcome kind (binary or not) and whether an E-value was asked for.
+* the three refuters of :mod:`textcause.sensitivity` (placebo treatment: permuted T, expected 0;
+  random common cause: a noise covariate appended to the features, the estimate should not move;
+  subsample: 5 subsets of 80% of each arm) on the refit's ``estimate(t, y, X, rng)``;
+* the Austen plot, the robustness value and the E-value (:mod:`textcause.advise.confounding`), with
+  the reported estimate as the target bias;
+
+and returns what the report shows and ``advise.json`` keeps: plain numbers, the refuters' table, the
+figure's file and one sentence on how strong a hidden confounder would have to be. A failure of
+these stages is reported (``status: failed`` with its reason), never fatal to the advice before it.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["SENSITIVITY_MODULE", "estimator_for", "robustness"]
+from textcause.advise.confounding import headline, sensitivity
+from textcause.advise.refit import FOLDS, RefitPlan, folds_of, plan_for
+from textcause.reports.figures import save_figure
+from textcause.sensitivity import austen_figure, placebo_treatment, random_common_cause, subsample
 
-SENSITIVITY_MODULE = "textcause.sensitivity"
-Estimate = Callable[[np.ndarray, np.ndarray, Any, np.random.Generator], tuple[float, float, float]]
+__all__ = ["StudyData", "robustness", "study_data"]
 
 
-def estimator_for(estimator: str, *, n_boot: int = 200, clip: float = 0.01) -> Estimate:
-    """``estimate(t, y, X, rng) -> (point, low, high)`` with cross-fitted L2 logistic propensities.
+@dataclass(frozen=True)
+class StudyData:
+    """The study's users as the refit reads them: ``t``, ``y``, features ``X`` (None for none), the
+    features' names, and the number of users the model's own run trained on."""
 
-    Args:
-        estimator: a propensity estimator name of :mod:`textcause.estimators.registry`.
-        n_boot: percentile bootstrap replicates of the interval (0: the point only, low = high = point).
-        clip: propensities are clipped to ``[clip, 1 - clip]`` before the estimator.
+    t: np.ndarray
+    y: np.ndarray
+    X: Any
+    terms: list[str] | None
+    n_train: int
 
-    >>> rng = np.random.default_rng(0); x = rng.normal(size=(400, 2)); t = (rng.random(400) < 0.5).astype(float)
-    >>> point, low, high = estimator_for("ipw", n_boot=50)(t, 0.3 * t + rng.normal(size=400), x, rng)
-    >>> low < 0.3 < high
-    True
-    """
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold
 
-    from textcause.estimators.registry import estimator_kwargs, get_estimator
+def study_data(study: Path, representation: str, overrides: dict[str, Any] | None = None) -> StudyData:
+    """The study's users with the features of ``representation``, built as the model's run built them
+    (the study's seed and its ``data.*`` options that apply to a study)."""
+    import dataclasses
 
-    fn, kwargs = get_estimator(estimator, "estimator_for"), estimator_kwargs(estimator)
+    from textcause.data.build import SIMULATION_FIELDS, DataSettings, build_data
+    from textcause.data.featurizer import unpack_terms
+    from textcause.observational.spec import load_spec
 
-    def run_estimator(t: np.ndarray, y: np.ndarray, p: np.ndarray) -> float:
-        return float(fn(t, y, p, **kwargs).ate)
+    spec = load_spec(study)
+    fields = {f.name for f in dataclasses.fields(DataSettings)} - set(SIMULATION_FIELDS) - {"observational", "seed"}
+    options = {k[5:]: v for k, v in (overrides or {}).items() if k.startswith("data.") and k[5:] in fields}
+    options["representation"] = representation
+    built = build_data(DataSettings(observational=str(study), seed=spec.seed, **options))
+    task = built.task
+    X = None if representation == "none" else built.features
+    terms = None
+    ngram = (built.featurizer or {}).get("ngram") or {}
+    if X is not None and "terms" in ngram and representation != "lda":
+        terms = unpack_terms(ngram["terms"])
+    elif X is not None:
+        terms = [f"lda topic {i}" for i in range(X.shape[1])]
+    t = np.asarray(task.treatment, dtype=float)
+    return StudyData(t, np.asarray(task.outcome, dtype=float), X, terms, int(len(task.split.train)))
 
-    def propensity(t: np.ndarray, X: Any, rng: np.random.Generator) -> np.ndarray:
-        p = np.empty(len(t))
-        folds = StratifiedKFold(n_splits=2, shuffle=True, random_state=int(rng.integers(2**31)))
-        for train, test in folds.split(np.zeros(len(t)), t):
-            model = LogisticRegression(C=1.0, max_iter=1000).fit(X[train], t[train])
-            p[test] = model.predict_proba(X[test])[:, 1]
-        return np.clip(p, clip, 1 - clip)
 
-    def estimate(t: np.ndarray, y: np.ndarray, X: Any, rng: np.random.Generator) -> tuple[float, float, float]:
-        t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
-        p = propensity(t, X, rng)
-        point = run_estimator(t, y, p)
-        if n_boot <= 0:
-            return point, point, point
-        reps = []
-        for _ in range(n_boot):
-            i = rng.integers(0, len(t), len(t))
-            if 0 < t[i].sum() < len(i):
-                reps.append(run_estimator(t[i], y[i], p[i]))
-        low, high = np.nanpercentile(reps, [2.5, 97.5])
-        return point, float(low), float(high)
+def _plan(study: Path, model: str, estimate_dir: Path) -> tuple[RefitPlan, StudyData]:
+    """The recommended model's refit plan and the study's users with the features it reads."""
+    from textcause.observational.spec import load_spec
 
-    return estimate
+    spec = load_spec(study)
+    paths = dict(spec.models)
+    config = Path(paths[model]) if model in paths else None
+    overrides = dict(spec.overrides_for(model)) if model in paths else {}
+    record_path = estimate_dir / "models" / f"{model}.json"
+    record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else {}
+    features = plan_for(model, config, overrides=overrides, n_train=1).representation  # needs no checkpoint
+    data = study_data(study, features, overrides)
+    plan = plan_for(model, config, overrides=overrides, n_train=data.n_train, checkpoint=record.get("checkpoint"))
+    return plan, data
+
+
+def _refute(estimate: Any, data: StudyData, seed: int) -> tuple[tuple[Any, ...], tuple[float, float, float]]:
+    """The three refuters, and the refit's own ``(point, low, high)`` on all users (computed once)."""
+    original = estimate(data.t, data.y, data.X, np.random.default_rng(seed))
+    t, y, X = data.t, data.y, data.X
+    return (
+        placebo_treatment(estimate, t, y, X, seed=seed),
+        random_common_cause(estimate, t, y, X, original=original[0], seed=seed),
+        subsample(estimate, t, y, X, original=original[0], seed=seed),
+    ), original
+
+
+def _refutation_row(r: Any) -> dict[str, Any]:
+    return {
+        "refuter": r.refuter,
+        "new_estimate": r.new_estimate,
+        "new_low": r.new_low,
+        "new_high": r.new_high,
+        "expected": r.expected,
+        "passed": r.passed,
+        "reason": r.reason,
+    }
 
 
 def robustness(
-    data: Callable[[], tuple[np.ndarray, np.ndarray, Any]],
+    study: Path,
+    best: dict[str, Any],
+    reported: tuple[float, float, float] | None,
     *,
-    estimator: str,
     binary: bool,
     e_value: bool,
+    out: Path,
+    name: str,
+    estimate_dir: Path,
     seed: int = 0,
+    n_boot: int = 200,
 ) -> dict[str, Any]:
-    """Refuters and sensitivity of the recommended estimate, through :mod:`textcause.sensitivity`.
+    """Refuters and sensitivity of the recommended estimate.
 
     Args:
-        data: returns ``(t, y, X)`` of the study's users (called only when the package is there).
-        estimator: the recommended estimator's name; binary: whether Y is binary; e_value: asked for.
-        seed: the refuters' random generator seed.
+        study: the study config :func:`textcause.advise.inputs.prepare` wrote.
+        best: the recommended pair (``model``, ``estimator``).
+        reported: its ``(ate, ci_low, ci_high)`` on the real data (None: not estimated, e.g. a
+            method; the refit's own estimate on all users stands in).
+        binary: whether Y is binary; e_value: whether an E-value was asked for.
+        out: where the Austen figure goes (``austen_<name>.png``); name: the study's name.
+        estimate_dir: the estimate stage's folder (the recommended model's record and checkpoint).
+        seed: the refuters' and folds' seed; n_boot: bootstrap replicates of each refit's interval.
 
     Returns:
-        ``{"status": "ok", ...}`` with what the sensitivity package returns (its refuters, the
-        Austen curve and benchmark points, the robustness value, the E-value when asked for, one
-        sentence on how strong a hidden confounder would have to be), or ``{"status": "pending",
-        "reason": ...}`` while the package is not installed.
+        ``{"status": "ok", "refit", "estimate", "refuters", "austen", "robustness_value", "e_value",
+        "sentence", "figure", "seconds"}``, or ``{"status": "failed", "reason"}`` when a stage
+        cannot be computed on these data.
     """
+    started = time.perf_counter()
     try:
-        sensitivity = importlib.import_module(SENSITIVITY_MODULE)  # INTEGRATION POINT: a plain import after the merge
-    except ModuleNotFoundError:
-        return {
-            "status": "pending",
-            "reason": f"{SENSITIVITY_MODULE} is not installed yet: no refutation or sensitivity analysis was run.",
-        }
-    analyse = getattr(sensitivity, "analyse", None)
-    if analyse is None:
-        return {"status": "pending", "reason": f"{SENSITIVITY_MODULE} has no 'analyse' entry point yet."}
-    rng = np.random.default_rng(seed)
-    t, y, X = data()
-    found = analyse(t, y, X, estimate=estimator_for(estimator), rng=rng, binary=binary, e_value=e_value)
-    return {"status": "ok", **dict(found)}
+        plan, data = _plan(study, best["model"], estimate_dir)
+        refuters, refit = _refute(plan.estimate_fn(best["estimator"], n_boot=n_boot), data, seed)
+        ate, low, high = reported if reported is not None else refit
+        folds = folds_of(data.t, FOLDS, seed)
+        found = sensitivity(
+            plan, data.t, data.y, data.X, data.terms, folds, bias=ate, binary=binary, e_value_asked=e_value, seed=seed
+        )
+    except ValueError as err:
+        return {"status": "failed", "reason": str(err)}
+    curve, rv, ols = found["curve"], found["rv"], found["ols"]
+    fig = austen_figure(curve, title=f"{name}: bias = {ate:+.3g} (the estimate)")
+    figure = save_figure(fig, out, f"austen_{name}", formats=("png",))[0]
+    ev = found["e_value"]
+    rr = found["risk_ratio"]
+    return {
+        "status": "ok",
+        "refit": {**asdict(plan), "folds": len(folds), "n_boot": n_boot, "outcome_model": found["outcome_model"]},
+        "estimate": {
+            "ate": ate,
+            "ci_low": low,
+            "ci_high": high,
+            "source": "the study's estimate" if reported is not None else "the refit on all users",
+            "refit_on_all_users": list(refit),
+        },
+        "refuters": [_refutation_row(r) for r in refuters],
+        "austen": {
+            "bias": curve.bias,
+            "balanced": curve.balanced(),
+            "alpha": curve.alpha.tolist(),
+            "r2": curve.r2.tolist(),
+            "benchmarks": [asdict(b) for b in curve.benchmarks],
+            "beyond": [b.name for b in curve.beyond()],
+            "groups": found["groups"],
+        },
+        "robustness_value": {
+            "summary": found["rv_summary"],
+            "ols_estimate": ols.estimate,
+            "se": ols.se,
+            "t_statistic": ols.t_statistic,
+            "dof": ols.dof,
+            "rv_q": rv.rv_q,
+            "rv_qa": rv.rv_qa,
+            "partial_r2": rv.partial_r2,
+        },
+        "e_value": None
+        if ev is None
+        else {"rr": rr.rr, "rr_low": rr.low, "rr_high": rr.high, "point": ev.point, "ci": ev.ci},
+        "e_value_note": (
+            "computed (AIPW risk ratio from the same g and Q)"
+            if ev is not None
+            else ("not asked for (e_value: false)" if binary else "not defined: the outcome is not binary")
+        ),
+        "sentence": headline(ate, low, high, curve, rv),
+        "figure": figure.name,
+        "seconds": time.perf_counter() - started,
+    }

@@ -36,19 +36,15 @@ def _model_card(out: Path, model: str) -> str | None:
     return dest.name
 
 
-def _study_arrays(study: Path, model: str) -> tuple[Any, Any, Any]:
-    """``(t, y, X)`` of the study's users; X: the model's n-gram / topic features (else bigram_binary)."""
-    import yaml
+def _reported(table: Any, best: dict[str, Any]) -> tuple[float, float, float] | None:
+    """The recommended pair's ``(ate, ci_low, ci_high)`` on the real data (None: it was not estimated)."""
+    import math
 
-    from textcause.data.build import DataSettings, build_data
-    from textcause.features.kinds import NGRAM_KINDS
-    from textcause.paths import model_config_path
-
-    config = yaml.safe_load(model_config_path(model).read_text(encoding="utf-8")) or {}
-    rep = (config.get("data") or {}).get("representation", "bigram_binary")
-    rep = rep if rep in NGRAM_KINDS else "bigram_binary"
-    built = build_data(DataSettings(observational=str(study), representation=rep))
-    return built.task.treatment, built.task.outcome, built.features
+    row = table[(table["model"] == best["model"]) & (table["estimator"] == best["estimator"])]
+    if row.empty:
+        return None
+    values = tuple(float(row.iloc[0][c]) for c in ("ate", "ci_low", "ci_high"))
+    return values if all(math.isfinite(v) for v in values) else None
 
 
 def advise(
@@ -94,13 +90,23 @@ def advise(
     echo(f"calibration graded: recommended {best['model']} / {best['estimator']}; fitting the real study")
     rows = run_estimates(prepared, out / "estimate", echo=echo)
     table = ranked_estimates(rows, graded)
+    echo("refuting the recommended estimate and measuring its sensitivity to hidden confounding")
     found = robustness(
-        lambda: _study_arrays(prepared.study, best["model"]),
-        estimator=best["estimator"],
+        prepared.study,
+        best,
+        _reported(table, best),
         binary=prepared.binary,
         e_value=spec.e_value,
+        out=out,
+        name=spec.name,
+        estimate_dir=out / "estimate",
         seed=spec.split_seed,
     )
+    if found["status"] == "ok":
+        passed = sum(r["passed"] for r in found["refuters"])
+        echo(f"refuters: {passed} of {len(found['refuters'])} passed; {found['sentence']}")
+    else:
+        echo(f"refutation and sensitivity not run: {found['reason']}")
     result: dict[str, Any] = {
         "name": spec.name,
         "config": spec.source,
