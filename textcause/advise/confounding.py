@@ -67,7 +67,7 @@ def feature_groups(X: Any, terms: list[str] | None = None, *, k: int = GROUPS, s
         ``{name: column indices}`` (no groups for fewer than 2 features).
 
     >>> X = np.array([[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1.0]])
-    >>> sorted(map(list, feature_groups(X, ["a", "b", "c", "d"], k=2).values()))
+    >>> sorted(c.tolist() for c in feature_groups(X, ["a", "b", "c", "d"], k=2).values())
     [[0, 1], [2, 3]]
     """
     from sklearn.decomposition import NMF

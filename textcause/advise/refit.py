@@ -234,6 +234,8 @@ def plan_for(
         )
         return RefitPlan(model, feats, "logistic", c_per_user=c_per_user, note=note)
     what = "an outside method" if config is None else f"the model ({cls.rsplit('.', 1)[-1] or 'unknown'})"
+    if cls.endswith("TunedLogisticRegression"):
+        what += ", whose checkpoint with its chosen penalty was not found,"
     note = (
         f"approximated: {what} is refit as scikit-learn's L2 logistic regression (lbfgs, {strength}) on "
         f"{'its' if own_rep else 'the'} {feats} features{'' if own_rep else f' (its own are {rep})'}."

@@ -135,7 +135,7 @@ def _robustness_blocks(found: dict[str, Any]) -> list[Any]:
         Para(f"**{found['sentence']}**"),
         Heading(3, "Refuters"),
         Para(
-            f"Each refuter reruns the recommended {refit['model']} / estimator on altered data; what is refit: "
+            f"Each refuter reruns the recommended {refit['model']} / {refit['estimator']} on altered data; what is refit: "
             f"{refit['note']} Propensities are cross-fitted in {refit['folds']} folds over all the study's users "
             f"(the estimate above used the model's own run, trained on the training split and evaluated on the "
             f"test users), with a {refit['n_boot']}-replicate percentile bootstrap interval; on all users this refit "
@@ -156,6 +156,7 @@ def _robustness_blocks(found: dict[str, Any]) -> list[Any]:
                 ]
                 for r in found["refuters"]
             ],
+            align=("l", "r", "r", "r", "l", "l"),
         ),
         Heading(3, "Sensitivity to a confounder the text does not carry"),
     ]

@@ -152,13 +152,19 @@ def robustness(
     except ValueError as err:
         return {"status": "failed", "reason": str(err)}
     curve, rv, ols = found["curve"], found["rv"], found["ols"]
-    fig = austen_figure(curve, title=f"{name}: bias = {ate:+.3g} (the estimate)")
+    fig = austen_figure(curve, title=f"Bias = {ate:+.3g} (the estimate)")
     figure = save_figure(fig, out, f"austen_{name}", formats=("png",))[0]
     ev = found["e_value"]
     rr = found["risk_ratio"]
     return {
         "status": "ok",
-        "refit": {**asdict(plan), "folds": len(folds), "n_boot": n_boot, "outcome_model": found["outcome_model"]},
+        "refit": {
+            **asdict(plan),
+            "estimator": best["estimator"],
+            "folds": len(folds),
+            "n_boot": n_boot,
+            "outcome_model": found["outcome_model"],
+        },
         "estimate": {
             "ate": ate,
             "ci_low": low,
