@@ -26,6 +26,7 @@ RANKS = {
     "textcause.estimators": 1,
     "textcause.specs": 1,
     "textcause.metrics": 2,
+    "textcause.sensitivity": 2,
     "textcause.corpus": 3,
     "textcause.simulation": 4,
     "textcause.observational": 4,
@@ -39,9 +40,10 @@ RANKS = {
     "textcause.runs": 9,
     "textcause.analysis": 10,
     "textcause.reports": 11,
-    "textcause.cli": 12,
-    "textcause.__main__": 13,
-    "textcause": 13,
+    "textcause.advise": 12,
+    "textcause.cli": 13,
+    "textcause.__main__": 14,
+    "textcause": 14,
 }
 
 

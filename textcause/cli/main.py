@@ -11,6 +11,7 @@
     textcause compare --db runs/benchmark/<grid>/results.db A B                      two methods across seeds
     textcause report --db runs/benchmark/<grid>/results.db --out report/            figures and a report
     textcause observe --config configs/observational/twitter_gender.yaml   every model on real T and Y (no truth)
+    textcause advise --config configs/advise/reddit_drunk.yaml   choose a method on your users, estimate, report
     textcause gender probe --model PATH_OR_NAME --w years          masked gender probes: table 2 and figure 2
     textcause counterfactual baseline --model svm|minilm_lr        SemEval-2020 Task 5 subtask-1 baselines on test
     textcause semeval score --gold FILE --pred FILE --subtask 2     score a SemEval-2020 Task 5 prediction file (alias of counterfactual)
@@ -128,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         from textcause.cli.observe import observe_main
 
         return observe_main(rest)
+    if cmd == "advise":  # handles its own errors and exit codes; light --help
+        from textcause.cli.advise import advise_main
+
+        return advise_main(rest)
     if cmd == "gender":  # handles its own errors and exit codes; light --help
         from textcause.cli.gender import gender_main
 

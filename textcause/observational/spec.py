@@ -95,9 +95,10 @@ class History:
 
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
-    """``outcome``: a property of the later posts (``OUTCOMES``), thresholded or not."""
+    """``outcome``: a property of the later posts (``OUTCOMES``), or a numeric meta ``field``; thresholded or not."""
 
-    property: str = key(one_of(lambda: sorted(OUTCOMES)))
+    property: Optional[str] = key(one_of(lambda: sorted(OUTCOMES)), default=None)
+    field: Optional[str] = key(holds(bool), default=None, doc="the name of a numeric meta field")
     threshold: Union[Literal["median"], int, float, None] = key(default="median", doc="'median', a number or null")
     terms: Optional[list[str]] = key(default=None, doc="a non-empty list of words for term_share")
 
@@ -152,7 +153,8 @@ class ObservationalSpec:
         treated, control: its values meaning T = 1 and T = 0.
         text_posts, text_fraction: how many of the earliest posts are the text (exactly one is set).
         min_text_posts, min_later_posts: users with fewer text / later posts are dropped.
-        outcome: the outcome property's name (a key of ``OUTCOMES``).
+        outcome: the outcome property's name (a key of ``OUTCOMES``; empty with ``outcome_field``).
+        outcome_field: a numeric meta field that is the outcome instead (its users need no later posts).
         threshold: ``"median"``, a number (Y = 1 when the property is above it) or None (Y = the value).
         terms: the words of ``term_share``.
         n_users: sample this many eligible users (None: all).
@@ -182,6 +184,7 @@ class ObservationalSpec:
     min_text_posts: int = 1
     min_later_posts: int = 1
     threshold: Any = "median"
+    outcome_field: str | None = None
     terms: tuple[str, ...] = ()
     n_users: int | None = None
     min_per_arm: int = 50
@@ -259,6 +262,12 @@ def _history(history: History, file: SpecFile) -> dict[str, Any]:
 
 
 def _outcome(outcome: Outcome, file: SpecFile) -> dict[str, Any]:
+    if (outcome.property is None) == (outcome.field is None):
+        raise file.fail("give 'outcome.property' (of the later posts) or 'outcome.field' (a meta field), one of them.")
+    if outcome.field is not None:
+        if outcome.terms is not None:
+            raise file.fail("'outcome.terms' is only used by term_share, not by 'outcome.field'.")
+        return {"outcome": "", "outcome_field": outcome.field, "threshold": outcome.threshold, "terms": ()}
     terms = outcome.terms
     if outcome.property == "term_share":
         ok = bool(terms) and all(isinstance(t, str) and t.strip() for t in terms)

@@ -87,6 +87,13 @@ def _check_field(corpus: Corpus, spec: ObservationalSpec, name: str, wanted: tup
         )
 
 
+def _number(value: Any) -> float | None:
+    """A meta value as a finite float (None: missing, not a number, or not finite)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+        return None
+    return float(value)
+
+
 def _values(values: tuple[Any, ...]) -> str:
     return " or ".join(map(str, values))
 
@@ -125,10 +132,14 @@ def build_observational_task(corpus: Corpus, spec: ObservationalSpec, seed: int 
     _check_field(Corpus(tuple(users)), spec, spec.treatment_field, spec.treated + spec.control, "treatment")
     users = [h for h in users if h.meta.get(spec.treatment_field) in spec.treated + spec.control]
     n_with_treatment = len(users)
-    cut = [text_length(len(h), spec) for h in users]
-    keep = [
-        i for i, (h, k) in enumerate(zip(users, cut)) if k >= spec.min_text_posts and len(h) - k >= spec.min_later_posts
-    ]
+    field = spec.outcome_field  # a meta field as the outcome: the whole history is the text
+    if field is not None:
+        _check_field(Corpus(tuple(users)), spec, field, (), "outcome")
+        users = [h for h in users if _number(h.meta.get(field)) is not None]
+    n_outcome_missing = n_with_treatment - len(users)
+    cut = [len(h) if field is not None else text_length(len(h), spec) for h in users]
+    later = 0 if field is not None else spec.min_later_posts
+    keep = [i for i, (h, k) in enumerate(zip(users, cut)) if k >= spec.min_text_posts and len(h) - k >= later]
     n_eligible = len(keep)
     if spec.n_users is not None and spec.n_users < len(keep):
         keep = sorted(np.random.default_rng(0).choice(keep, size=spec.n_users, replace=False).tolist())
@@ -141,7 +152,10 @@ def build_observational_task(corpus: Corpus, spec: ObservationalSpec, seed: int 
             f"{n_treated} treated and {n_control} control users remain after the filters, fewer than "
             f"min_per_arm = {spec.min_per_arm} in an arm; use more users or lower min_per_arm.",
         )
-    value = np.array([OUTCOMES[spec.outcome](h.posts[k:], spec.terms) for h, k in zip(users, cut)], dtype=np.float64)
+    if field is not None:
+        value = np.array([_number(h.meta[field]) for h in users], dtype=np.float64)
+    else:
+        value = np.array([OUTCOMES[spec.outcome](h.posts[k:], spec.terms) for h, k in zip(users, cut)])
     threshold = float(np.median(value)) if spec.threshold == "median" else spec.threshold
     y = value if threshold is None else (value > threshold).astype(np.float64)
     if np.all(y == y[0]):
@@ -156,12 +170,13 @@ def build_observational_task(corpus: Corpus, spec: ObservationalSpec, seed: int 
         "n_treated": n_treated,
         "n_control": n_control,
         "treatment": f"{spec.treatment_field} = {_values(spec.treated)} (T=1) vs {_values(spec.control)} (T=0)",
-        "outcome": outcome_label(spec.outcome, spec.terms),
+        "outcome": f"meta field {field!r}" if field is not None else outcome_label(spec.outcome, spec.terms),
         "outcome_property": spec.outcome,
         "threshold": threshold,
         "outcome_mean": float(y.mean()),
         "mean_text_posts": float(np.mean(cut)),
         "mean_later_posts": float(np.mean([len(h) - k for h, k in zip(users, cut)])),
+        "n_outcome_missing": n_outcome_missing,
     }
     return ObservationalTask(
         name=spec.name,

@@ -1,0 +1,94 @@
+"""Bad input is one sentence before any work: treatment classes and arms, missing outcomes, E-values, budgets."""
+
+from __future__ import annotations
+
+import pytest
+from advise.advise_corpus import advise_dict, write_study_corpus
+
+from textcause.advise.inputs import cell_seconds, check_budget, prepare
+from textcause.advise.spec import advise_from_dict
+
+
+def _prepare(tmp_path, corpus, **extra):
+    spec = advise_from_dict(advise_dict(corpus, **extra), source="toy.yaml")
+    return spec, prepare(spec, tmp_path / "out")
+
+
+def test_a_good_study_is_prepared_with_its_users_and_a_binary_outcome(tmp_path):
+    corpus = write_study_corpus(tmp_path / "c.jsonl.gz")
+    spec, prepared = _prepare(tmp_path, corpus)
+    assert prepared.info["n_users"] == 240 and prepared.binary
+    assert prepared.info["n_treated"] + prepared.info["n_control"] == 240
+    assert prepared.info["mean_y"] == pytest.approx(0.5, abs=0.01)  # above the median: half
+    assert prepared.users.is_file() and prepared.study.is_file()
+
+
+def test_a_treatment_with_one_class_is_refused(tmp_path):
+    corpus = write_study_corpus(tmp_path / "c.jsonl.gz", treated_share=1.0)
+    with pytest.raises(
+        ValueError, match=r"^Advise config 'toy.yaml': the treatment has one class only \(240 treated, 0 control"
+    ):
+        _prepare(tmp_path, corpus)
+
+
+def test_too_few_users_in_an_arm_is_refused(tmp_path):
+    corpus = write_study_corpus(tmp_path / "c.jsonl.gz", treated_share=0.05)
+    with pytest.raises(ValueError, match=r"fewer than min_per_arm = 20 in an arm"):
+        _prepare(tmp_path, corpus)
+
+
+def test_an_outcome_missing_for_some_users_is_refused(tmp_path):
+    corpus = write_study_corpus(tmp_path / "c.jsonl.gz", missing_y=3)
+    with pytest.raises(ValueError, match=r"the outcome column 'score' is missing for 3 of 240 users \(e.g. 'u0'\)"):
+        _prepare(tmp_path, corpus)
+
+
+def test_an_e_value_for_a_continuous_outcome_is_refused(tmp_path):
+    corpus = write_study_corpus(tmp_path / "c.jsonl.gz")
+    extra = {"outcome": {"column": "score", "threshold": None}, "e_value": True}
+    with pytest.raises(ValueError, match=r"an E-value is defined for a binary outcome, and this outcome is continuous"):
+        _prepare(tmp_path, corpus, **extra)
+
+
+def test_a_budget_too_small_for_the_seeds_is_refused(tmp_path):
+    corpus = write_study_corpus(tmp_path / "c.jsonl.gz")
+    spec, prepared = _prepare(tmp_path, corpus, budget_minutes=0.5)
+    # 4 levels x 3 seeds x 1 model, each cell a fixed start-up plus the LR rate for 240 users of 12 posts
+    per_cell = cell_seconds("lr", 240, 12)
+    assert per_cell == pytest.approx(3.0 + 6.0 * 0.24 * 0.2)
+    with pytest.raises(ValueError, match=r"the budget of 0.5 minutes is too small for 3 seeds: 12 calibration cells"):
+        check_budget(spec, prepared.info)
+
+
+def test_fewer_seeds_than_the_verdict_needs_are_refused(tmp_path):
+    corpus = write_study_corpus(tmp_path / "c.jsonl.gz")
+    spec, prepared = _prepare(tmp_path, corpus, seeds=2)
+    with pytest.raises(ValueError, match=r"'seeds' is 2, fewer than the 3 per task level the verdict needs"):
+        check_budget(spec, prepared.info)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ({"study": "x.yaml"}, r"give 'study' \(an observational study config\) or 'corpus'"),
+        ({"candidates": ["oracle"]}, r"the candidate 'oracle' reads the true propensity"),
+        ({"treatment": {"column": "group", "treated": "a"}}, r"give both 'treatment.treated' and 'treatment.control'"),
+        ({"seeds": 0}, r"'seeds' must be an int >= 1"),
+    ],
+)
+def test_config_mistakes_are_one_sentence(tmp_path, extra, message):
+    with pytest.raises(ValueError, match=message):
+        advise_from_dict(advise_dict("c.jsonl.gz", **extra), source="toy.yaml")
+
+
+def test_the_command_says_a_bad_input_in_one_line_and_exits_2(tmp_path, capsys):
+    from textcause.cli.main import main
+
+    corpus = write_study_corpus(tmp_path / "c.jsonl.gz", missing_y=5)
+    argv = ["advise", "--corpus", corpus, "--treatment", "score", "--outcome", "score", "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "error: Advise config '<command line>': the treatment column 'score' is missing for 5 of 240 users "
+        "(e.g. 'u0'): fill it or drop those users before advising."
+    )

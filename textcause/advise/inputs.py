@@ -1,0 +1,279 @@
+"""The user's study, made ready for both stages, and every refusal that must come before any work.
+
+:func:`prepare` turns an :class:`~textcause.advise.spec.AdviseSpec` into
+
+* ``study.yaml``: an observational study config (``textcause observe``'s format) over the candidate
+  models: the given study's, or one over ``users.jsonl.gz`` (the table form: every user's posts
+  read through the corpus readers and column flags, with the treatment and outcome columns
+  aggregated per user into meta fields ``advise_t`` and ``advise_y``);
+* ``calibration.jsonl.gz``: the studied users' texts (exactly what the propensity models read),
+  from which the calibration tasks are built, so calibration and estimate share users and posts.
+
+Refused in one sentence, before anything is fitted: a treatment with one class or too few users in
+an arm, an outcome missing for some users, an E-value asked for a non-binary outcome, a budget
+too small for the seeds the verdict needs (:func:`check_budget`, from :func:`cell_seconds`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from textcause.advise.spec import MIN_SEEDS, AdviseSpec, Variable
+from textcause.io import atomic_write_bytes, atomic_write_text
+
+__all__ = ["Prepared", "cell_seconds", "check_budget", "plan_minutes", "prepare"]
+
+T_FIELD, Y_FIELD = "advise_t", "advise_y"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What both stages read: the study config, the calibration corpus and the study's numbers."""
+
+    study: Path
+    users: Path
+    info: dict[str, Any] = field(default_factory=dict)
+    binary: bool = True
+
+
+def _fail(spec: AdviseSpec, message: str) -> ValueError:
+    return ValueError(f"Advise config '{spec.source}': {message}")
+
+
+# ------------------------------------------------------------------------------ the table form's variables
+def _table(path: str, columns: list[str]) -> Any:
+    import pandas as pd
+
+    suffix = "".join(Path(path).suffixes[-2:]).lower()
+    if suffix.endswith(".csv"):
+        return pd.read_csv(path, usecols=columns)
+    if suffix.endswith((".parquet", ".pq")):
+        return pd.read_parquet(path, columns=columns)
+    return pd.read_json(path, lines=True)[columns]
+
+
+def _aggregate(values: Any, how: str) -> Any:
+    present = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    if not present:
+        return None
+    if how in ("first", "last"):
+        return present[0] if how == "first" else present[-1]
+    numbers = [float(v) for v in present]
+    return {"mean": np.mean, "max": np.max, "min": np.min}[how](numbers)
+
+
+def user_values(spec: AdviseSpec, corpus: Any, var: Variable) -> dict[str, Any]:
+    """Each user's value of ``var`` (a table column aggregated per author, or a meta field)."""
+    if any(var.column in h.meta for h in corpus):  # a history JSONL's meta field
+        return {h.user_id: h.meta.get(var.column) for h in corpus}
+    author = spec.columns["author_col"]
+    try:
+        df = _table(str(corpus.source), [author, var.column])
+    except (KeyError, ValueError) as err:
+        raise _fail(spec, f"the table {corpus.source} has no column {var.column!r} ({err}).") from None
+    grouped = df.groupby(df[author].astype(str), sort=False)[var.column]
+    return {str(a): _aggregate(list(v), var.aggregate) for a, v in grouped}
+
+
+def _missing(spec: AdviseSpec, values: dict[str, Any], users: list[str], what: str, column: str) -> None:
+    gone = [u for u in users if values.get(u) is None]
+    if gone:
+        raise _fail(
+            spec,
+            f"the {what} column {column!r} is missing for {len(gone)} of {len(users)} users (e.g. {gone[0]!r}): "
+            "fill it or drop those users before advising.",
+        )
+
+
+def _threshold(values: np.ndarray, threshold: Any) -> float | None:
+    return float(np.median(values)) if threshold == "median" else (None if threshold is None else float(threshold))
+
+
+def _arms(spec: AdviseSpec, t: np.ndarray) -> None:
+    n1, n0 = int(t.sum()), int(len(t) - t.sum())
+    if n1 == 0 or n0 == 0:
+        raise _fail(spec, f"the treatment has one class only ({n1} treated, {n0} control users): nothing to compare.")
+    if min(n1, n0) < spec.min_per_arm:
+        raise _fail(
+            spec,
+            f"{n1} treated and {n0} control users: fewer than min_per_arm = {spec.min_per_arm} in an arm; "
+            "use more users or lower min_per_arm.",
+        )
+
+
+def _table_study(spec: AdviseSpec, out: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    from textcause.corpus import read_corpus
+
+    cols = spec.columns
+    corpus = read_corpus(
+        spec.corpus,
+        min_posts=1,
+        max_posts=None,
+        author_col=cols["author_col"],
+        text_col=cols["text_col"],
+        time_col=cols["time_col"],
+        drop_duplicates=cols["drop_duplicates"],
+    )
+    users = [h.user_id for h in corpus]
+    tv, yv = user_values(spec, corpus, spec.treatment), user_values(spec, corpus, spec.outcome)
+    _missing(spec, tv, users, "treatment", spec.treatment.column)
+    _missing(spec, yv, users, "outcome", spec.outcome.column)
+    tr = spec.treatment
+    if tr.treated is not None:
+        treated = set(tr.treated if isinstance(tr.treated, list) else [tr.treated])
+        control = set(tr.control if isinstance(tr.control, list) else [tr.control])
+        arm = {u: "treated" if tv[u] in treated else "control" if tv[u] in control else None for u in users}
+        label = f"{tr.column} in {sorted(map(str, treated))} (T=1) vs {sorted(map(str, control))} (T=0)"
+    else:
+        values = np.array([float(tv[u]) for u in users])
+        cut = _threshold(values, tr.threshold if tr.threshold is not None else "median")
+        arm = {u: "treated" if float(tv[u]) > cut else "control" for u in users}
+        label = f"{tr.column} ({tr.aggregate}) > {cut:g} (T=1) vs <= {cut:g} (T=0)"
+    _arms(spec, np.array([arm[u] == "treated" for u in users if arm[u] is not None], dtype=float))
+    lines = []
+    for h in corpus:
+        meta = {T_FIELD: arm[h.user_id], Y_FIELD: float(yv[h.user_id])}
+        lines.append(json.dumps({"user_id": h.user_id, "posts": [{"text": p} for p in h.posts], "meta": meta}))
+    path = out / "users.jsonl.gz"
+    atomic_write_bytes(path, gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), mtime=0))
+    study = {
+        "corpus": str(path),
+        "treatment": {"field": T_FIELD, "treated": "treated", "control": "control"},
+        "outcome": {"field": Y_FIELD, "threshold": spec.outcome.threshold},
+        "description": spec.description or f"{label}; Y = {spec.outcome.column} ({spec.outcome.aggregate})",
+    }
+    return study, {"treatment": label, "outcome": f"{spec.outcome.column} ({spec.outcome.aggregate} per user)"}
+
+
+# ----------------------------------------------------------------------------------------------- prepare
+def prepare(spec: AdviseSpec, out: str | Path) -> Prepared:
+    """Write ``study.yaml`` and ``calibration.jsonl.gz`` under ``out`` and check the study's inputs.
+
+    Raises:
+        ValueError: a treatment with one class or too few users in an arm, an outcome missing for
+            some users, an E-value asked for a non-binary outcome (one sentence each).
+    """
+    from textcause.observational.task import load_task
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if spec.study is not None:
+        study, labels = yaml.safe_load(spec.study.read_text(encoding="utf-8")) or {}, {}
+    else:
+        study, labels = _table_study(spec, out)
+    models = [str(p) for _, p in spec.candidates] or ["unadjusted"]
+    study.update(
+        name=spec.name,
+        models=models,
+        min_per_arm=spec.min_per_arm,
+        seed=spec.split_seed,
+        overrides={**dict(study.get("overrides") or {}), **dict(spec.overrides)},
+        model_overrides={Path(p).stem: dict(spec.model_overrides.get(n, ())) for n, p in spec.candidates},
+        evaluation={"n_boot": spec.n_boot, "split": "test", "estimators": list(spec.estimators)},
+    )
+    study["model_overrides"] = {k: v for k, v in study["model_overrides"].items() if v}
+    path = out / "study.yaml"
+    text = "# Written by textcause advise from " + spec.source + "\n" + yaml.safe_dump(study, sort_keys=True)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        atomic_write_text(path, text)
+    task = load_task(path)
+    t, y = np.asarray(task.treatment), np.asarray(task.outcome)
+    _arms(spec, t)
+    binary = task.info.get("threshold") is not None
+    if spec.e_value and not binary:
+        raise _fail(
+            spec,
+            "an E-value is defined for a binary outcome, and this outcome is continuous (threshold null): "
+            "set e_value: false or give the outcome a threshold.",
+        )
+    users = out / "calibration.jsonl.gz"
+    lines = [
+        json.dumps({"user_id": u, "posts": [{"text": p} for p in posts], "meta": {}})
+        for u, posts in zip(task.user_ids, task.texts)
+    ]
+    payload = gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), mtime=0)
+    if not users.exists() or users.read_bytes() != payload:
+        atomic_write_bytes(users, payload)
+    n_posts = [len(p) for p in task.texts]
+    info = {
+        **task.info,
+        "n_users": len(t),
+        "min_posts": int(min(n_posts)),
+        "max_posts": int(max(n_posts)),
+        "mean_posts": float(np.mean(n_posts)),
+        "mean_y": float(np.mean(y)),
+        **labels,
+    }
+    return Prepared(study=path, users=users, info=info, binary=binary)
+
+
+# ---------------------------------------------------------------------------------------------- the budget
+#: Rough seconds per cell per 1,000 users of 60 posts on 2 cores, by what the model fits (measured
+#: orders of magnitude, not promises), plus a fixed start-up cost per cell.
+RATES = {"none": 0.5, "lr": 6.0, "nn": 15.0, "lda": 40.0, "embeddings": 12.0, "joint": 20.0, "method": 8.0}
+CELL_OVERHEAD = 3.0
+
+
+def model_kind(path: Path) -> str:
+    """``none``, ``lr``, ``nn``, ``lda``, ``embeddings`` or ``joint``: what decides a model's cost."""
+    config = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    rep = str((config.get("data") or {}).get("representation", "bigram_binary"))
+    cls = str((config.get("model") or {}).get("class_path", ""))
+    if rep == "none":
+        return "none"
+    if "Joint" in cls:
+        return "joint"
+    if rep.startswith("post_"):
+        return "embeddings"
+    if rep == "lda":
+        return "lda"
+    text = json.dumps(config)
+    return "lr" if "LogisticRegression" in text else "nn"
+
+
+def cell_seconds(kind: str, n_users: int, mean_posts: float) -> float:
+    """The estimated seconds of one cell of a model of ``kind`` on ``n_users`` users."""
+    return CELL_OVERHEAD + RATES[kind] * (n_users / 1000.0) * (mean_posts / 60.0)
+
+
+def plan_minutes(spec: AdviseSpec, info: dict[str, Any]) -> dict[str, float]:
+    """Estimated minutes of the calibration and of the estimate (one fit per candidate)."""
+    n, posts = int(info["n_users"]), float(info["mean_posts"])
+    per_model = [cell_seconds(model_kind(p), n, posts) for _, p in spec.candidates]
+    per_model += [cell_seconds("method", n, posts)] * len(spec.methods)
+    levels = sum(len(v) for v in spec.tasks.values())
+    calib = sum(per_model) * levels * spec.seeds
+    estimate = sum(per_model[: len(spec.candidates)])
+    return {"calibration": calib / 60.0, "estimate": estimate / 60.0, "cells": levels * spec.seeds * len(per_model)}
+
+
+def check_budget(spec: AdviseSpec, info: dict[str, Any]) -> dict[str, float]:
+    """Refuse a run whose seeds or estimated cost the verdict cannot have.
+
+    Raises:
+        ValueError: fewer than :data:`MIN_SEEDS` seeds, or an estimated cost above the budget.
+    """
+    if spec.seeds < MIN_SEEDS:
+        raise _fail(
+            spec,
+            f"'seeds' is {spec.seeds}, fewer than the {MIN_SEEDS} per task level the verdict needs to rank methods; "
+            f"set seeds: {MIN_SEEDS} or more.",
+        )
+    plan = plan_minutes(spec, info)
+    total = plan["calibration"] + plan["estimate"]
+    if total > spec.budget_minutes:
+        raise _fail(
+            spec,
+            f"the budget of {spec.budget_minutes:g} minutes is too small for {spec.seeds} seeds: "
+            f"{int(plan['cells'])} calibration cells and the estimate take about {total:.0f} minutes here; "
+            f"raise budget_minutes to {math.ceil(total)} or drop candidates.",
+        )
+    return plan
