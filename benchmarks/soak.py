@@ -7,7 +7,7 @@
 1. A clean run of the grid (``textcause benchmark --workers 2``) into ``<work>/clean``: the reference.
 2. The soak, in rounds (``<work>/soak-<k>``, a fresh SQLite database each) until ``--minutes`` have
    passed (bounded: it stops by itself): ``--workers`` worker processes (``python -m
-   textcause.runs.worker``, what ``textcause benchmark`` starts); a driver SIGKILLs a random live
+   textcause.grid.worker``, what ``textcause benchmark`` starts); a driver SIGKILLs a random live
    worker every 2-``--max-gap`` seconds and starts a new one in its place until the grid is done.
 3. Checks: every cell ``ok`` exactly once, no failed cell, one row per (cell, estimator), and every
    row identical to the clean run's, timings, hosts, attempts and run folders aside.
@@ -51,7 +51,7 @@ def _rows(db: Path):
 
 
 def _worker(config: Path, url: str, out: Path, heartbeat: int, log) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "textcause.runs.worker", "--config", str(config), "--db", url, "--out", str(out),
+    cmd = [sys.executable, "-m", "textcause.grid.worker", "--config", str(config), "--db", url, "--out", str(out),
            "--threads", "1", "--heartbeat", str(heartbeat)]  # fmt: skip
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
 
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from textcause.cli.benchmark import benchmark_main
-    from textcause.runs.grid import load_grid
+    from textcause.grid.spec import load_grid
 
     work = Path(tempfile.mkdtemp(prefix="soak-"))
     config = smoke_subset(args.models, work, "soak")
@@ -107,11 +107,11 @@ def _soak_round(
     grid, config: Path, out: Path, clean, rng: random.Random, deadline: float, args
 ) -> tuple[int, list[str]]:
     """One run of the grid into ``out`` with workers SIGKILLed at random until it is done; its problems."""
-    from textcause.runs import store
-    from textcause.runs.worker import GRACE_FACTOR, open_study
+    from textcause import store
+    from textcause.grid.worker import GRACE_FACTOR, open_study
 
     url = store.default_url(out)
-    engine = store.connect(url)
+    engine = store.open_store(url)
     open_study(grid, url, create=True, heartbeat_interval=args.heartbeat, grace_period=GRACE_FACTOR * args.heartbeat)
     (out / "logs").mkdir(parents=True, exist_ok=True)
     log = open(out / "logs" / "workers.log", "a", encoding="utf-8")  # noqa: SIM115 - closed below
