@@ -101,6 +101,7 @@ def test_a_worker_waiting_on_a_running_twin_looks_again_soon_then_less_often(tmp
     sleeps: list[float] = []
     monkeypatch.setattr(worker, "_running", lambda row, alive: len(sleeps) < 9)  # each twin runs elsewhere
     monkeypatch.setattr(worker.store, "claim_decision", lambda row, **kw: "run" if len(sleeps) < 9 else "skip")
+    monkeypatch.setattr(worker, "code_version", lambda: "test")  # no git subprocess: its wait sleeps too
     monkeypatch.setattr(worker.time, "sleep", sleeps.append)
     stats = worker_loop(grid, url, tmp_path / "out", since=store.utcnow(), poll=1.0)
     assert stats.ran == []

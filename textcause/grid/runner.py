@@ -32,6 +32,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+
 from textcause import store
 from textcause.grid.precheck import check_cells
 from textcause.grid.spec import Grid, load_grid
@@ -356,7 +358,7 @@ def _dry_run(grid: Grid, url: str, source: str) -> int:
     database = str(parsed.database or "")
     if parsed.get_backend_name() != "sqlite" or database.startswith("file:") or os.path.exists(database):
         engine = store.read_only_engine(url)  # a dry run writes nothing: no tables, no migration, no lock
-        if store.sa.inspect(engine).has_table(store.cells.name):
+        if sa.inspect(engine).has_table(store.cells.name):
             rows = store.ledger(engine, grid.name)
         engine.dispose()
     missing: dict[str, str] = {}

@@ -31,40 +31,28 @@ Parsing imports neither torch, Lightning nor Optuna.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
-
-import yaml
 
 from textcause.estimators.registry import PROPENSITY_ESTIMATORS
 from textcause.io import content_key
 from textcause.metrics.evaluation import PROPENSITY_METRICS, TRUTH_METRICS
 from textcause.paths import config_dir, default_configs
 from textcause.specs import NAME_DOC, SpecFile, holds, ints, key, one_of, read_yaml
+from textcause.sweep.command import COMMAND_DOC, OPTION, parse_command
 
 __all__ = [
-    "ARGS_MACROS",
-    "COMMAND_DOC",
-    "DISTRIBUTIONS",
-    "GOALS",
-    "HASH_VERSION",
     "KIND",
     "METHODS",
-    "NO_OPTUNA",
-    "NUMBER_DOC",
     "OBJECTIVES",
-    "Choice",
-    "EarlyTerminate",
     "Hyperband",
     "Metric",
     "Objective",
     "Param",
     "Parameter",
     "Sweep",
-    "SweepConfig",
     "load_sweep",
     "sweep_from_dict",
 ]
@@ -81,15 +69,7 @@ NO_OPTUNA = (
     "beta q_beta"
 )
 _WANDB_ONLY = ("controller", "scheduler", "metrics", "job", "image_uri", "apiVersion", "kind")
-ARGS_MACROS = ("${args}", "${args_no_equals}")
-_DROPPED_MACROS = ("${env}", "${interpreter}")
-_OPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-_FLOAT = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
 NUMBER_DOC = "a number (write 1.0e-4 or 0.0001: YAML reads 1e-4 as a string)"
-COMMAND_DOC = (
-    "the train.py fit command as a list of strings, e.g. [${env}, ${interpreter}, ${program}, fit, "
-    "--config, configs/sherbert_pooled.yaml, ${args}]"
-)
 Choice = Union[str, int, float, bool, None]
 _FINITE = holds(math.isfinite)
 
@@ -294,72 +274,9 @@ class Sweep:
 
 
 # ------------------------------------------------------------------------------------ reading
-def _yaml_value(text: str) -> Any:
-    """A command-line value as jsonargparse reads it: YAML, with ``1e-05`` (wandb's float format) a float."""
-    if _FLOAT.match(text):
-        return float(text)
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
-
-
-def _config_path(value: str, file: SpecFile) -> Path:
-    path = Path(value)
-    if path.is_file():
-        return path
-    parts = path.parts
-    if not path.is_absolute() and parts and parts[0] == "configs" and (config_dir().joinpath(*parts[1:])).is_file():
-        return config_dir().joinpath(*parts[1:])  # a non-editable install: the packaged configs
-    raise file.fail(f"'command' names the config file '{value}', which does not exist.")
-
-
-def _parse_command(command: list[str], program: Optional[str], file: SpecFile) -> tuple[list[Path], dict[str, Any]]:
-    """The ``--config`` files and ``--key=value`` options of a sweep's train.py command."""
-    tokens = [str(t) for t in command]
-    if "fit" not in tokens:
-        raise file.fail(f"'command' must be {COMMAND_DOC}. Got {tokens!r} instead.")
-    at = tokens.index("fit")
-    if "${program}" in tokens[:at] and not program:
-        raise file.fail("the key 'program' is required: 'command' uses ${program}.")
-    launcher = [program if t == "${program}" else t for t in tokens[:at] if t not in _DROPPED_MACROS]
-    names = [Path(str(t)).name for t in launcher]
-    if "train.py" not in names and not any(a == "textcause" and b == "train" for a, b in zip(names, names[1:])):
-        raise file.fail(f"'command' must run train.py fit (or textcause train fit). Got {tokens[: at + 1]!r} instead.")
-    rest = tokens[at + 1 :]
-    macros = [t for t in rest if t.startswith("${")]
-    if len([t for t in macros if t in ARGS_MACROS]) != 1 or any(t not in ARGS_MACROS for t in macros):
-        raise file.fail(
-            "'command' must pass the parameters once with ${args} (or ${args_no_equals}) after fit, "
-            f"the --key=value options train.py reads. Got {rest!r} instead."
-        )
-    configs: list[Path] = []
-    overrides: dict[str, Any] = {}
-    i = 0
-    while i < len(rest):
-        token = rest[i]
-        i += 1
-        if token in ARGS_MACROS:
-            continue
-        name, eq, value = token[2:].partition("=") if token.startswith("--") else ("", "", "")
-        if not _OPTION.match(name):
-            raise file.fail(f"'command' has {token!r} after fit; expected --config FILE or --option=value.")
-        if not eq:
-            if i >= len(rest) or rest[i].startswith(("--", "${")):
-                raise file.fail(f"'command' gives no value to --{name}.")
-            value, i = rest[i], i + 1
-        if name == "config":
-            configs.append(_config_path(value, file))
-        else:
-            overrides[name] = _yaml_value(value)
-    if not configs:
-        raise file.fail("'command' must name a model config with --config (e.g. configs/sherbert_pooled.yaml).")
-    return configs, overrides
-
-
 def _param(name: str, raw: Any, method: str, source: str) -> tuple[Optional[Param], Any]:
     """A parameter as a :class:`Param` (None for a constant, then its value)."""
-    if not _OPTION.match(name) or name == "config":
+    if not OPTION.match(name) or name == "config":
         raise SpecFile(KIND, source).fail(
             f"the parameter {name!r} must be a dotted train.py option such as "
             "model.init_args.lr (a config file cannot be swept)."
@@ -462,7 +379,7 @@ def sweep_from_dict(spec: Any, *, source: str = "<dict>", default_name: str = "s
         )
     if config.command is None:
         raise file.fail(f"the key 'command' is required: {COMMAND_DOC}.")
-    configs, overrides = _parse_command(config.command, config.program, file)
+    configs, overrides = parse_command(config.command, config.program, file)
     params, constants = [], {}
     for param_name, raw in config.parameters.items():
         param, value = _param(param_name, raw, config.method, source)
