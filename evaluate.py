@@ -17,5 +17,5 @@ from textcause.cli.evaluate import main
 if __name__ == "__main__":
     startup.quick_exit()
     if not {"-h", "--help"} & set(sys.argv[1:]):
-        startup.preload("textcause.runs.lightning_cli")  # what evaluating a run loads, without the collector's passes
+        startup.preload("textcause.run.lightning_cli")  # what evaluating a run loads, without the collector's passes
     sys.exit(friendly_errors(lambda: main(sys.argv[1:])))

@@ -21,6 +21,6 @@ if __name__ == "__main__":
         sys.exit(2)
     with startup.imports():  # Lightning and torch without the collector's passes over them (textcause.startup)
         from textcause.cli.errors import friendly_errors
-        from textcause.runs.lightning_cli import make_cli
+        from textcause.run.lightning_cli import make_cli
     startup.quick_exit()
     sys.exit(friendly_errors(lambda: make_cli()))

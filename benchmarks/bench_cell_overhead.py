@@ -7,7 +7,7 @@ the Trainer and without it, in one process.
 
 Each cell runs twice, alternately: with ``TEXTCAUSE_FULL_PATH=1`` (the LightningCLI, the Trainer's fit
 and predict, ``gc.collect()`` after the cell: the path every cell took before issue 18) and without it
-(:func:`textcause.runs.fit.untrained_config`: the data module and the model built directly). The caches
+(:func:`textcause.run.fit.untrained_config`: the data module and the model built directly). The caches
 are warm first (the corpus read, one cell of each path). It prints, per path, the median seconds of a
 whole cell (``run_config_cell``, its memory release included), the part spent in the evaluation
 (estimates and bootstrap intervals: real work, the same on both paths), the rest, and the ratios; and
@@ -47,9 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-boot", type=int, default=None, help="bootstrap replicates (default: the smoke grid's)")
     args = parser.parse_args(argv)
 
-    from textcause.runs.cell import run_config_cell
-    from textcause.runs.fit import FULL_PATH_ENV
-    from textcause.runs.grid import load_grid
+    from textcause.grid.cell import run_config_cell
+    from textcause.grid.spec import load_grid
+    from textcause.run.fit import FULL_PATH_ENV
 
     grid = load_grid(ROOT / "configs" / "benchmark" / "smoke.yaml")
     cells = [c for c in grid.cells if c.model in ("oracle", "unadjusted")]

@@ -8,7 +8,7 @@
 
 For each model of ``configs/benchmark/weld_twitter_seed0.yaml`` (the Twitter weld grid, seed 0)
 it runs the cell at one task level (``--level``, default Linguistic Complexity 2) as a grid worker
-runs it (:func:`textcause.runs.cell.run_config_cell`: tuning candidates, the chosen fit, the
+runs it (:func:`textcause.grid.cell.run_config_cell`: tuning candidates, the chosen fit, the
 evaluation with its 1,000 bootstrap replicates, the memory release), once to warm up (features and
 embeddings must be cached: a first run builds them), then ``--rounds`` times, the models in turn.
 Where this commit's grid workers freeze the garbage collector after their first trained cell
@@ -69,9 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from textcause.runs.cell import run_config_cell
-    from textcause.runs.grid import load_grid
-    from textcause.runs.worker import worker_loop
+    from textcause.grid.cell import run_config_cell
+    from textcause.grid.spec import load_grid
+    from textcause.grid.worker import worker_loop
 
     grid = load_grid(GRID)
     cells = {c.model: c for c in grid.cells if f"/{args.level}/" in c.cell_id}

@@ -11,7 +11,7 @@ validation, as before issue 18), it prints:
 
 - the Trainer fit alone (``trainer.fit`` on the instantiated CLI objects) and the whole
   ``train.py fit --config configs/lr_bigram_binary.yaml`` path in-process
-  (:func:`textcause.runs.fit.fit_and_evaluate`: instantiate, fit, predict, evaluate, files);
+  (:func:`textcause.run.fit.fit_and_evaluate`: instantiate, fit, predict, evaluate, files);
 - scikit-learn's ``LogisticRegression(C=1 / (weight_decay * n_train))`` (lbfgs, L2) on the same
   training rows, timed in between, and the ratio (medians);
 - the largest test-user propensity difference from scikit-learn's fit (``sk``, intercept not
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from sklearn.linear_model import LogisticRegression
 
-    from textcause.runs.fit import RunSettings, fit_and_evaluate, instantiate, run_config
+    from textcause.run.fit import RunSettings, fit_and_evaluate, instantiate, run_config
 
     try:
         from textcause.models.propensity import ConvergedLBFGS

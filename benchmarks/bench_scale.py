@@ -44,7 +44,7 @@ from _smoke import smoke_subset
 def _run_grid(
     config: Path, out: Path, workers: int, start: str = "auto", fresh: bool = False, keep_runs: bool = False
 ) -> dict[str, float]:
-    from textcause.runs.runner import run_benchmark
+    from textcause.grid.runner import run_benchmark
 
     started_wall = datetime.now(timezone.utc).replace(tzinfo=None)  # naive UTC, as the store's columns
     t0 = time.perf_counter()
@@ -91,8 +91,8 @@ def _run_grid(
 
 def _run_sweep(trials: int, out: Path) -> dict[str, float]:
     from textcause.cli.sweep import sweep_main
-    from textcause.runs.sweep import default_storage, open_study
-    from textcause.runs.sweep_spec import load_sweep
+    from textcause.sweep.runner import default_storage, open_study
+    from textcause.sweep.spec import load_sweep
 
     config = ROOT / "configs" / "sweeps" / "lr_penalty.yaml"
     t0 = time.perf_counter()

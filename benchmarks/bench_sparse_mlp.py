@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from textcause.features.torch_sparse import collate_sparse_rows
     from textcause.models.components.linear import sparse_batch
-    from textcause.runs.fit import RunSettings, instantiate, run_config
+    from textcause.run.fit import RunSettings, instantiate, run_config
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     settings = RunSettings(configs=(ROOT / args.config,), run_dir=Path(tempfile.mkdtemp()))

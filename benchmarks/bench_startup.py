@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 _BEFORE = (
     "import sys; sys.argv = ['train.py', *sys.argv[1:]]\n"
     "from textcause.cli.errors import friendly_errors\n"
-    "from textcause.runs.lightning_cli import make_cli\n"
+    "from textcause.run.lightning_cli import make_cli\n"
     "sys.exit(friendly_errors(lambda: make_cli()))\n"
 )
 _IMPORTS = {

@@ -127,7 +127,7 @@ started=$(date +%s)
 import json, os, sys, time
 from pathlib import Path
 
-from textcause.runs.fit import EvaluationSettings, RunSettings, fit_and_evaluate
+from textcause.run.fit import EvaluationSettings, RunSettings, fit_and_evaluate
 
 out, task, level, seed, *trainer = sys.argv[1:]
 configs = [Path("configs/sherbert.yaml")] + [Path(p) for p in trainer if p != "--config"]
@@ -176,7 +176,7 @@ started=$(date +%s)
 import json, os, sys, time
 from pathlib import Path
 
-from textcause.runs.lightning_cli import make_cli
+from textcause.run.lightning_cli import make_cli
 
 out, sentences, seed, *trainer = sys.argv[1:]
 logger = {"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": out, "name": "finetune"}}

@@ -6,7 +6,7 @@
         --task order_of_text --level 2
     python benchmarks/model_table.py --all-levels --models lr_bigram_binary sherbert order_count
 
-Each model runs on the one fit-and-evaluate path (:func:`textcause.runs.fit.fit_and_evaluate`: what
+Each model runs on the one fit-and-evaluate path (:func:`textcause.run.fit.fit_and_evaluate`: what
 ``train.py fit`` then ``evaluate.py`` do), evaluated on its best checkpoint (test split, 1,000-replicate
 percentile bootstrap over test users). Rows are also appended to ``<out>/<model>-<task>-<level>-s<seed>/results.csv``.
 More options for every fit: ``--set trainer.max_epochs=5`` (repeatable; values are YAML).
@@ -37,7 +37,7 @@ PAPER_MODELS = [
 
 def run_one(model: str, task: str, level: int, args: argparse.Namespace, out: Path) -> tuple[dict, float]:
     from textcause.paths import model_config_path
-    from textcause.runs.fit import EvaluationSettings, RunSettings, fit_and_evaluate
+    from textcause.run.fit import EvaluationSettings, RunSettings, fit_and_evaluate
 
     name = f"{model}-{task}-{level}-s{args.seed}"
     overrides = {

@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                 "--out", str(work / folder), "--workers", str(args.workers), "--threads", str(args.threads)]  # fmt: skip
 
     sys.path.insert(0, str(ROOT))
-    from textcause.runs.grid import load_grid
+    from textcause.grid.spec import load_grid
 
     cell_ids = [c.cell_id for c in load_grid(args.config).cells]
     print(f"{len(cell_ids)} cells of {args.config}; work folder {work}", flush=True)

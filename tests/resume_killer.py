@@ -1,4 +1,4 @@
-"""A callback for tests/runs/test_resume.py: SIGKILL this process after a given optimizer step."""
+"""A callback for tests/run/test_resume.py: SIGKILL this process after a given optimizer step."""
 
 import os
 import signal

@@ -22,7 +22,7 @@ def _run(run_dir: Path, corpus: str, cache: Path) -> dict:
         sys.path.insert(0, {str(ROOT)!r})
         from pathlib import Path
         from textcause.paths import config_dir
-        from textcause.runs.fit import EvaluationSettings, RunSettings, fit_and_evaluate
+        from textcause.run.fit import EvaluationSettings, RunSettings, fit_and_evaluate
         settings = RunSettings(
             configs=(config_dir() / "nn_bigram_binary.yaml",),
             overrides={{"data.corpus": {corpus!r}, "data.min_users": 2, "trainer.max_epochs": 3,

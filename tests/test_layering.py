@@ -37,13 +37,17 @@ RANKS = {
     "textcause.counterfactual": 8,
     "textcause.callbacks": 8,
     "textcause.methods": 8,
-    "textcause.runs": 9,
+    "textcause.run": 9,
+    "textcause.store": 9,
+    "textcause.grid": 10,
+    "textcause.sweep": 10,
     "textcause.analysis": 10,
-    "textcause.reports": 11,
-    "textcause.advise": 12,
-    "textcause.cli": 13,
-    "textcause.__main__": 14,
-    "textcause": 14,
+    "textcause.experiments": 11,
+    "textcause.reports": 12,
+    "textcause.advise": 13,
+    "textcause.cli": 14,
+    "textcause.__main__": 15,
+    "textcause": 15,
 }
 
 
@@ -161,7 +165,7 @@ def test_no_import_cycles():
 @pytest.mark.parametrize(
     "source, expected",
     [
-        ("from textcause.runs import store\n", "textcause.runs.store"),
+        ("from textcause.store import ledger\n", "textcause.store.ledger"),
         ("def f():\n    from textcause.reports.report import write_report\n", "textcause.reports.report"),
         ("import textcause.cli.main\n", "textcause.cli.main"),
     ],
@@ -169,11 +173,11 @@ def test_no_import_cycles():
 def test_the_checker_sees_an_upward_import(tmp_path, source, expected):
     """A module of a low room importing a higher one, at module level or inside a function, is caught."""
     pkg = tmp_path / "textcause"
-    for sub in ("corpus", "runs", "reports", "cli"):
+    for sub in ("corpus", "store", "reports", "cli"):
         (pkg / sub).mkdir(parents=True)
         (pkg / sub / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
-    for mod in ("runs/store.py", "reports/report.py", "cli/main.py"):
+    for mod in ("store/ledger.py", "reports/report.py", "cli/main.py"):
         (pkg / mod).write_text("")
     (pkg / "corpus" / "reader.py").write_text(source)
     bad = violations(graph(pkg))
@@ -181,10 +185,10 @@ def test_the_checker_sees_an_upward_import(tmp_path, source, expected):
 
 
 def test_the_checker_sees_a_cycle(tmp_path):
-    pkg = tmp_path / "textcause" / "runs"
+    pkg = tmp_path / "textcause" / "grid"
     pkg.mkdir(parents=True)
     (pkg.parent / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from textcause.runs import b\n")
-    (pkg / "b.py").write_text("def f():\n    from textcause.runs.a import x\n")
-    assert cycles(graph(pkg.parent)) == [["textcause.runs.a", "textcause.runs.b"]]
+    (pkg / "a.py").write_text("from textcause.grid import b\n")
+    (pkg / "b.py").write_text("def f():\n    from textcause.grid.a import x\n")
+    assert cycles(graph(pkg.parent)) == [["textcause.grid.a", "textcause.grid.b"]]

@@ -1,5 +1,5 @@
 """Lint covers everything that ships: ruff's file list is every tracked Python file, and the
-exclude patterns hide only the top-level output folders (a bare ``"runs"`` once hid ``textcause/runs/``)."""
+exclude patterns hide only the top-level output folders (a bare ``"runs"`` once hid the package's ``runs/`` room, now ``textcause/run/``)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_ruff_sees_every_tracked_python_file():
     tracked = subprocess.run(
         ["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split()
-    assert any(path.startswith("textcause/runs/") for path in tracked)
+    assert any(path.startswith("textcause/run/") for path in tracked)
     missing = sorted(set(tracked) - _ruff_files())
     assert missing == [], f"ruff skips tracked files: {missing[:10]}"
 

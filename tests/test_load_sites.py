@@ -160,7 +160,7 @@ def _gender_load_finetuned(tmp: Path) -> Path:
 
 
 def _predict_score_texts(tmp: Path) -> Path:
-    from textcause.runs.predict import score_texts
+    from textcause.run.predict import score_texts
 
     path, marker = crafted_checkpoint(tmp)
     with pytest.raises(ValueError, match=REFUSED):
@@ -173,7 +173,7 @@ def _predict_score_texts(tmp: Path) -> Path:
 
 def _evaluation_predict(gathered: bool):
     def run(tmp: Path) -> Path:
-        from textcause.runs import evaluation
+        from textcause.run import evaluation
 
         path, marker = crafted_checkpoint(tmp)
         fn = evaluation._predict_gathered if gathered else evaluation.predict_propensities
@@ -239,9 +239,9 @@ SITES = {
     "textcause/io.py:load_npy": _io_load_npy,
     "textcause/io.py:load_yaml": _io_load_yaml,
     "textcause/gender/model.py:load_finetuned": _gender_load_finetuned,
-    "textcause/runs/predict.py:score_texts": _predict_score_texts,
-    "textcause/runs/evaluation.py:predict_propensities": _evaluation_predict(gathered=False),
-    "textcause/runs/evaluation.py:_predict_gathered": _evaluation_predict(gathered=True),
+    "textcause/run/predict.py:score_texts": _predict_score_texts,
+    "textcause/run/evaluation.py:predict_propensities": _evaluation_predict(gathered=False),
+    "textcause/run/evaluation.py:_predict_gathered": _evaluation_predict(gathered=True),
     "textcause/features/representation.py:_load_cached": _representation_cache,
     "textcause/features/embed_cache.py:ShardStore._read_keys": _shard("keys"),
     "textcause/features/embed_cache.py:ShardStore._open": _shard("vec"),

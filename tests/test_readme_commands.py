@@ -133,7 +133,7 @@ def _parse_textcause(args: list[str], monkeypatch) -> None:
 
 
 def _parse_train(args: list[str], monkeypatch) -> None:
-    from textcause.runs import lightning_cli
+    from textcause.run import lightning_cli
 
     monkeypatch.setattr(lightning_cli.TextCauseCLI, "instantiate_classes", lambda self: None)
     monkeypatch.setattr(lightning_cli.TextCauseCLI, "_run_subcommand", lambda self, sub: None)

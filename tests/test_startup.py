@@ -96,7 +96,7 @@ def test_the_command_preloads_lightning_only_as_its_own_process(monkeypatch, tmp
     missing = str(tmp_path / "no_run")
     monkeypatch.setattr(sys, "argv", ["textcause", "evaluate", missing])
     assert cli_main.main() != 0  # a missing run folder: a friendly error, after the start-up steps
-    assert calls == [("quick_exit",), ("preload", "textcause.runs.lightning_cli")]
+    assert calls == [("quick_exit",), ("preload", "textcause.run.lightning_cli")]
 
     calls.clear()
     monkeypatch.setattr(sys, "argv", ["textcause", "evaluate", "--help"])
@@ -117,7 +117,7 @@ def test_the_entry_points_and_a_history_read_import_neither_pandas_nor_sklearn(t
     code = textwrap.dedent(
         f"""
         import sys
-        import textcause.runs.lightning_cli, textcause.runs.cell, textcause.cli.main
+        import textcause.run.lightning_cli, textcause.grid.cell, textcause.cli.main
         from textcause.corpus import load_histories
         assert len(load_histories({str(corpus)!r}, min_posts=1)) == 2
         print(sorted(m for m in ("pandas", "sklearn") if m in sys.modules))

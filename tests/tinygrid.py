@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from textcause.runs.grid import grid_from_dict
+from textcause.grid.spec import grid_from_dict
 
 
 def tiny_cells(

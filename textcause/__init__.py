@@ -8,7 +8,7 @@ Evaluate your own method (see docs/methods.md):
     >>> import textcause
     >>> table = textcause.evaluate(my_method, tasks={"linguistic_complexity": [1]}, seeds=[0])  # doctest: +SKIP
 
-:func:`evaluate` (from :mod:`textcause.runs.methods`), the protocols :class:`PropensityMethod` and
+:func:`evaluate` (from :mod:`textcause.grid.methods`), the protocols :class:`PropensityMethod` and
 :class:`EffectMethod`, :class:`EffectResult`, the adapters :class:`SklearnPropensity`,
 :class:`ConfigPropensity`, :class:`FunctionEffect` and :func:`as_method` (from
 :mod:`textcause.methods`) are loaded on first use.
@@ -34,7 +34,7 @@ __all__ = ["__version__", *_METHODS]
 
 def __getattr__(name: str) -> Any:
     if name == "evaluate":
-        from textcause.runs.methods import evaluate
+        from textcause.grid.methods import evaluate
 
         return evaluate
     if name in _METHODS:

@@ -2,7 +2,7 @@
 
 Importing Lightning, torch and what they pull in (torchmetrics, transformers, scipy, sympy) leaves
 about 790,000 objects that the cyclic garbage collector tracks (``len(gc.get_objects())`` after
-``import lightning, textcause.runs.lightning_cli``). The collector runs its full collection
+``import lightning, textcause.run.lightning_cli``). The collector runs its full collection
 over all of them again and again while they are being made, and several more times while the
 interpreter tears them down at exit. None of those collections finds anything to free. On this
 project's 2-core machine they cost a ``train.py fit`` of logistic regression about 2 of its 6.6

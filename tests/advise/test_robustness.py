@@ -114,3 +114,19 @@ def test_no_e_value_for_a_continuous_outcome_and_none_unless_asked():
     assert out["ols"].estimate == pytest.approx(0.5, abs=0.3) and out["rv"].rv_q > 0
     yb = (y > np.median(y)).astype(float)
     assert sensitivity(plan, t, yb, X, None, folds, bias=0.3, binary=True, e_value_asked=False)["e_value"] is None
+
+
+def test_the_tuned_choice_is_read_from_a_real_checkpoint(tmp_path):
+    import torch
+
+    from textcause.models.components.linear import LogisticRegression
+    from textcause.models.tuned_lr import TunedLogisticRegression
+
+    model = TunedLogisticRegression(LogisticRegression(3), feature_scaling="none")
+    model.set_extra_state({"penalty": "elasticnet", "C": 0.3, "l1_ratio": 0.5})
+    path = tmp_path / "last.ckpt"
+    torch.save({"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams)}, path)
+    assert refit_module._tuned_choice(str(path)) == {
+        "penalty": "elasticnet", "C": 0.3, "l1_ratio": 0.5, "feature_scaling": "none",
+    }  # fmt: skip
+    assert refit_module._tuned_choice(str(tmp_path / "missing.ckpt")) == {}

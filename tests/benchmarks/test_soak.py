@@ -86,9 +86,9 @@ def test_missing_and_duplicate_rows_are_problems():
 
 
 def test_read_ledger_reads_the_cells_table_of_a_store(tmp_path):
-    from textcause.runs import store
+    from textcause import store
 
-    engine = store.connect(store.default_url(tmp_path))
+    engine = store.open_store(store.default_url(tmp_path))
     db = tmp_path / "results.db"
     assert soak.read_ledger(tmp_path / "none.db") == {}
     token = store.try_claim(engine, "a", "g", "h", store.Claimant(host="x", pid=42), previous=None)

@@ -130,7 +130,7 @@ def test_only_lightnings_default_plugin_is_replaced(tmp_path):
 
 
 def test_the_cli_trains_with_chunked_checkpoints_that_load(tmp_path):
-    from textcause.runs.lightning_cli import make_cli
+    from textcause.run.lightning_cli import make_cli
 
     corpus = write_history_jsonl(tmp_path / "c.jsonl.gz", n_users=120)
     cli = make_cli(

@@ -16,7 +16,7 @@ import torch
 from textcause import estimators as est
 from textcause.cli.errors import friendly_errors
 from textcause.cli.evaluate import main as evaluate_main
-from textcause.runs.lightning_cli import make_cli
+from textcause.run.lightning_cli import make_cli
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -89,7 +89,7 @@ def test_the_optimizer_is_the_models_own(tiny_corpus, tmp_path, capsys):
         make_cli(fit_args(tiny_corpus, tmp_path, "lr_bigram_binary.yaml", "--optimizer", "AdamW"))
     assert exit_info.value.code != 0
     assert "--optimizer" in capsys.readouterr().err
-    from textcause.runs.fit import instantiate, read_config
+    from textcause.run.fit import instantiate, read_config
 
     config = {
         **read_config(CONFIGS / "lr_bigram_binary.yaml"),
@@ -115,7 +115,7 @@ def test_fit_then_evaluate_round_trip(tiny_corpus, tmp_path, capsys):
     rows = {r["estimator"]: r for r in result["rows"]}
     assert set(rows) == {"unadjusted", "ipw", "stratified", "matching"}
     # the written numbers equal a direct call of the estimators on the checkpoint's predictions
-    from textcause.runs.fit import find_checkpoint, predict_propensities
+    from textcause.run.fit import find_checkpoint, predict_propensities
 
     pred = predict_propensities(cli.trainer, cli.model, cli.datamodule, find_checkpoint(run_dir))
     task = cli.datamodule.task
@@ -147,7 +147,7 @@ def test_oracle_run_reproduces_true_propensity_estimates(tiny_corpus, tmp_path):
 def test_a_trainer_without_a_log_folder_is_one_clear_error_before_any_config_is_written():
     from types import SimpleNamespace
 
-    from textcause.runs.lightning_cli import SaveAndLogConfig
+    from textcause.run.lightning_cli import SaveAndLogConfig
 
     callback = SaveAndLogConfig(parser=None, config={})
     trainer = SimpleNamespace(log_dir=None)
@@ -163,7 +163,7 @@ def test_the_config_dumps_are_lightnings_own(tiny_corpus, tmp_path, monkeypatch,
     data module record as hyperparameters, and config.yaml, must be what Lightning's own methods make."""
     from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
 
-    from textcause.runs.lightning_cli import TextCauseCLI
+    from textcause.run.lightning_cli import TextCauseCLI
 
     ours_then_lightnings = []
     dump = TextCauseCLI._dump_config
@@ -232,7 +232,7 @@ def test_unadjusted_run_evaluates_to_the_difference_in_means(tiny_corpus, tmp_pa
 
 def test_evaluating_a_trained_model_needs_its_checkpoint(tiny_corpus, tmp_path):
     from textcause.models import PropensityModel
-    from textcause.runs.fit import find_checkpoint
+    from textcause.run.fit import find_checkpoint
 
     cli = make_cli(fit_args(tiny_corpus, tmp_path, "lr_bigram_binary.yaml", "--trainer.max_epochs", "1"))
     run_dir = Path(cli.trainer.log_dir)
@@ -249,7 +249,7 @@ def test_evaluating_a_trained_model_needs_its_checkpoint(tiny_corpus, tmp_path):
 
 
 def test_a_baseline_evaluates_without_a_checkpoint(tiny_corpus, tmp_path):
-    from textcause.runs.fit import find_checkpoint
+    from textcause.run.fit import find_checkpoint
 
     cli = make_cli(fit_args(tiny_corpus, tmp_path, "oracle.yaml", "--trainer.max_epochs", "1"))
     run_dir = Path(cli.trainer.log_dir)

@@ -71,7 +71,7 @@ def fit(corpus: str, root: Path, *extra: str) -> list[str]:
 def test_a_data_setting_the_module_refuses_is_one_sentence_naming_the_option(table, tmp_path, capsys, extra, expected):
     """Before: an 8-line jsonargparse dump (Subtypes, Errors, the whole Namespace) with the sentence on
     line 4, and ``text_col=`` for the option the user typed as ``--data.text_col``."""
-    from textcause.runs.lightning_cli import make_cli
+    from textcause.run.lightning_cli import make_cli
 
     if extra[0] == "--data.text_col":
         extra = (*extra, "--data.representation", "bigram_binary")
@@ -84,7 +84,7 @@ def test_a_data_setting_the_module_refuses_is_one_sentence_naming_the_option(tab
 
 def test_a_value_of_the_wrong_type_names_the_options_own_type(table, tmp_path, capsys):
     """Before: "The option 'data.n_users' must be a LightningDataModule or null"."""
-    from textcause.runs.lightning_cli import make_cli
+    from textcause.run.lightning_cli import make_cli
 
     with pytest.raises(SystemExit):
         make_cli(fit(table, tmp_path, "--data.n_users", "abc"))
@@ -193,7 +193,7 @@ def test_train_says_it_without_importing_lightning(entry):
 
 def test_an_unknown_model_option_suggests_the_closest_argument(table, tmp_path, capsys):
     """The model's options depend on its class, so the full parser judges them; it suggests too."""
-    from textcause.runs.lightning_cli import make_cli
+    from textcause.run.lightning_cli import make_cli
 
     with pytest.raises(SystemExit):
         make_cli(fit(table, tmp_path, "--model.lrr", "0.1"))

@@ -104,7 +104,7 @@ def _fit(corpus: str, root: Path, *extra: str) -> list[str]:
 )
 def test_train_prints_one_line_not_the_usage(tiny_corpus, tmp_path, capsys, extra, expected):
     """Before: a 67-77-line usage dump, then the message."""
-    from textcause.runs.lightning_cli import make_cli
+    from textcause.run.lightning_cli import make_cli
 
     with pytest.raises(SystemExit) as exit_info:
         make_cli(_fit(tiny_corpus, tmp_path, *extra))
@@ -116,7 +116,7 @@ def test_train_prints_one_line_not_the_usage(tiny_corpus, tmp_path, capsys, extr
 
 
 def test_help_still_prints_the_full_usage(capsys):
-    from textcause.runs.lightning_cli import make_cli
+    from textcause.run.lightning_cli import make_cli
 
     with pytest.raises(SystemExit) as exit_info:
         make_cli(["fit", "--help"])
@@ -126,7 +126,7 @@ def test_help_still_prints_the_full_usage(capsys):
 
 def test_lightnings_misconfiguration_is_one_line(tiny_corpus, tmp_path, capsys):
     """Before: a raw MisconfigurationException traceback."""
-    from textcause.runs.lightning_cli import make_cli
+    from textcause.run.lightning_cli import make_cli
 
     code = friendly_errors(lambda: make_cli(_fit(tiny_corpus, tmp_path, "--trainer.max_epochs", "-5")))
     assert code == 2
@@ -225,14 +225,14 @@ def test_a_run_config_naming_another_package_is_refused_before_import(tiny_corpu
     ],
 )
 def test_class_paths_must_be_allowed_and_of_the_expected_kind(config, message):
-    from textcause.runs.lightning_cli import check_class_paths
+    from textcause.run.class_paths import check_class_paths
 
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         check_class_paths(config, "run/config.yaml")
 
 
 def test_a_saved_config_of_this_tool_passes(tmp_path):
-    from textcause.runs.lightning_cli import check_class_paths
+    from textcause.run.class_paths import check_class_paths
 
     config = yaml.safe_load((CONFIGS / "lr_bigram_binary.yaml").read_text())
     config["trainer"] = {

@@ -28,7 +28,7 @@ def one_error_line(capsys) -> str:
 
 
 def train(corpus: str, root: Path, config: str = "lr_bigram_binary.yaml", *extra: str) -> Path:
-    from textcause.runs.lightning_cli import make_cli
+    from textcause.run.lightning_cli import make_cli
 
     logger = {"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": str(root), "name": "t"}}
     args = ["fit", "--config", str(CONFIGS / config), "--data.corpus", corpus, "--data.min_users", "2"]
@@ -47,7 +47,7 @@ def trained(tmp_path_factory):
 
 
 def truncated_copy(run: Path, dest: Path, keep: int | None = None) -> Path:
-    from textcause.runs.fit import find_checkpoint
+    from textcause.run.fit import find_checkpoint
 
     data = find_checkpoint(run).read_bytes()
     dest.write_bytes(data[: len(data) // 2 if keep is None else keep])
@@ -81,7 +81,7 @@ def test_predict_with_a_truncated_checkpoint_is_one_sentence(trained, tmp_path, 
 
 def test_predict_out_naming_a_folder_is_one_sentence_before_any_work(trained, tmp_path, capsys, monkeypatch):
     corpus, run = trained
-    import textcause.runs.predict as predict
+    import textcause.run.predict as predict
 
     monkeypatch.setattr(predict, "score_texts", lambda *a, **k: pytest.fail("scored before --out was checked"))
     assert textcause_main(["predict", str(run), "--corpus", corpus, "--out", str(tmp_path)]) == 2
@@ -165,11 +165,11 @@ def test_a_read_only_results_database_is_one_sentence(tiny_corpus, tmp_path, cap
     """Before: sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) attempt to write a readonly database."""
     import sqlite3
 
-    from textcause.runs import store
+    from textcause import store
 
     path = tmp_path / "results.db"
     if made:  # a benchmark's database, its tables made
-        store.connect(f"sqlite:///{path}").dispose()
+        store.open_store(f"sqlite:///{path}").dispose()
         for extra in tmp_path.glob("results.db-*"):
             extra.unlink()
     else:  # an empty database: its tables would have to be made
@@ -251,7 +251,7 @@ def test_predict_on_a_full_disk_is_one_sentence_and_leaves_nothing(trained, tmp_
 
 def test_fit_on_a_full_disk_leaves_no_empty_config(tiny_corpus, tmp_path, capsys, monkeypatch):
     """Before: train.py fit left a 0-byte config.yaml in the run folder, and a traceback."""
-    from textcause.runs.lightning_cli import OneLineParser
+    from textcause.run.lightning_cli import OneLineParser
 
     def save(self, cfg, path, *args, **kwargs):
         Path(path).open("w").close()

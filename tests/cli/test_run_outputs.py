@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from textcause.cli.evaluate import main as evaluate_main
-from textcause.runs.fit import find_checkpoint
-from textcause.runs.lightning_cli import make_cli
-from textcause.runs.model_card import model_card_text
+from textcause.run.fit import find_checkpoint
+from textcause.run.lightning_cli import make_cli
+from textcause.run.model_card import model_card_text
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -29,7 +29,7 @@ def assert_figure(path: Path) -> None:
     import matplotlib.image
     import numpy as np
 
-    from textcause.runs.run_figure import _COLOURS
+    from textcause.run.figure import _COLOURS
 
     assert path.is_file(), path
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -129,7 +129,7 @@ def test_test_and_predict_work_in_the_run_folder_and_agree_with_evaluate(tiny_co
     task = cli.datamodule.task
     assert [r["user_id"] for r in rows] == [task.user_ids[i] for i in task.split.test]
     assert [int(r["index"]) for r in rows] == task.split.test.tolist()
-    from textcause.runs.fit import EvaluationSettings, evaluate_run
+    from textcause.run.fit import EvaluationSettings, evaluate_run
 
     pred = evaluate_run(run, EvaluationSettings(n_boot=0)).predictions
     assert [float(r["propensity"]) for r in rows] == pytest.approx(pred["propensity"].tolist(), abs=1e-7)
@@ -139,7 +139,7 @@ def test_config_and_results_reach_the_csv_log_and_an_offline_wandb_run(tiny_corp
     pytest.importorskip("wandb")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("WANDB_MODE", "offline")
-    from textcause.runs.fit import EvaluationSettings, RunSettings, fit_and_evaluate
+    from textcause.run.fit import EvaluationSettings, RunSettings, fit_and_evaluate
 
     wandb_logger = {
         "class_path": "lightning.pytorch.loggers.WandbLogger",
@@ -189,9 +189,9 @@ def test_config_and_results_reach_the_csv_log_and_an_offline_wandb_run(tiny_corp
 
 
 def test_a_grid_cell_draws_no_figure(tiny_corpus, tmp_path):
-    from textcause.runs.cell import run_config_cell
-    from textcause.runs.fit import RunSettings
-    from textcause.runs.grid import grid_from_dict
+    from textcause.grid.cell import run_config_cell
+    from textcause.grid.spec import grid_from_dict
+    from textcause.run.fit import RunSettings
 
     cell = grid_from_dict(
         {

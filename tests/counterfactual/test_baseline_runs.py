@@ -24,7 +24,7 @@ UNSEEN = ["If the court had ruled, the city would have changed.", "The plane ros
 
 def train_py_fit(config: str, train: Path, test: Path, root: Path, *extra: str) -> tuple[Path, FittedTextClassifier]:
     """``train.py fit --config configs/counterfactual/<config>`` on the given files: (the run folder, the model)."""
-    from textcause.runs.lightning_cli import make_cli
+    from textcause.run.lightning_cli import make_cli
 
     logger = {"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": str(root), "name": "r"}}
     cli = make_cli(

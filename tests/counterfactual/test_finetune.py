@@ -154,7 +154,7 @@ def test_the_encoders_of_data_and_network_must_agree(toy_files, tiny_encoder, tm
 # ---------------------------------------------------------------------- train.py fit + evaluate.py
 def fit_and_evaluate(config: str, train: Path, test: Path, encoder: str, root: Path) -> tuple[Path, dict]:
     from textcause.cli.evaluate import main as evaluate_main
-    from textcause.runs.lightning_cli import make_cli
+    from textcause.run.lightning_cli import make_cli
 
     logger = {"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": str(root), "name": "r"}}
     make_cli(

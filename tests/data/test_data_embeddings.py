@@ -11,7 +11,7 @@ import torch
 
 from textcause.data import CausalTextDataModule
 from textcause.features.embeddings import PostEmbeddingCache
-from textcause.runs.lightning_cli import make_cli
+from textcause.run.lightning_cli import make_cli
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 

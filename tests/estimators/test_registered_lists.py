@@ -5,8 +5,8 @@ from __future__ import annotations
 from textcause.estimators import registry
 from textcause.estimators.registry import adjusted_estimators
 from textcause.estimators.weighting import ipw
+from textcause.experiments.observational import _progress
 from textcause.reports.figures import estimator_columns
-from textcause.runs.study import _progress
 
 
 def test_adjusted_estimators_are_the_labelled_ones_but_unadjusted_in_display_order():

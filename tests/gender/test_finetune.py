@@ -20,7 +20,7 @@ from textcause.gender.masking import IGNORE
 from textcause.gender.model import GenderMaskedModel, load_finetuned
 from textcause.gender.run import probe_model
 from textcause.gender.scoring import BinaryHead, load_probe_model
-from textcause.runs.lightning_cli import make_cli
+from textcause.run.lightning_cli import make_cli
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "gender"
 TRAINER = dict(

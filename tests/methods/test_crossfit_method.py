@@ -9,12 +9,12 @@ import scipy.sparse as sp
 
 import textcause
 from textcause.estimators.crossfit import crossfit, crossfit_predictions
+from textcause.grid.spec import grid_from_dict
+from textcause.grid.worker import run_cell
 from textcause.methods import CrossFitAIPW, CrossFitEffect, CrossFitTMLE, EffectResult
 from textcause.methods.adapters import as_method, describe_method, load_object
 from textcause.methods.crossfit import C_GRID, CV_FOLDS, DEFAULT_C, cross_validated_C
 from textcause.methods.protocols import RESERVED_ESTIMATORS, EffectMethod
-from textcause.runs.grid import grid_from_dict
-from textcause.runs.worker import run_cell
 
 #: Tolerance on |estimate - true ATE| for one simulated data set of N units (the AIPW standard error
 #: there is about 0.025; the naive difference is off by about 0.15).

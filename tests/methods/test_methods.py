@@ -10,6 +10,8 @@ import scipy.sparse as sp
 
 from textcause.data.build import DataSettings
 from textcause.estimators import Estimate
+from textcause.grid.method_cell import MethodError, check_effect, check_probabilities
+from textcause.grid.spec import grid_from_dict
 from textcause.methods import (
     ConfigPropensity,
     EffectMethod,
@@ -23,8 +25,6 @@ from textcause.methods.adapters import describe_method, load_object
 from textcause.methods.inputs import TaskInputs, build_task, data_settings
 from textcause.methods.protocols import method_name
 from textcause.paths import config_dir
-from textcause.runs.grid import grid_from_dict
-from textcause.runs.method_cell import MethodError, check_effect, check_probabilities
 
 METHOD_MODULE = '''
 import numpy as np

@@ -11,7 +11,7 @@ import pytest
 from textcause.data.build import DataSettings, build_data, outcome_kind
 from textcause.estimators import CI_INFLUENCE, aipw, bootstrap_ci, tmle
 from textcause.metrics.evaluation import CI_METHOD, evaluate_propensities
-from textcause.runs.evaluation import EvaluationSettings, evaluate_predictions
+from textcause.run.evaluation import EvaluationSettings, evaluate_predictions
 
 
 def binary_data(n: int = 600, seed: int = 0):

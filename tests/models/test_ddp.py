@@ -4,7 +4,7 @@ What is compared, and why the comparison means something:
 
 * Each model is trained twice from the same seed on the same data, once in one process and once
   in two (``configs/trainer/ddp_cpu.yaml``: DDP with gloo, ``start_method: fork``), through the
-  same path a benchmark cell takes (:func:`textcause.runs.fit.fit_and_evaluate`: the LightningCLI,
+  same path a benchmark cell takes (:func:`textcause.run.fit.fit_and_evaluate`: the LightningCLI,
   early stopping and checkpoint on ``val_loss``, the causal-metrics callback, the test split
   predicted from the best checkpoint and evaluated with bootstrap intervals).
 * Training is full-batch (one batch holds the whole training split; the split is even, so the two
@@ -36,7 +36,7 @@ import pandas as pd
 import pytest
 import torch
 
-from textcause.runs.fit import EvaluationSettings, RunSettings, evaluate_run, fit_and_evaluate
+from textcause.run.fit import EvaluationSettings, RunSettings, evaluate_run, fit_and_evaluate
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -213,7 +213,7 @@ def still_encoder(tmp_path_factory) -> str:
 
 
 def fit_gender(corpus: str, encoder: str, root: Path, ddp: bool):
-    from textcause.runs.lightning_cli import make_cli
+    from textcause.run.lightning_cli import make_cli
 
     args = ["fit", "--config", str(CONFIGS / "gender" / "finetune.yaml")]
     if ddp:

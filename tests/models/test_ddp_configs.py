@@ -15,7 +15,7 @@ import pytest
 import yaml
 from lightning.pytorch.strategies import DDPStrategy, StrategyRegistry
 
-from textcause.runs.lightning_cli import make_cli
+from textcause.run.lightning_cli import make_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs"

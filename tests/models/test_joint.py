@@ -342,7 +342,7 @@ def test_the_joint_configs_train_and_give_doubly_robust_rows(tiny_corpus, tiny_e
     """``configs/joint_*.yaml`` through the one run path (LightningCLI, checkpoint, test split):
     the outcome predictions reach the evaluation, which reports AIPW and TMLE beside IPW."""
     from textcause.estimators import OUTCOME_ESTIMATORS, PROPENSITY_ESTIMATORS
-    from textcause.runs.fit import EvaluationSettings, RunSettings, fit_and_evaluate
+    from textcause.run.fit import EvaluationSettings, RunSettings, fit_and_evaluate
 
     root = Path(__file__).resolve().parents[2] / "configs"
     overrides = {"data.corpus": tiny_corpus, "data.min_users": 3, "trainer.max_epochs": 1}

@@ -222,7 +222,7 @@ def test_ddp_stops_at_the_same_epoch_with_the_same_numbers(tiny_corpus, tmp_path
     import pandas as pd
 
     from textcause.paths import config_dir
-    from textcause.runs.fit import EvaluationSettings, RunSettings, fit_and_evaluate
+    from textcause.run.fit import EvaluationSettings, RunSettings, fit_and_evaluate
 
     configs = config_dir()
     common = {"data.corpus": tiny_corpus, "data.min_users": 3, "data.n_users": 230, "trainer.max_epochs": 6}

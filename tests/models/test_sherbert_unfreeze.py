@@ -12,7 +12,7 @@ from torch import nn
 
 from textcause.features.embeddings import PostEmbeddingCache
 from textcause.models.components import SHERBERT
-from textcause.runs.lightning_cli import make_cli
+from textcause.run.lightning_cli import make_cli
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 POSTS = ["the cat sat on the mat", "a much longer post about nothing in particular at all", "hi"]

@@ -14,11 +14,11 @@ import yaml
 from sklearn.linear_model import LogisticRegression as SkLR
 from sklearn.metrics import log_loss
 
+from textcause.grid.cell import run_config_cell
+from textcause.grid.spec import grid_from_dict, load_grid
 from textcause.models import TunedLogisticRegression
 from textcause.models.components import LogisticRegression
 from textcause.models.tuned_lr import DEFAULT_CS, fit_path, maxabs_scale
-from textcause.runs.cell import run_config_cell
-from textcause.runs.grid import grid_from_dict, load_grid
 
 ROOT = Path(__file__).resolve().parents[2]
 

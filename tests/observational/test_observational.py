@@ -19,8 +19,8 @@ import yaml
 from textcause.cli import observe as obs_cli
 from textcause.corpus.splits import split_users
 from textcause.corpus.types import Corpus, History
+from textcause.experiments import observational as obs_run
 from textcause.observational import build_observational_task, load_spec, load_task, outcomes, spec_from_dict
-from textcause.runs import study as obs_run
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 WORDS = [

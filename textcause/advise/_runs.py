@@ -1,10 +1,11 @@
-"""Everything advise takes from :mod:`textcause.runs`, in one import block (one place to follow it when runs moves)."""
+"""Everything advise takes from the grid, store and experiments rooms, in one import block."""
 
 from __future__ import annotations
 
-from textcause.runs.runner import run_benchmark
-from textcause.runs.store import connect as connect_store
-from textcause.runs.store import default_url, ledger
-from textcause.runs.study import load_records, run_study
+from textcause.experiments.observational import load_records, run_study
+from textcause.grid.runner import run_benchmark
+from textcause.store.db import default_url
+from textcause.store.db import open_store as connect_store
+from textcause.store.ledger import ledger
 
 __all__ = ["connect_store", "default_url", "ledger", "load_records", "run_benchmark", "run_study"]

@@ -3,7 +3,7 @@
 :func:`grid_spec` writes the grid as ``textcause benchmark`` reads it (``calibration.yaml``): the
 calibration corpus (the studied users' texts, :mod:`textcause.advise.inputs`), the calibration task
 levels, every candidate model and method, ``seeds`` seeds, the posts per user as in the data.
-:func:`run_calibration` runs it through :func:`textcause.runs.runner.run_benchmark` into the
+:func:`run_calibration` runs it through :func:`textcause.grid.runner.run_benchmark` into the
 results store (SQLite beside the output by default, or a shared PostgreSQL URL): a rerun skips the
 finished cells, so a killed run resumes where it stopped.
 """
@@ -25,7 +25,7 @@ __all__ = ["grid_spec", "load_calibration", "run_calibration"]
 
 
 def grid_spec(spec: AdviseSpec, prepared: Prepared) -> dict[str, Any]:
-    """The calibration grid as a benchmark config mapping (see :mod:`textcause.runs.grid`)."""
+    """The calibration grid as a benchmark config mapping (see :mod:`textcause.grid.spec`)."""
     info = prepared.info
     overrides = {
         "data.min_posts": int(info["min_posts"]),

@@ -1,6 +1,6 @@
 """Stage 2: every candidate on the real treatment and outcome, ranked by its calibration grades.
 
-The candidates are fitted by :func:`textcause.runs.study.run_study` (the ``textcause observe``
+The candidates are fitted by :func:`textcause.experiments.observational.run_study` (the ``textcause observe``
 path: one record per model, a killed run resumes) on the study config that
 :func:`textcause.advise.inputs.prepare` wrote. Each (model, estimator) estimate is joined to its
 grades, ranked as the calibration ranked it, and :func:`disagreement` says in words where the

@@ -169,14 +169,24 @@ def _weight_decay(config: dict[str, Any], overrides: dict[str, Any]) -> float:
 
 
 def _tuned_choice(checkpoint: str | None) -> dict[str, Any]:
-    """What a ``TunedLogisticRegression`` chose (``{"penalty", "C", "l1_ratio", "feature_scaling"}``)."""
-    from textcause.models.tuned_lr import TunedLogisticRegression
+    """What a ``TunedLogisticRegression`` chose (``{"penalty", "C", "l1_ratio", "feature_scaling"}``).
+
+    Read through :func:`textcause.io.load_torch` (plain values and tensors only): the choice is the
+    module's extra state, its scaling a hyperparameter.
+    """
+    from textcause.io import load_torch
 
     if not checkpoint or not Path(checkpoint).is_file():
         return {}
-    model = TunedLogisticRegression.load_from_checkpoint(checkpoint, weights_only=True, map_location="cpu")
-    chosen = dict(model.chosen_hyperparameters())
-    return {**chosen, "feature_scaling": model.feature_scaling} if chosen else {}
+    ckpt = load_torch(checkpoint)
+    state = ckpt.get("state_dict", {}).get("_extra_state") if isinstance(ckpt, dict) else None
+    if not (isinstance(state, dict) and {"penalty", "C", "l1_ratio"} <= set(state)):
+        return {}
+    chosen: dict[str, Any] = {"penalty": state["penalty"], "C": state["C"]}
+    if state["penalty"] == "elasticnet":
+        chosen["l1_ratio"] = state["l1_ratio"]
+    scaling = (ckpt.get("hyper_parameters") or {}).get("feature_scaling", "maxabs")
+    return {**chosen, "feature_scaling": scaling}
 
 
 def plan_for(

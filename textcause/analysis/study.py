@@ -1,6 +1,6 @@
 """An observational study's results as one table, and where the models disagree.
 
-A *record* is what :mod:`textcause.runs.study` stores per model (``models/<model>.json``);
+A *record* is what :mod:`textcause.experiments.observational` stores per model (``models/<model>.json``);
 :func:`result_rows` flattens records into one row per (model, estimator); :func:`disagreement`
 summarises, per estimator, how far the text-adjusted estimates are apart (the paper's section 3
 question: with no ground truth, do the models at least agree?).

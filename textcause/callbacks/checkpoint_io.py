@@ -10,7 +10,7 @@ which at the first rate comes to about 0.09 s of its 0.26 s. :class:`ChunkedChec
 (:func:`textcause.io.atomic_write_bytes`): a killed run leaves the old checkpoint or the new one, never
 half of one. Remote paths and ``storage_options`` go to Lightning's own implementation.
 
-:class:`~textcause.runs.lightning_cli.TextCauseCLI` gives it to every Trainer whose strategy has the
+:class:`~textcause.run.lightning_cli.TextCauseCLI` gives it to every Trainer whose strategy has the
 default ``TorchCheckpointIO``; a ``CheckpointIO`` plugin named in a config is kept.
 """
 

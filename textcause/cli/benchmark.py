@@ -5,7 +5,7 @@
     textcause benchmark --config configs/benchmark/weld.yaml --db postgresql://host/textcause  # on each machine
     textcause benchmark --config configs/benchmark/smoke.yaml --method mypkg.methods:MyMethod  # add a method
 
-See :mod:`textcause.runs.runner` for how cells are scheduled, claimed and resumed. Rerunning the
+See :mod:`textcause.grid.runner` for how cells are scheduled, claimed and resumed. Rerunning the
 same command resumes a killed run; ``--retry-failed`` runs failed cells again.
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from textcause.runs.runner import WORKER_STARTS
-    from textcause.runs.worker import HEARTBEAT_INTERVAL
+    from textcause.grid.runner import WORKER_STARTS
+    from textcause.grid.worker import HEARTBEAT_INTERVAL
 
     parser = argparse.ArgumentParser(
         prog="textcause benchmark", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -54,7 +54,7 @@ def benchmark_main(argv: Sequence[str]) -> int:
     """The ``textcause benchmark`` command; returns the exit code (1: a worker or the database failed)."""
     args = build_parser().parse_args(list(argv))
     from textcause.cli.errors import command
-    from textcause.runs.runner import run_benchmark
+    from textcause.grid.runner import run_benchmark
 
     return command(
         lambda: run_benchmark(

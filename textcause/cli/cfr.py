@@ -45,8 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
 def run_cfr_command(args: argparse.Namespace) -> dict:
     """``textcause cfr`` from parsed arguments: the run's summary and the files written."""
     from textcause.counterfactual.cfr.spec import load_cfr
+    from textcause.experiments.cfr import run_cfr
     from textcause.reports.cfr import write_cfr_report
-    from textcause.runs.cfr_experiment import run_cfr
 
     experiment = load_cfr(args.config)
     changes = {}

@@ -35,8 +35,8 @@ def main(argv: Sequence[str] = ()) -> None:
     from textcause.analysis.frame import load_results
     from textcause.analysis.headline import format_cells
     from textcause.analysis.inference import seed_summary
+    from textcause.grid.runner import run_benchmark
     from textcause.reports.report import write_report
-    from textcause.runs.runner import run_benchmark
 
     out = Path(args.out)
     db = out / "results.db"

@@ -5,7 +5,7 @@
 
 Writes ``results.json`` (all rows and the run's provenance) into the run folder and appends one CSV
 row per estimator to ``results.csv`` in ``--out`` (default: the run folder), then prints a table.
-The work is :func:`textcause.runs.fit.evaluate_run`, the path every run is evaluated on.
+The work is :func:`textcause.run.fit.evaluate_run`, the path every run is evaluated on.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def main(argv: Sequence[str], *, prog: str = "evaluate.py") -> dict[str, Any]:
     A fine-tuned SemEval-2020 Task 5 run (``configs/counterfactual/``) is scored on the official test
     file instead (:func:`counterfactual_main`)."""
     argv = list(argv)
-    from textcause.runs.counterfactual import is_counterfactual_run
+    from textcause.experiments.counterfactual import is_counterfactual_run
 
     if any(is_counterfactual_run(a) for a in argv if not a.startswith("-")):
         return counterfactual_main(argv, prog=prog)
@@ -81,7 +81,7 @@ def main(argv: Sequence[str], *, prog: str = "evaluate.py") -> dict[str, Any]:
 
     if args.out is not None:  # before any work: nothing is written when results.csv cannot be
         check_out_folder(args.out, purpose=" (results.csv is written into it)")
-    from textcause.runs.fit import EvaluationSettings, evaluate_run
+    from textcause.run.fit import EvaluationSettings, evaluate_run
 
     evaluation = EvaluationSettings(
         n_boot=args.n_boot,
@@ -119,8 +119,8 @@ def counterfactual_main(argv: Sequence[str], *, prog: str = "evaluate.py") -> di
     )
     add_allow_module(parser)
     args = parser.parse_args(list(argv))
+    from textcause.experiments.counterfactual import evaluate_counterfactual_run
     from textcause.io import check_out_folder
-    from textcause.runs.counterfactual import evaluate_counterfactual_run
 
     if args.out is not None:
         check_out_folder(args.out, purpose=" (subtask<k>.csv and results.json are written into it)")

@@ -19,7 +19,7 @@ P(male) = 1 - P(female), so only the female curve is drawn.
 masked-gender configs in ``configs/gender/``.
 
 ``experiment`` runs the controlled selection-bias experiment (strengths x seeds, one fine-tune
-each; :mod:`textcause.runs.gender_experiment`): the results go to ``<out>/results.db`` (table
+each; :mod:`textcause.experiments.gender`): the results go to ``<out>/results.db`` (table
 ``gender_selection``; a rerun skips finished units), then the dose-response table
 (``selection_dose_response.md`` / ``.csv``) and figure (``selection_dose_response.png`` / ``.svg``)
 are written under ``<out>/report`` (what ``textcause report --db <out>/results.db`` writes too).
@@ -197,10 +197,10 @@ def run_experiment_command(args: argparse.Namespace) -> dict:
     """Run ``textcause gender experiment`` from parsed arguments; returns the run's and the report's summary."""
     import dataclasses
 
+    from textcause.experiments.gender import run_experiment
     from textcause.gender.selection_spec import load_experiment
     from textcause.reports.gender import write_selection_report
-    from textcause.runs.gender_experiment import run_experiment
-    from textcause.runs.store import default_url
+    from textcause.store import default_url
 
     experiment = load_experiment(args.config)
     if args.threads is not None:
@@ -243,6 +243,6 @@ def _probe(args: argparse.Namespace) -> int:
 def finetune_main(argv: Sequence[str]) -> int:
     """``textcause gender finetune OPTIONS``: ``python train.py fit OPTIONS`` (exit code 2: a user's mistake)."""
     from textcause.cli.errors import friendly_errors
-    from textcause.runs.lightning_cli import make_cli
+    from textcause.run.lightning_cli import make_cli
 
     return friendly_errors(lambda: make_cli(["fit", *argv]))

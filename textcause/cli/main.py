@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     if own_process and cmd != "tasks":
         startup.quick_exit()
         if cmd in _MODEL_COMMANDS and not {"-h", "--help"} & set(rest):
-            startup.preload("textcause.runs.lightning_cli")
+            startup.preload("textcause.run.lightning_cli")
     if cmd == "tasks":
         return tasks_main(rest)
     if cmd == "benchmark":  # handles its own errors and exit codes; light --help / --dry-run
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         if mistake is not None:
             print(f"error: {mistake}", file=sys.stderr)
             return 2
-        from textcause.runs.lightning_cli import make_cli
+        from textcause.run.lightning_cli import make_cli
 
         sys.argv[0] = "textcause train"  # argparse names the program after argv[0] (else "__main__.py")
         return friendly_errors(lambda: make_cli(rest))

@@ -4,7 +4,7 @@
     textcause observe --config configs/observational/blogs_gender.yaml --models unadjusted lr_lda
     textcause observe --config ... --dry-run        # build the task, print its counts, fit nothing
 
-The models run through :func:`textcause.runs.study.run_study`; the tables and the paper's figure 2
+The models run through :func:`textcause.experiments.observational.run_study`; the tables and the paper's figure 2
 layout come from :func:`textcause.reports.study.write_outputs`. Results go to
 ``runs/observe/<name>/`` (or ``--out``): ``models/<model>.json`` (one record per model, written when
 it finishes), ``runs/<model>/`` (its training run), ``results.json`` / ``.csv`` / ``.md`` and
@@ -37,8 +37,8 @@ def observe(
     Returns:
         ``{"study", "rows", "disagreement", "files"}`` as also written to ``results.json``.
     """
+    from textcause.experiments.observational import run_study
     from textcause.reports.study import write_outputs
-    from textcause.runs.study import run_study
 
     ran = run_study(config, out_dir, models=models, retry_failed=retry_failed, echo=echo)
     return write_outputs(ran["spec"], ran["task"], ran["out"])

@@ -5,7 +5,7 @@
 
 The run's checkpoint carries its featurizer (vocabulary, topics or encoder identity), so the new
 users are featurised exactly as the training users were, and nothing is refitted on them. The work is
-:func:`textcause.runs.predict.predict_corpus`.
+:func:`textcause.run.predict.predict_corpus`.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def predict_main(argv: Sequence[str], *, prog: str = "textcause predict") -> int
 
 
 def _predict(args: argparse.Namespace, time_col: str | None) -> Any:
-    from textcause.runs.predict import predict_corpus
+    from textcause.run.predict import predict_corpus
 
     return predict_corpus(
         args.run_dir,

@@ -62,7 +62,7 @@ def progress(sweep: Any, n: int, echo: Callable[[str], None] = print) -> Callabl
     from optuna.storages import RetryHeartbeatStaleTrialCallback
     from optuna.trial import TrialState
 
-    from textcause.runs.sweep import best_trial, n_finished
+    from textcause.sweep.runner import best_trial, n_finished
 
     label = sweep.objective.label
 
@@ -109,7 +109,7 @@ def summary(sweep: Any, study: Any, echo: Callable[[str], None] = print) -> dict
     """Print the sweep's trials, the best one, its value and its config (the dotted options)."""
     from optuna.trial import TrialState
 
-    from textcause.runs.sweep import best_trial, n_finished
+    from textcause.sweep.runner import best_trial, n_finished
 
     trials = [t for t in study.get_trials(deepcopy=False) if "surplus" not in t.user_attrs]
     states = {s: sum(t.state == s for t in trials) for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)}
@@ -147,11 +147,11 @@ def sweep_main(argv: Sequence[str]) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from textcause.runs.sweep_spec import load_sweep
+    from textcause.sweep.spec import load_sweep
 
     sweep = load_sweep(args.config)
     out = Path(args.out) if args.out else Path("runs") / "sweeps" / sweep.name
-    from textcause.runs import sweep as engine
+    from textcause.sweep import runner as engine
 
     heartbeat = args.heartbeat or engine.HEARTBEAT_INTERVAL
     url = args.storage or engine.default_storage(out)

@@ -15,7 +15,7 @@
   S ~ Bernoulli(f(W, G)) and the W-G association), :mod:`~textcause.gender.selected` (the selected
   training sets, :class:`SelectedGenderDataModule`), :mod:`~textcause.gender.selection_spec` (its
   YAML) and :mod:`~textcause.gender.dose` (the dose-response table); it is run by
-  :mod:`textcause.runs.gender_experiment`.
+  :mod:`textcause.experiments.gender`.
 
 Names are imported lazily, so ``import textcause.gender`` does not import torch or transformers.
 """

@@ -8,8 +8,8 @@
 * ready-made effect methods, cross-fitted AIPW and TMLE on n-grams (double machine learning):
   :class:`CrossFitAIPW`, :class:`CrossFitTMLE`, :class:`CrossFitEffect` in :mod:`textcause.methods.crossfit`.
 
-:func:`textcause.evaluate` (in :mod:`textcause.runs.methods`) runs a method over task levels and
-seeds; one cell: :mod:`textcause.runs.method_cell`.
+:func:`textcause.evaluate` (in :mod:`textcause.grid.methods`) runs a method over task levels and
+seeds; one cell: :mod:`textcause.grid.method_cell`.
 
 Importing this package is cheap (no torch, Lightning, pandas or scikit-learn).
 """

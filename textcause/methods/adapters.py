@@ -194,7 +194,7 @@ class ConfigPropensity:
 
     Not a :class:`~textcause.methods.protocols.PropensityMethod` (it has no ``fit``): each cell runs
     ``train.py fit --config <config>`` and ``evaluate.py`` in-process through
-    :func:`textcause.runs.worker.run_cell`, so its rows equal the benchmark's.
+    :func:`textcause.grid.worker.run_cell`, so its rows equal the benchmark's.
 
     Args:
         config: a model config name (``lr_bigram_binary``: ``configs/lr_bigram_binary.yaml``) or a YAML path.

@@ -2,7 +2,7 @@
 
 ``evaluate_propensities`` is the single place that turns (T, Y, estimated propensity, truth) into
 result rows (the columns of :mod:`textcause.metrics.schema`); ``evaluate.py``, every run of
-:mod:`textcause.runs` and the metrics callback (with ``n_boot=0``) all call it, so their numbers
+:mod:`textcause.run` and the metrics callback (with ``n_boot=0``) all call it, so their numbers
 agree by construction.
 
 Given outcome predictions ``mu0, mu1`` the doubly robust estimators ``aipw`` and ``tmle`` have two

@@ -33,9 +33,9 @@ table) on tasks without them, and always on the rows of every other estimator: t
 on the IPW estimate and says nothing about theirs.
 
 :data:`ADDED_COLUMNS` are the columns added after results stores were first written: a store that
-lacks them gains them empty (NULL) when it is opened for writing (:func:`textcause.runs.store.connect`),
+lacks them gains them empty (NULL) when it is opened for writing (:func:`textcause.store.open_store`),
 and readers treat a missing one as empty. :data:`RENAMED_COLUMNS` are columns that were written under
-another name: a store is migrated when it is opened (:func:`textcause.runs.store.rename_old_columns`),
+another name: a store is migrated when it is opened (:func:`textcause.store.rename_old_columns`),
 and the CSV readers rename them as they read (:func:`migrate_row`,
 :func:`textcause.analysis.frame.normalise`).
 """

@@ -29,7 +29,7 @@ class _Baseline(PropensityModule):
     """A propensity model with nothing to learn.
 
     Attributes:
-        requires_training: False: the model has no weights to learn, so ``textcause.runs.fit``
+        requires_training: False: the model has no weights to learn, so ``textcause.run.fit``
             evaluates it without a checkpoint (it saves none, as it takes no optimizer step).
     """
 

@@ -214,7 +214,7 @@ class PropensityModule(L.LightningModule):
 
     Attributes:
         requires_training: whether the model has weights to learn (True here and for
-            :class:`PropensityModel`; False for the baselines). ``textcause.runs.fit`` refuses to
+            :class:`PropensityModel`; False for the baselines). ``textcause.run.fit`` refuses to
             evaluate a model that requires training without a checkpoint, since an untrained
             network's numbers would be meaningless.
     """

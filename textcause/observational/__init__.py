@@ -9,7 +9,7 @@ measure bias against, disagreement between models is what a study can see.
 * :mod:`textcause.observational.outcomes`: outcome properties of the later posts.
 * :mod:`textcause.observational.task`: the :class:`ObservationalTask` (served by the data module
   through ``--data.observational <config>``).
-* :mod:`textcause.runs.study`: ``textcause observe``: fit, evaluate, resume.
+* :mod:`textcause.experiments.observational`: ``textcause observe``: fit, evaluate, resume.
 * :mod:`textcause.reports.study` and :mod:`textcause.reports.study_figure`: tables, the
   disagreement summary and the paper's figure 2 layout.
 

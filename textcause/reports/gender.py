@@ -371,8 +371,8 @@ def write_selection_report(
     Raises:
         ValueError: the database holds no selection-experiment rows (of ``experiment``).
     """
+    from textcause.experiments.gender import read_selection
     from textcause.gender.dose import dose_response, trend, verdicts
-    from textcause.runs.gender_experiment import read_selection
 
     rows = read_selection(source, experiment)
     rows = rows[rows["status"] == "ok"]
@@ -406,7 +406,7 @@ def write_selection_report(
 def selection_url(source) -> str | None:
     """The database URL of a report source that may hold the selection experiment (None: a CSV / Parquet
     file or a DataFrame), else None when it holds no selection-experiment rows."""
-    from textcause.runs.gender_experiment import has_selection
+    from textcause.experiments.gender import has_selection
 
     if not isinstance(source, (str, Path)):
         return None

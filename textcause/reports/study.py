@@ -135,8 +135,8 @@ def write_outputs(spec: Any, task: Any, out_dir: Path) -> dict[str, Any]:
         ``{"study", "rows", "disagreement", "files"}`` as also written to ``results.json``.
     """
     from textcause.analysis.study import disagreement, result_rows
+    from textcause.experiments.observational import load_records
     from textcause.reports.study_figure import draw_study_figure
-    from textcause.runs.study import load_records
 
     info = dict(task.info)
     rows = result_rows(load_records(spec, out_dir), study=spec.name, corpus=spec.corpus)

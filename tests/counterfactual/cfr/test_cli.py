@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from textcause.cli.main import main
-from textcause.runs.cfr_experiment import read_cfr
+from textcause.experiments.cfr import read_cfr
 
 
 def write_config(tmp_path, tiny_encoder, **extra):
@@ -82,7 +82,7 @@ def test_missing_config(tmp_path, capsys):
 def test_blas_threads_caps_the_pools_during_evaluation():
     from threadpoolctl import threadpool_info
 
-    from textcause.runs.cfr_experiment import blas_threads
+    from textcause.experiments.cfr import blas_threads
 
     before = [p["num_threads"] for p in threadpool_info()]
     assert before  # numpy's BLAS is loaded

@@ -16,7 +16,7 @@ on a text's embedding instead of its words, and check against texts whose counte
   identity baseline and erasure only;
 * :mod:`~textcause.counterfactual.cfr.spec`: the YAML of ``textcause cfr``.
 
-The run (embedding cache, results store) is :mod:`textcause.runs.cfr_experiment`, the files
+The run (embedding cache, results store) is :mod:`textcause.experiments.cfr`, the files
 :mod:`textcause.reports.cfr`, the command :mod:`textcause.cli.cfr`. Importing this package imports
 nothing heavy.
 """

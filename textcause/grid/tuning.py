@@ -1,0 +1,174 @@
+"""Tuning a benchmark cell's model on the cell's own validation split, through the sweep engine.
+
+A benchmark compares methods fairly only if each is tuned as a careful researcher would tune it.
+A grid declares, per model, a small search space of ``train.py`` options::
+
+    tune:
+      lr_bigram_binary: {model.init_args.weight_decay: [0.0006, 0.002, 0.006, 0.02, 0.06]}
+      nn_bigram_binary: {model.init_args.weight_decay: [0.001, 0.01, 0.1]}
+
+and every cell of that model runs each point of the grid (Optuna's
+:class:`~optuna.samplers.GridSampler`, the sampler of ``textcause sweep``'s ``method: grid``, on an
+in-memory study: the cell is the unit of work, so a killed cell reruns its selection) as one run
+of :func:`textcause.run.fit.fit_and_evaluate` on the cell's task, seed and training split,
+evaluated on the cell's **validation** split only (no bootstrap). The score is the best
+checkpoint's ``val_loss``: the mean log-loss of the propensity on the validation users (a proper
+scoring rule; treatment accuracy alone is a dangerous criterion, see ``docs/sweeps.md``). The point
+with the lowest score is then evaluated on the cell's evaluation split (the test split) exactly as
+an untuned cell is, and its values are recorded in the rows' ``tuned`` column (JSON). Nothing of
+the test split is seen during selection: the candidates' runs never evaluate it.
+
+Candidates run in ``<run>/tune/<k>/``; their scores are written to ``<run>/tune/candidates.json``
+and the losers' checkpoints are deleted once the choice is made (a grid of 840 cells would
+otherwise keep several thousand).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from textcause.io import atomic_write_json
+from textcause.run.evaluation import tuned_label
+from textcause.run.fit import EvaluationSettings, RunResult, RunSettings, evaluate_run, fit_and_evaluate
+
+__all__ = [
+    "SELECTION",
+    "Candidate",
+    "Search",
+    "as_search",
+    "fit_tuned",
+    "grid_points",
+    "select",
+]
+
+#: What a search space looks like in a cell: ``((dotted option, (value, ...)), ...)``, sorted by option.
+Search = tuple[tuple[str, tuple[Any, ...]], ...]
+#: The candidates' own evaluation: the validation split, no interval (selection never sees the test split).
+SELECTION = EvaluationSettings(n_boot=0, split="val", estimators=("ipw",))
+
+
+def as_search(space: Optional[Mapping[str, Sequence[Any]]]) -> Search:
+    """A search space mapping as a hashable, ordered :data:`Search` (``{}`` / None: no search)."""
+    return tuple(sorted((str(k), tuple(v)) for k, v in (space or {}).items()))
+
+
+def grid_points(search: Search) -> list[dict[str, Any]]:
+    """Every combination of the search space's values, in a fixed order (the first option varies slowest)."""
+    points: list[dict[str, Any]] = [{}]
+    for name, values in search:
+        points = [{**p, name: v} for p in points for v in values]
+    return points
+
+
+def _merged_label(params: Mapping[str, Any], own: Optional[str]) -> str:
+    """The grid's chosen options and what the model chose itself (a row's ``tuned`` already set), as one JSON."""
+    merged = dict(json.loads(own)) if own else {}
+    merged.update(params)
+    return tuned_label(merged)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One point of the search, fitted and scored on the validation split."""
+
+    params: dict[str, Any]
+    score: Optional[float]
+    log_dir: Optional[str]
+    seconds: float
+    error: Optional[str] = None
+
+
+def _fit_candidate(settings: RunSettings, params: Mapping[str, Any], run_dir: Path) -> Candidate:
+    started = time.perf_counter()
+    candidate = RunSettings(
+        configs=settings.configs,
+        overrides={**settings.overrides, **params},
+        run_dir=run_dir,
+        evaluation=SELECTION,
+        quiet=True,
+    )
+    result: RunResult = fit_and_evaluate(candidate)
+    score = result.best_score
+    if result.monitor not in (None, "val_loss"):
+        raise ValueError(
+            f"Tuning selects on the validation loss, but the run's checkpoint monitors '{result.monitor}'."
+        )
+    if score is None or score != score:  # a run that never validated, or a NaN loss, cannot be chosen
+        return Candidate(
+            dict(params),
+            None,
+            str(result.log_dir),
+            time.perf_counter() - started,
+            "the run has no finite best val_loss",
+        )
+    return Candidate(dict(params), float(score), str(result.log_dir), time.perf_counter() - started)
+
+
+def select(settings: RunSettings, search: Search, run_dir: Path) -> tuple[Candidate, list[Candidate]]:
+    """Fit every point of ``search`` (on ``settings``' task and seed) and choose the lowest validation loss.
+
+    Args:
+        settings: the cell's run settings (its configs and overrides; its evaluation is not used here).
+        search: the search space.
+        run_dir: the cell's run folder; candidates go to ``<run_dir>/tune/<k>/``.
+
+    Returns:
+        The chosen candidate and every candidate, in the order they ran.
+
+    Raises:
+        ValueError: every candidate failed to give a finite validation loss, or ``search`` is empty.
+    """
+    import optuna
+
+    points = grid_points(search)
+    if not search or not points:
+        raise ValueError("The search space of a tuned cell must name at least one option with one value.")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    space = {name: list(values) for name, values in search}
+    study = optuna.create_study(direction="minimize", sampler=optuna.samplers.GridSampler(space, seed=0))
+    candidates: list[Candidate] = []
+
+    def objective(trial: optuna.Trial) -> float:
+        params = {name: trial.suggest_categorical(name, values) for name, values in space.items()}
+        candidate = _fit_candidate(settings, params, run_dir / "tune" / str(trial.number))
+        candidates.append(candidate)
+        return candidate.score if candidate.score is not None else float("inf")
+
+    study.optimize(objective, n_trials=len(points))
+    scored = [c for c in candidates if c.score is not None]
+    if not scored:
+        raise ValueError(f"No candidate of the search {dict(space)} gave a finite validation loss.")
+    # the lowest loss; among equal losses the first in the grid's own order (Optuna's order is seeded)
+    order = {tuned_label(p): i for i, p in enumerate(points)}
+    best = min(scored, key=lambda c: (c.score, order[tuned_label(c.params)]))
+    atomic_write_json(
+        run_dir / "tune" / "candidates.json",
+        {"metric": "val_loss", "chosen": best.params, "candidates": [asdict(c) for c in candidates]},
+    )
+    for c in candidates:  # the losers' checkpoints are not needed again
+        if c is not best and c.log_dir:
+            shutil.rmtree(Path(c.log_dir) / "checkpoints", ignore_errors=True)
+    return best, candidates
+
+
+def fit_tuned(settings: RunSettings, search: Search) -> tuple[RunResult, Candidate, list[Candidate]]:
+    """Select on validation (:func:`select`), then evaluate the chosen run as ``settings.evaluation`` says.
+
+    Returns:
+        The chosen run's evaluation (rows carry ``tuned``; ``train_seconds`` is the whole
+        selection), the chosen candidate and every candidate.
+    """
+    run_dir = Path(settings.run_dir) if settings.run_dir is not None else Path("runs") / "tuned"
+    started = time.perf_counter()
+    best, candidates = select(settings, search, run_dir)
+    selection_s = time.perf_counter() - started
+    result = evaluate_run(best.log_dir, settings.evaluation, csv_dir=run_dir, figure=settings.writes_figure)
+    result.rows = [{**r, "tuned": _merged_label(best.params, r.get("tuned"))} for r in result.rows]
+    result.train_seconds = selection_s
+    return result, best, candidates
