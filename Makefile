@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export WANDB_MODE ?= offline
 
-.PHONY: install demo test check lint format docs bench clean
+.PHONY: install demo test check lint typecheck format docs bench clean
 
 $(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,10 +28,15 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
-# Lint and format check (ruff, configured in pyproject.toml); CI runs it before the tests.
+# Lint, format check and type check (ruff and mypy, configured in pyproject.toml); CI runs it before the tests.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(MAKE) --no-print-directory typecheck
+
+# mypy, strict on the rooms listed in pyproject.toml's [tool.mypy] (the lower rooms first, growing upward).
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
 
 # The edit loop: lint, then the fast tests only.
 check: lint
@@ -51,4 +56,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_estimators.py
 
 clean:
-	rm -rf $(VENV) build site *.egg-info .pytest_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .mypy_cache

@@ -123,7 +123,7 @@ def _unique_key_loaders() -> tuple[Any, Any]:
 
 
 @contextmanager
-def atomic_path(dest: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+def atomic_path(dest: str | os.PathLike[str], suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path beside ``dest``; on success it is renamed onto ``dest``.
 
     On an exception the temporary file is removed and ``dest`` is untouched.
@@ -148,14 +148,14 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write_text(dest: str | os.PathLike, text: str) -> Path:
+def atomic_write_text(dest: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``dest`` atomically."""
     with atomic_path(dest) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return Path(dest)
 
 
-def atomic_write_bytes(dest: str | os.PathLike, data: Any) -> Path:
+def atomic_write_bytes(dest: str | os.PathLike[str], data: Any) -> Path:
     """Write the bytes-like ``data`` to ``dest`` atomically, in writes of at most :data:`WRITE_CHUNK`
     bytes (:func:`write_chunks`)."""
     with atomic_path(dest) as tmp, open(tmp, "wb") as fh:
@@ -163,7 +163,7 @@ def atomic_write_bytes(dest: str | os.PathLike, data: Any) -> Path:
     return Path(dest)
 
 
-def atomic_write_json(dest: str | os.PathLike, obj: Any) -> Path:
+def atomic_write_json(dest: str | os.PathLike[str], obj: Any) -> Path:
     """Write ``obj`` as indented JSON to ``dest`` atomically."""
     return atomic_write_text(dest, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
@@ -206,7 +206,7 @@ def is_damaged_torch_file(err: BaseException) -> bool:
     return isinstance(err, OSError) and err.errno == errno.EINVAL and not err.filename
 
 
-def load_torch(path: str | os.PathLike, what: str = "checkpoint") -> Any:
+def load_torch(path: str | os.PathLike[str], what: str = "checkpoint") -> Any:
     """``torch.load(path, map_location="cpu", weights_only=True)``: plain values and tensors only.
 
     Every file the package reads with ``torch.load`` goes through here
@@ -227,7 +227,7 @@ def load_torch(path: str | os.PathLike, what: str = "checkpoint") -> Any:
             raise
 
 
-def check_out_file(path: str | os.PathLike, option: str = "--out") -> Path:
+def check_out_file(path: str | os.PathLike[str], option: str = "--out") -> Path:
     """Refuse, before any work, an output file path that names a folder or lies under a file.
 
     Raises:
@@ -240,7 +240,7 @@ def check_out_file(path: str | os.PathLike, option: str = "--out") -> Path:
     return out
 
 
-def check_out_folder(path: str | os.PathLike, option: str = "--out", purpose: str = "") -> Path:
+def check_out_folder(path: str | os.PathLike[str], option: str = "--out", purpose: str = "") -> Path:
     """Refuse, before any work, an output folder path that names an existing file or lies under one.
 
     Raises:

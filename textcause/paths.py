@@ -83,7 +83,7 @@ def data_root() -> Path:
     return PROJECT_ROOT.parent / "shared" / "data"
 
 
-def resolve_corpus(source: str | os.PathLike) -> str:
+def resolve_corpus(source: str | os.PathLike[str]) -> str:
     """Map a short corpus name (``twitter``, ``blogs``, ``reddit-drunk``) to its path under the data root.
 
     Anything else (a path, a Hugging Face dataset name) is returned unchanged.

@@ -11,9 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+
+_T = TypeVar("_T")
 
 #: The largest inverse-probability weight a weighting estimator or metric accepts: the propensity of
 #: the arm a unit received must be at least ``1 / MAX_WEIGHT``. Beyond it weights overflow float64 or
@@ -51,7 +53,7 @@ def check_unmasked(x: Any, name: str) -> None:
     whose mask hides nothing is a plain array.
     """
     if isinstance(x, np.ma.MaskedArray):
-        n = int(np.ma.count_masked(x))
+        n = int(np.count_nonzero(np.ma.getmaskarray(x)))
         if n:
             raise ValueError(
                 f"'{name}' is a masked array with {n} masked value{'s' if n != 1 else ''}: the mask would be "
@@ -339,7 +341,7 @@ def check_subset(values: Any, name: str, owner: str | None, options: Iterable[An
     return tuple(items)
 
 
-def check_that(ok: bool, value: Any, name: str, owner: str | None, requirement: str) -> Any:
+def check_that(ok: bool, value: _T, name: str, owner: str | None, requirement: str) -> _T:
     """Raise unless ``ok``, saying what ``value`` must be: "The 'corpora' parameter of X must be {requirement}. Got [] instead."
 
     For rules that have no check of their own (a shape, a pattern); every message keeps the same template.

@@ -411,16 +411,17 @@ def bootstrap_ci(
         )
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(values, [alpha, 1.0 - alpha])
+    se = float(values.std(ddof=1)) if values.size > 1 else 0.0
     boot = {
         "n_boot": n_boot,
         "n_failed": n_failed,
         "level": level,
         "seed": seed,
         "scheme": scheme,
-        "se": float(values.std(ddof=1)) if values.size > 1 else 0.0,
+        "se": se,
         "replicates": values,
     }
-    for name, value in (("interval's lower end", lo), ("interval's upper end", hi), ("bootstrap se", boot["se"])):
+    for name, value in (("interval's lower end", lo), ("interval's upper end", hi), ("bootstrap se", se)):
         _check_finite(float(value), name, point.method)
     details = {**point.details, "ci_method": CI_BOOTSTRAP, "bootstrap": boot}
     return dataclasses.replace(point, ci_low=float(lo), ci_high=float(hi), details=details)

@@ -249,18 +249,18 @@ def _factory(learner: Any, name: str, owner: str, methods: tuple[str, ...]) -> C
         from sklearn.base import clone
 
         return lambda: clone(learner)
-    if isinstance(learner, type) or (callable(learner) and not hasattr(learner, "fit")):
-        made = learner()
-        check_that(all(hasattr(made, m) for m in methods), learner, name, owner,
-                   f"a scikit-learn estimator with {' and '.join(methods)}, or a callable returning one")  # fmt: skip
-        return learner
-    return check_that(False, learner, name, owner,
-                      f"a scikit-learn estimator with {' and '.join(methods)}, or a callable returning one")  # fmt: skip
+    requirement = f"a scikit-learn estimator with {' and '.join(methods)}, or a callable returning one"
+    check_that(isinstance(learner, type) or (callable(learner) and not hasattr(learner, "fit")), learner, name,
+               owner, requirement)  # fmt: skip
+    made = learner()
+    check_that(all(hasattr(made, m) for m in methods), learner, name, owner, requirement)
+    factory: Callable[[], Any] = learner
+    return factory
 
 
 def _predict(make: Callable[[], Any], x_fit: Any, target: np.ndarray, x_new: Any, kind: str) -> np.ndarray:
     """Fit a fresh learner on ``(x_fit, target)`` and predict on ``x_new``: P(target=1) or E[target]."""
-    n_new = x_new.shape[0]
+    n_new: int = x_new.shape[0]
     values = np.unique(target)
     if values.size == 1:  # a constant target: no learner can (or needs to) be fitted
         return np.full(n_new, float(values[0]))

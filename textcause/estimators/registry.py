@@ -81,7 +81,7 @@ def estimator_kwargs(name: str, **overrides: Any) -> dict[str, Any]:
     return {**defaults, **{k: v for k, v in overrides.items() if k in defaults}}
 
 
-def get_estimator(estimator: Any, owner: str = "get_estimator") -> EstimatorFn:
+def get_estimator(estimator: str | EstimatorFn, owner: str = "get_estimator") -> EstimatorFn:
     """Return ``estimator`` itself if callable, else the registered estimator of that name.
 
     Raises:

@@ -45,7 +45,8 @@ def strata_of_positions(starts: np.ndarray, ends: np.ndarray, n: int, n_strata: 
     The mean 0-based rank of a group occupying sorted positions ``[start, end)`` is
     ``(start + end - 1) / 2``; the stratum is therefore ``(n_strata * (start + end - 1)) // (2 n)``.
     """
-    return (n_strata * (starts + ends - 1)) // (2 * n)
+    strata: np.ndarray = (n_strata * (starts + ends - 1)) // (2 * n)
+    return strata
 
 
 def propensity_strata(propensity: Any, n_strata: int = 10) -> np.ndarray:
@@ -205,7 +206,8 @@ def stratified_replicates(
     row = np.arange(rows)[:, None]
 
     def per_stratum(running: np.ndarray) -> np.ndarray:
-        return running[row, last] - running[row, first]
+        sums: np.ndarray = running[row, last] - running[row, first]
+        return sums
 
     count, count1 = per_stratum(end), per_stratum(through_groups(cs * ts))
     count0 = count - count1

@@ -55,12 +55,14 @@ MAX_ITER = 100
 
 def expit(x: np.ndarray) -> np.ndarray:
     """The logistic function, without overflow warnings at any finite ``x``."""
-    return np.exp(-np.logaddexp(0.0, -x))
+    p: np.ndarray = np.exp(-np.logaddexp(0.0, -x))
+    return p
 
 
 def logit(q: np.ndarray) -> np.ndarray:
     """``log(q / (1 - q))`` for ``q`` strictly inside (0, 1)."""
-    return np.log(q) - np.log1p(-q)
+    z: np.ndarray = np.log(q) - np.log1p(-q)
+    return z
 
 
 def _nll(y: np.ndarray, lp: np.ndarray) -> float:

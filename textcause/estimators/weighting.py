@@ -163,7 +163,8 @@ def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estima
 
 def aipw_psi(t: np.ndarray, y: np.ndarray, p: np.ndarray, mu0: np.ndarray, mu1: np.ndarray) -> np.ndarray:
     """Per-unit AIPW scores ``mu1 - mu0 + T (Y - mu1) / p - (1 - T)(Y - mu0) / (1 - p)``."""
-    return mu1 - mu0 + t * (y - mu1) / p - (1 - t) * (y - mu0) / (1.0 - p)
+    psi: np.ndarray = mu1 - mu0 + t * (y - mu1) / p - (1 - t) * (y - mu0) / (1.0 - p)
+    return psi
 
 
 def aipw(

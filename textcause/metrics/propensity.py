@@ -64,10 +64,11 @@ def normalised_inverse(q: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore", divide="ignore"):
         inv = 1.0 / q
         total = inv.sum()
-    if np.isfinite(total):
-        return inv / total
-    ratio = q.min() / q
-    return ratio / ratio.sum()
+    if not np.isfinite(total):
+        inv = q.min() / q
+        total = inv.sum()
+    weights: np.ndarray = inv / total
+    return weights
 
 
 def average_ranks(x: np.ndarray) -> np.ndarray:

@@ -54,7 +54,7 @@ class PredictionCollector(Metric):
         values = {"index": index, "propensity": propensity, "t": t, "y": y, "p_true": p_true}
         if (mu0 is None) != (mu1 is None):
             raise ValueError("Pass both 'mu0' and 'mu1' to PredictionCollector.update, or neither.")
-        if mu0 is not None:
+        if mu0 is not None and mu1 is not None:
             values.update(mu0=mu0, mu1=mu1)
         lengths = [int(v.reshape(-1).shape[0]) for v in values.values()]
         if len(set(lengths)) > 1:
@@ -77,7 +77,7 @@ class PredictionCollector(Metric):
         return out
 
     def _cat(self, name: str) -> torch.Tensor:
-        state = getattr(self, name)
+        state: torch.Tensor | list[torch.Tensor] = getattr(self, name)
         if isinstance(state, list):
             return dim_zero_cat(state) if state else torch.zeros(0, dtype=torch.float64)
         return state

@@ -134,8 +134,12 @@ class StudyConfig:
     n_users: Optional[int] = key(ints(low=3), default=None)
     min_per_arm: int = key(ints(low=2), default=50)
     seed: int = key(ints(low=0), default=0)
-    overrides: dict = key(holds(options_ok), default={}, doc=OPTIONS_DOC)
-    model_overrides: dict[str, Optional[dict]] = key(holds(per_model_ok), default={}, doc=PER_MODEL_DOC)
+    # a bare dict on purpose (hence the ignores): jsonargparse parses the values of a typed dict[str, Any]
+    # as YAML again, turning the string "null" into None and "3" into 3
+    overrides: dict = key(holds(options_ok), default={}, doc=OPTIONS_DOC)  # type: ignore[type-arg]
+    model_overrides: dict[str, Optional[dict]] = key(  # type: ignore[type-arg]
+        holds(per_model_ok), default={}, doc=PER_MODEL_DOC
+    )
     evaluation: Evaluation = key(default=Evaluation())
 
 
@@ -261,7 +265,7 @@ def _history(history: History, file: SpecFile) -> dict[str, Any]:
 def _outcome(outcome: Outcome, file: SpecFile) -> dict[str, Any]:
     terms = outcome.terms
     if outcome.property == "term_share":
-        ok = bool(terms) and all(isinstance(t, str) and t.strip() for t in terms)
+        ok = terms is not None and len(terms) > 0 and all(isinstance(t, str) and t.strip() for t in terms)
         file.check(check_that, ok, terms, "outcome.terms", None, "a non-empty list of words for term_share")
     elif terms is not None:
         raise file.fail(f"'outcome.terms' is only used by term_share, not by {outcome.property!r}.")

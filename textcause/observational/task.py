@@ -95,6 +95,8 @@ def text_length(n_posts: int, spec: ObservationalSpec) -> int:
     """How many of a user's ``n_posts`` earliest posts are the text."""
     if spec.text_posts is not None:
         return min(spec.text_posts, n_posts)
+    if spec.text_fraction is None:
+        raise ValueError("An observational spec sets 'text_posts' or 'text_fraction'; this one sets neither.")
     return int(np.floor(spec.text_fraction * n_posts))
 
 
@@ -189,7 +191,7 @@ def _load_task(path: str, text: str, seed: int | None) -> ObservationalTask:
     return build_observational_task(read_corpus(spec.corpus), spec, seed)
 
 
-def load_task(config: str | os.PathLike, seed: int | None = None) -> ObservationalTask:
+def load_task(config: str | os.PathLike[str], seed: int | None = None) -> ObservationalTask:
     """The task of an observational config file (memoised per file content and seed).
 
     Args:

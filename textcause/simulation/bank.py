@@ -180,7 +180,7 @@ def bank_from_dict(data: Any, *, source: str = "the post bank") -> PostBank:
     return PostBank(name=name, kinds=kinds)
 
 
-def load_bank(path: str | os.PathLike | None = None) -> PostBank:
+def load_bank(path: str | os.PathLike[str] | None = None) -> PostBank:
     """Load a post bank from a YAML or JSON file (``.json`` is read as JSON, anything else as YAML).
 
     Args:
@@ -204,7 +204,7 @@ def load_bank(path: str | os.PathLike | None = None) -> PostBank:
     )
 
 
-def save_bank(bank: PostBank, path: str | os.PathLike) -> Path:
+def save_bank(bank: PostBank, path: str | os.PathLike[str]) -> Path:
     """Write ``bank`` to ``path`` atomically, as JSON for ``.json`` and YAML otherwise."""
     data = bank.to_dict()
     if Path(path).suffix.lower() == ".json":

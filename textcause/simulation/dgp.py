@@ -41,9 +41,8 @@ def check_treat_probs(probs: Any, owner: str = "make_task") -> tuple[float, floa
             f"The 'treat_probs' parameter of {owner} must be a pair (P(T=1|class 1), P(T=1|class 2)). "
             f"Got {probs!r} instead."
         )
-    return tuple(  # type: ignore[return-value]
-        check_real(p, "treat_probs", owner, low=0.0, high=1.0, low_open=True, high_open=True) for p in probs
-    )
+    p1, p2 = (check_real(p, "treat_probs", owner, low=0.0, high=1.0, low_open=True, high_open=True) for p in probs)
+    return p1, p2
 
 
 def check_outcome_table(table: Any, owner: str = "make_task", *, outcome: str = "binary") -> Table:
@@ -67,10 +66,9 @@ def check_outcome_table(table: Any, owner: str = "make_task", *, outcome: str = 
             f"The 'outcome_probs' parameter of {owner} must be a 2x2 table "
             f"((class 1: T=0, T=1), (class 2: T=0, T=1)). Got {table!r} instead."
         )
-    bounds = {"low": 0.0, "high": 1.0} if outcome == "binary" else {}
-    return tuple(  # type: ignore[return-value]
-        tuple(check_real(v, "outcome_probs", owner, **bounds) for v in row) for row in table
-    )
+    low, high = (0.0, 1.0) if outcome == "binary" else (None, None)
+    (a, b), (c, d) = ((check_real(v, "outcome_probs", owner, low=low, high=high) for v in row) for row in table)
+    return (a, b), (c, d)
 
 
 def check_outcome(outcome: Any, owner: str = "make_task") -> str:
@@ -150,7 +148,8 @@ def draw_potential_outcomes(
 def observed_outcome(t: np.ndarray, y0: np.ndarray, y1: np.ndarray) -> np.ndarray:
     """``Y = T * Y(1) + (1 - T) * Y(0)``."""
     t = np.asarray(t, dtype=np.float64)
-    return t * y1 + (1.0 - t) * y0
+    y: np.ndarray = t * y1 + (1.0 - t) * y0
+    return y
 
 
 def population_ate(table: Table, class1_share: float = 0.5) -> float:
@@ -168,7 +167,7 @@ def population_unadjusted(treat_probs: tuple[float, float], table: Table, class1
     return float(ey1 - ey0)
 
 
-def _by_class(mapping: Mapping, name: str, owner: str) -> list[Any]:
+def _by_class(mapping: Mapping[Any, Any], name: str, owner: str) -> list[Any]:
     """``{1: a, 2: b}`` (int or string keys) -> ``[a, b]``."""
     keys = {str(k): v for k, v in mapping.items()}
     if set(keys) != {"1", "2"}:

@@ -187,7 +187,7 @@ class WordRules:
     def __call__(self, posts: list[str]) -> list[str]:
         return [self.apply(p) for p in posts]
 
-    def _replace(self, match: re.Match) -> str:
+    def _replace(self, match: re.Match[str]) -> str:
         found = match.group(0)
         if self.case_sensitive:
             return self._lookup[found]
@@ -225,7 +225,7 @@ def apply_rewrite(f: Callable[[list[str]], list[str]], posts: list[str], name: s
     return list(out)
 
 
-def describe_rewrite(f: Callable | None) -> str:
+def describe_rewrite(f: Callable[[list[str]], list[str]] | None) -> str:
     if f is None:
         return "identity"
     if isinstance(f, WordRules):

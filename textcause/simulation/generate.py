@@ -63,7 +63,7 @@ def make_task(
     seed: int = 0,
     *,
     insertion: str | None = None,
-    bank: PostBank | str | os.PathLike | None = None,
+    bank: PostBank | str | os.PathLike[str] | None = None,
     outcome: str = "binary",
     split_fractions: tuple[float, float, float] = PAPER_FRACTIONS,
     rewrite: Sequence[Rewrite] | Mapping[str, Rewrite] | None = None,
@@ -154,7 +154,7 @@ def build_task(
     level: int,
     seed: int = 0,
     insertion: str | None = None,
-    bank: PostBank | str | os.PathLike | None = None,
+    bank: PostBank | str | os.PathLike[str] | None = None,
     outcome: str = "binary",
     split_fractions: tuple[float, float, float] = PAPER_FRACTIONS,
     rewrite: Sequence[Rewrite] | Mapping[str, Rewrite] | None = None,
@@ -279,7 +279,9 @@ def _edit_histories(
         f = spec.f1 if c == 1 else spec.f2
         at: tuple[int, ...] = ()
         if f is not None:
-            new = fixed[part][c] if f.fixed else f.draw(banks[part], edit_rng)
+            new = fixed[part][c]  # drawn once per bank when f.fixed, else None: a draw per user
+            if new is None:
+                new = f.draw(banks[part], edit_rng)
             posts, at = insert_posts(posts, new, f.where or where, edit_rng, keep_length=keep_length)
         texts.append(posts)
         inserted_at.append(at)
@@ -313,7 +315,9 @@ def _check_corpus(corpus: Any, owner: str) -> tuple[History, ...]:
     return histories
 
 
-def _check_rewrite(rewrite: Any, owner: str) -> tuple[Callable | None, Callable | None]:
+def _check_rewrite(
+    rewrite: Any, owner: str
+) -> tuple[Callable[[list[str]], list[str]] | None, Callable[[list[str]], list[str]] | None]:
     if rewrite is None:
         return None, None
     if isinstance(rewrite, Mapping):
