@@ -24,9 +24,14 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m textcause demo
 
-# The test suite (fast tests and the slow ones that fit CI's budget): what CI runs.
+# The public API's docstring examples, run as tests (deterministic, a few seconds in all).
+DOCTEST_PATHS := textcause/io.py textcause/paths.py textcause/validation.py textcause/progress.py textcause/specs.py \
+	textcause/estimators textcause/metrics textcause/simulation textcause/observational
+
+# The test suite (fast tests and the slow ones that fit CI's budget) and the docstring examples: what CI runs.
 test: $(STAMP)
 	$(PY) -m pytest -q
+	$(PY) -m pytest -q --doctest-modules $(DOCTEST_PATHS)
 
 # Lint, format check and type check (ruff and mypy, configured in pyproject.toml); CI runs it before the tests.
 lint: $(STAMP)
@@ -41,6 +46,7 @@ typecheck: $(STAMP)
 # The edit loop: lint, then the fast tests only.
 check: lint
 	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q --doctest-modules $(DOCTEST_PATHS)
 
 # Apply ruff's fixes and format the tree.
 format: $(STAMP)

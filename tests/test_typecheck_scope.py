@@ -1,5 +1,6 @@
 """The type checker's scope: mypy is strict on the lower rooms named in pyproject.toml, `make lint` runs
-it (CI runs `make lint`), and a module of another room is not reported yet."""
+it (CI runs `make lint`), and a module of another room is not reported yet; `make test` runs the lower
+rooms' docstring examples."""
 
 from __future__ import annotations
 
@@ -37,6 +38,14 @@ def test_make_lint_runs_the_type_checker():
     lint = makefile.split("\nlint:", 1)[1].split("\n\n", 1)[0]
     assert "typecheck" in lint
     assert "$(VENV)/bin/mypy" in makefile.split("\ntypecheck:", 1)[1].split("\n\n", 1)[0]
+
+
+def test_make_test_runs_the_docstring_examples_of_the_lower_rooms():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    test = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert "--doctest-modules $(DOCTEST_PATHS)" in test
+    paths = makefile.split("DOCTEST_PATHS :=", 1)[1].split("\n\n", 1)[0].replace("\\\n", " ").split()
+    assert {f"textcause/{p}" for p in LOWER_PACKAGES} <= set(paths)
 
 
 @pytest.mark.parametrize(("room", "reported"), [("estimators", True), ("runs", False)])

@@ -32,7 +32,22 @@ from jsonargparse import ArgumentError, ArgumentParser
 from textcause.io import load_yaml
 from textcause.validation import check_int, check_options, check_real, check_subset, check_that
 
-T = TypeVar("T")
+__all__ = [
+    "Rule",
+    "NAME",
+    "NAME_DOC",
+    "key",
+    "ints",
+    "reals",
+    "one_of",
+    "some_of",
+    "holds",
+    "is_name",
+    "read_yaml",
+    "SpecFile",
+]
+
+_T = TypeVar("_T")
 #: A rule: ``rule(value, key, doc)`` raises ``ValueError`` (one sentence naming ``key``) if ``value`` breaks it.
 Rule = Callable[[Any, str, str], Any]
 
@@ -56,7 +71,15 @@ def key(*rules: Rule, default: Any = dataclasses.MISSING, doc: str = "") -> Any:
 
 
 def ints(low: int | None = None, high: int | None = None) -> Rule:
-    """An int in ``[low, high]`` (:func:`~textcause.validation.check_int`)."""
+    """An int in ``[low, high]`` (:func:`~textcause.validation.check_int`).
+
+    Examples:
+        >>> from textcause.specs import ints
+        >>> ints(low=1)(0, "n_users", "")
+        Traceback (most recent call last):
+            ...
+        ValueError: 'n_users' must be an int >= 1. Got 0 instead.
+    """
     return lambda value, name, doc: check_int(value, name, None, low=low, high=high)
 
 
@@ -96,7 +119,13 @@ _WRONG_TYPE = holds(lambda value: False)
 
 
 def is_name(value: Any) -> bool:
-    """Whether ``value`` is a string matching :data:`NAME`."""
+    """Whether ``value`` is a string matching :data:`NAME`.
+
+    Examples:
+        >>> from textcause.specs import is_name
+        >>> is_name("twitter_v2"), is_name("../up")
+        (True, False)
+    """
     return isinstance(value, str) and NAME.match(value) is not None
 
 
@@ -136,7 +165,7 @@ class SpecFile:
         """The error of a mistake in this file: "<kind> '<source>': <message>"."""
         return ValueError(f"{self.kind} '{self.source}': {message}")
 
-    def check(self, check: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def check(self, check: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         """Run a check of :mod:`textcause.validation` (owner None), its ``ValueError`` prefixed with this file."""
         try:
             return check(*args, **kwargs)
@@ -149,7 +178,7 @@ class SpecFile:
         self.check(check_that, is_name(name), name, "name", None, NAME_DOC)
         return name
 
-    def parse(self, cls: type[T], data: Any) -> T:
+    def parse(self, cls: type[_T], data: Any) -> _T:
         """The spec dataclass ``cls`` of a parsed YAML mapping.
 
         Raises:

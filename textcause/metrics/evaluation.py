@@ -33,6 +33,18 @@ from textcause.validation import (
     check_treatment,
 )
 
+__all__ = [
+    "CI_METHOD",
+    "INFLUENCE_CI_METHOD",
+    "OUTCOME_KINDS",
+    "ECE_BINS",
+    "PROPENSITY_METRICS",
+    "TRUTH_METRICS",
+    "propensity_metrics",
+    "evaluate_propensities",
+    "format_table",
+]
+
 CI_METHOD = "percentile bootstrap over evaluation units"
 #: The label of the doubly robust estimators' second interval (``influence_ci_method``).
 INFLUENCE_CI_METHOD = est.CI_INFLUENCE
@@ -103,9 +115,9 @@ def evaluate_propensities(
         seed: the bootstrap's seed.
         n_strata: strata of the stratified estimator.
         caliper: the matching caliper in propensity standard deviations (None: no caliper).
-        mu0, mu1: outcome-model predictions E[Y | T=0, X], E[Y | T=1, X] per unit (probabilities
-            for a binary outcome, means for a continuous one), needed by ``aipw`` and ``tmle``;
-            both or neither.
+        mu0: outcome-model predictions E[Y | T=0, X] per unit (probabilities for a binary outcome,
+            means for a continuous one), needed by ``aipw`` and ``tmle``; both or neither.
+        mu1: the same for E[Y | T=1, X].
         outcome: ``binary`` or ``continuous``: the outcome kind of the task (TMLE fluctuates a
             binary outcome on its own [0, 1] scale and a continuous one on its observed range).
         n_bins: equal-width bins of the expected calibration error.
@@ -121,6 +133,15 @@ def evaluate_propensities(
     Raises:
         ValueError: invalid treatments, propensities or lengths; only one of ``mu0``/``mu1``;
             non-finite outcome predictions; an unknown ``outcome``.
+
+    Examples:
+        >>> from textcause.metrics.evaluation import evaluate_propensities
+        >>> t = [0, 1, 0, 1, 0, 1, 0, 1]
+        >>> y = [0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0]
+        >>> p = [0.2, 0.3, 0.4, 0.5, 0.5, 0.6, 0.7, 0.8]
+        >>> rows = evaluate_propensities(t, y, p, estimators=['ipw'], n_boot=0, true_ate=0.5)
+        >>> [(r['estimator'], round(r['ate'], 4), round(r['bias'], 4)) for r in rows]
+        [('unadjusted', 0.75, 0.25), ('ipw', 0.7576, 0.2576)]
     """
     t = check_treatment(t)
     y = np.asarray(y, dtype=np.float64)

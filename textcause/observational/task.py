@@ -23,6 +23,12 @@ from textcause.corpus.types import Corpus, Split
 from textcause.observational.outcomes import OUTCOMES, outcome_label
 from textcause.observational.spec import ObservationalSpec, load_spec
 
+__all__ = [
+    "ObservationalTask",
+    "build_observational_task",
+    "load_task",
+]
+
 
 @dataclass(frozen=True)
 class ObservationalTask:
@@ -91,7 +97,7 @@ def _values(values: tuple[Any, ...]) -> str:
     return " or ".join(map(str, values))
 
 
-def text_length(n_posts: int, spec: ObservationalSpec) -> int:
+def _text_length(n_posts: int, spec: ObservationalSpec) -> int:
     """How many of a user's ``n_posts`` earliest posts are the text."""
     if spec.text_posts is not None:
         return min(spec.text_posts, n_posts)
@@ -127,7 +133,7 @@ def build_observational_task(corpus: Corpus, spec: ObservationalSpec, seed: int 
     _check_field(Corpus(tuple(users)), spec, spec.treatment_field, spec.treated + spec.control, "treatment")
     users = [h for h in users if h.meta.get(spec.treatment_field) in spec.treated + spec.control]
     n_with_treatment = len(users)
-    cut = [text_length(len(h), spec) for h in users]
+    cut = [_text_length(len(h), spec) for h in users]
     keep = [
         i for i, (h, k) in enumerate(zip(users, cut)) if k >= spec.min_text_posts and len(h) - k >= spec.min_later_posts
     ]
@@ -178,7 +184,7 @@ def build_observational_task(corpus: Corpus, spec: ObservationalSpec, seed: int 
     )
 
 
-def read_corpus(source: str) -> Corpus:
+def _read_corpus(source: str) -> Corpus:
     """Every user and post of a corpus (the process-wide memoised reader)."""
     from textcause.corpus.memo import read_corpus as read
 
@@ -188,7 +194,7 @@ def read_corpus(source: str) -> Corpus:
 @functools.lru_cache(maxsize=2)
 def _load_task(path: str, text: str, seed: int | None) -> ObservationalTask:
     spec = load_spec(path)
-    return build_observational_task(read_corpus(spec.corpus), spec, seed)
+    return build_observational_task(_read_corpus(spec.corpus), spec, seed)
 
 
 def load_task(config: str | os.PathLike[str], seed: int | None = None) -> ObservationalTask:

@@ -20,6 +20,17 @@ import numpy as np
 from textcause.io import atomic_write_text
 from textcause.validation import check_real
 
+__all__ = [
+    "SLOT",
+    "DEFAULT_BANK",
+    "PostKind",
+    "PostBank",
+    "split_bank",
+    "bank_from_dict",
+    "load_bank",
+    "save_bank",
+]
+
 #: The slot a template's word goes into.
 SLOT = "{x}"
 

@@ -16,6 +16,25 @@ import numpy as np
 
 from textcause.validation import check_options, check_real
 
+__all__ = [
+    "STANDARD_TREATMENT",
+    "STRONG_TREATMENT",
+    "STANDARD_OUTCOME",
+    "PLACEBO_OUTCOME",
+    "NORMAL_SD",
+    "OUTCOMES",
+    "Table",
+    "check_treat_probs",
+    "check_outcome_table",
+    "check_outcome",
+    "assign_classes",
+    "draw_treatment",
+    "draw_potential_outcomes",
+    "observed_outcome",
+    "population_ate",
+    "population_unadjusted",
+]
+
 #: P(T=1 | class) for class 1 and class 2 (section 5.1).
 STANDARD_TREATMENT = (0.9, 0.1)
 #: The stronger selection effect (Strength of Selection Effect level 2, and the Placebo Test).
@@ -72,6 +91,11 @@ def check_outcome_table(table: Any, owner: str = "make_task", *, outcome: str = 
 
 
 def check_outcome(outcome: Any, owner: str = "make_task") -> str:
+    """Return ``outcome`` if it is one of :data:`OUTCOMES` (``binary``, ``normal``).
+
+    Raises:
+        ValueError: any other value (the message lists the outcome types).
+    """
     check_options(outcome, "outcome", owner, OUTCOMES)
     return str(outcome)
 
@@ -91,7 +115,7 @@ def assign_classes(n: int, rng: np.random.Generator, *, class1_share: float = 0.
     return labels[rng.permutation(n)]
 
 
-def propensity_of(latent_class: np.ndarray, treat_probs: tuple[float, float]) -> np.ndarray:
+def _propensity_of(latent_class: np.ndarray, treat_probs: tuple[float, float]) -> np.ndarray:
     """The true propensity P(T=1 | class) of every user."""
     return np.where(np.asarray(latent_class) == 1, treat_probs[0], treat_probs[1]).astype(np.float64)
 
@@ -104,12 +128,12 @@ def draw_treatment(
     Returns:
         ``(t, propensity)``: int8 treatments and the float64 true propensities.
     """
-    propensity = propensity_of(latent_class, treat_probs)
+    propensity = _propensity_of(latent_class, treat_probs)
     t = (rng.random(len(propensity)) < propensity).astype(np.int8)
     return t, propensity
 
 
-def outcome_means(latent_class: np.ndarray, table: Table) -> tuple[np.ndarray, np.ndarray]:
+def _outcome_means(latent_class: np.ndarray, table: Table) -> tuple[np.ndarray, np.ndarray]:
     """Per-user ``(E[Y(0)], E[Y(1)])`` from a table."""
     c1 = np.asarray(latent_class) == 1
     m0 = np.where(c1, table[0][0], table[1][0]).astype(np.float64)
@@ -134,7 +158,7 @@ def draw_potential_outcomes(
     Returns:
         ``(y0, y1)`` as float64 arrays.
     """
-    m0, m1 = outcome_means(latent_class, table)
+    m0, m1 = _outcome_means(latent_class, table)
     n = len(m0)
     if outcome == "binary":
         u0, u1 = rng.random(n), rng.random(n)
