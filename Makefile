@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export WANDB_MODE ?= offline
 
-.PHONY: install demo test check lint format docs bench clean
+.PHONY: install demo test check lint typecheck format docs bench clean
 
 $(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,18 +24,29 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m textcause demo
 
-# The test suite (fast tests and the slow ones that fit CI's budget): what CI runs.
+# The public API's docstring examples, run as tests (deterministic, a few seconds in all).
+DOCTEST_PATHS := textcause/io.py textcause/paths.py textcause/validation.py textcause/progress.py textcause/specs.py \
+	textcause/estimators textcause/metrics textcause/simulation textcause/observational
+
+# The test suite (fast tests and the slow ones that fit CI's budget) and the docstring examples: what CI runs.
 test: $(STAMP)
 	$(PY) -m pytest -q
+	$(PY) -m pytest -q --doctest-modules $(DOCTEST_PATHS)
 
-# Lint and format check (ruff, configured in pyproject.toml); CI runs it before the tests.
+# Lint, format check and type check (ruff and mypy, configured in pyproject.toml); CI runs it before the tests.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(MAKE) --no-print-directory typecheck
+
+# mypy, strict on the rooms listed in pyproject.toml's [tool.mypy] (the lower rooms first, growing upward).
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
 
 # The edit loop: lint, then the fast tests only.
 check: lint
 	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q --doctest-modules $(DOCTEST_PATHS)
 
 # Apply ruff's fixes and format the tree.
 format: $(STAMP)
@@ -51,4 +62,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_estimators.py
 
 clean:
-	rm -rf $(VENV) build site *.egg-info .pytest_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .mypy_cache

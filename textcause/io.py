@@ -17,12 +17,28 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-#: Bytes per ``write()`` call of :func:`write_chunks`. One ``write()`` of several MiB into a new
-#: file took 7.5-10.4 ms a MiB on this project's 2-core VM (Linux 6.18, ext4), against 0.2-0.4 ms
-#: a MiB in writes of 1 MiB or less, the same bytes to the same files (2 MiB writes were as slow as
-#: one big write). A plausible cause, not checked: for a large write the page cache takes large
-#: folios (2 MiB pages), which the VM backs slowly. The grid's checkpoints (4.7 MB each for
-#: SHERBERT in ``benchmarks/bench_scale.py``) were the largest such writes.
+__all__ = [
+    "WRITE_CHUNK",
+    "write_chunks",
+    "content_key",
+    "load_yaml",
+    "check_unique_keys",
+    "atomic_path",
+    "atomic_write_text",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "refuse_pickled_code",
+    "damaged_sentence",
+    "is_damaged_torch_file",
+    "load_torch",
+    "check_out_file",
+    "check_out_folder",
+    "load_npy",
+]
+
+#: Bytes per ``write()`` call of :func:`write_chunks`: single writes of several MiB into a new file
+#: were measured many times slower per MiB than writes of 1 MiB or less (the figures:
+#: ``benchmarks/README.md``, ``bench_scale.py``).
 WRITE_CHUNK = 1 << 20
 
 
@@ -36,7 +52,15 @@ def write_chunks(fh: Any, data: Any) -> int:
 
 
 def content_key(*parts: Any) -> str:
-    """A stable SHA-256 hex key of ``parts`` (JSON-serialisable values, bytes or str)."""
+    """A stable SHA-256 hex key of ``parts`` (JSON-serialisable values, bytes or str).
+
+    Examples:
+        >>> from textcause.io import content_key
+        >>> len(content_key("corpus", 3))
+        64
+        >>> content_key("a", 1) == content_key("a", 1) != content_key("a", 2)
+        True
+    """
     h = hashlib.sha256()
     for part in parts:
         if isinstance(part, bytes):
@@ -52,7 +76,7 @@ def content_key(*parts: Any) -> str:
 
 def load_yaml(text: str) -> Any:
     """``yaml.safe_load(text)`` through libyaml's parser when PyYAML was built with it (the same
-    values, about 15 times faster: a few ms a grid cell), except that a mapping that gives one key
+    values, faster), except that a mapping that gives one key
     twice is refused (``safe_load`` silently keeps the last value). Text libyaml refuses is parsed
     again by PyYAML's own parser, so the error raised is ``safe_load``'s, with its line and caret.
 
@@ -60,6 +84,15 @@ def load_yaml(text: str) -> Any:
         yaml.YAMLError: text that is not YAML; a ``yaml.constructor.ConstructorError`` for a key
             given twice in one mapping, whose one line names the key and both lines ("found
             duplicate key 'a' on line 3, first given on line 1: give each key once"). Keys merged in with ``<<:`` may be overridden, as YAML intends.
+
+    Examples:
+        >>> from textcause.io import load_yaml
+        >>> load_yaml("{a: 1, b: [x, y]}")
+        {'a': 1, 'b': ['x', 'y']}
+        >>> load_yaml("{a: 1, a: 2}")
+        Traceback (most recent call last):
+            ...
+        yaml.constructor.ConstructorError: found duplicate key 'a' on line 1, first given on line 1: give each key once
     """
     import yaml
 
@@ -123,7 +156,7 @@ def _unique_key_loaders() -> tuple[Any, Any]:
 
 
 @contextmanager
-def atomic_path(dest: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+def atomic_path(dest: str | os.PathLike[str], suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path beside ``dest``; on success it is renamed onto ``dest``.
 
     On an exception the temporary file is removed and ``dest`` is untouched.
@@ -148,14 +181,22 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write_text(dest: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``dest`` atomically."""
+def atomic_write_text(dest: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``dest`` atomically.
+
+    Examples:
+        >>> import tempfile, pathlib
+        >>> from textcause.io import atomic_write_text
+        >>> folder = tempfile.mkdtemp()
+        >>> atomic_write_text(pathlib.Path(folder) / "note.txt", "done").read_text()
+        'done'
+    """
     with atomic_path(dest) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return Path(dest)
 
 
-def atomic_write_bytes(dest: str | os.PathLike, data: Any) -> Path:
+def atomic_write_bytes(dest: str | os.PathLike[str], data: Any) -> Path:
     """Write the bytes-like ``data`` to ``dest`` atomically, in writes of at most :data:`WRITE_CHUNK`
     bytes (:func:`write_chunks`)."""
     with atomic_path(dest) as tmp, open(tmp, "wb") as fh:
@@ -163,13 +204,13 @@ def atomic_write_bytes(dest: str | os.PathLike, data: Any) -> Path:
     return Path(dest)
 
 
-def atomic_write_json(dest: str | os.PathLike, obj: Any) -> Path:
+def atomic_write_json(dest: str | os.PathLike[str], obj: Any) -> Path:
     """Write ``obj`` as indented JSON to ``dest`` atomically."""
     return atomic_write_text(dest, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
 # ------------------------------------------------------------------------------------------- safe loads
-def refused_sentence(path: Any, what: str = "checkpoint") -> str:
+def _refused_sentence(path: Any, what: str = "checkpoint") -> str:
     """The one sentence for a file whose pickled objects a plain load refused (never unpickled)."""
     return (
         f"The {what} '{path}' was refused: it holds objects that a weights-only load does not allow "
@@ -186,7 +227,7 @@ def refuse_pickled_code(path: Any, what: str = "checkpoint") -> Iterator[None]:
     try:
         yield
     except pickle.UnpicklingError:
-        raise ValueError(refused_sentence(path, what)) from None
+        raise ValueError(_refused_sentence(path, what)) from None
 
 
 def damaged_sentence(path: Any, what: str = "checkpoint") -> str:
@@ -206,7 +247,7 @@ def is_damaged_torch_file(err: BaseException) -> bool:
     return isinstance(err, OSError) and err.errno == errno.EINVAL and not err.filename
 
 
-def load_torch(path: str | os.PathLike, what: str = "checkpoint") -> Any:
+def load_torch(path: str | os.PathLike[str], what: str = "checkpoint") -> Any:
     """``torch.load(path, map_location="cpu", weights_only=True)``: plain values and tensors only.
 
     Every file the package reads with ``torch.load`` goes through here
@@ -227,7 +268,7 @@ def load_torch(path: str | os.PathLike, what: str = "checkpoint") -> Any:
             raise
 
 
-def check_out_file(path: str | os.PathLike, option: str = "--out") -> Path:
+def check_out_file(path: str | os.PathLike[str], option: str = "--out") -> Path:
     """Refuse, before any work, an output file path that names a folder or lies under a file.
 
     Raises:
@@ -240,7 +281,7 @@ def check_out_file(path: str | os.PathLike, option: str = "--out") -> Path:
     return out
 
 
-def check_out_folder(path: str | os.PathLike, option: str = "--out", purpose: str = "") -> Path:
+def check_out_folder(path: str | os.PathLike[str], option: str = "--out", purpose: str = "") -> Path:
     """Refuse, before any work, an output folder path that names an existing file or lies under one.
 
     Raises:
@@ -270,5 +311,5 @@ def load_npy(path: Any, what: str = "array file", **kwargs: Any) -> Any:
         return np.load(path, allow_pickle=False, **kwargs)
     except ValueError as err:
         if "allow_pickle" in str(err):
-            raise ValueError(refused_sentence(path, what)) from None
+            raise ValueError(_refused_sentence(path, what)) from None
         raise

@@ -17,6 +17,19 @@ import importlib.resources
 import os
 from pathlib import Path
 
+__all__ = [
+    "PACKAGE_DIR",
+    "PROJECT_ROOT",
+    "DEFAULT_CONFIG_NAMES",
+    "CORPORA",
+    "config_dir",
+    "default_configs",
+    "model_config_path",
+    "data_root",
+    "resolve_corpus",
+    "cache_root",
+]
+
 #: The package folder and, in a checkout, the project folder above it.
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_ROOT = PACKAGE_DIR.parent
@@ -83,7 +96,7 @@ def data_root() -> Path:
     return PROJECT_ROOT.parent / "shared" / "data"
 
 
-def resolve_corpus(source: str | os.PathLike) -> str:
+def resolve_corpus(source: str | os.PathLike[str]) -> str:
     """Map a short corpus name (``twitter``, ``blogs``, ``reddit-drunk``) to its path under the data root.
 
     Anything else (a path, a Hugging Face dataset name) is returned unchanged.

@@ -15,6 +15,13 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+__all__ = [
+    "DELAY",
+    "show_progress",
+    "progress_bar",
+    "format_seconds",
+]
+
 #: Seconds a step runs before its bar appears.
 DELAY = 2.0
 #: The width of a bar on a terminal that reports none.

@@ -11,9 +11,31 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+
+__all__ = [
+    "MAX_WEIGHT",
+    "MAX_MAGNITUDE",
+    "check_consistent_length",
+    "check_paired",
+    "as_1d_float",
+    "as_bounded_float",
+    "check_weights",
+    "check_treatment",
+    "check_propensity",
+    "check_probability",
+    "check_int",
+    "check_real",
+    "check_options",
+    "check_subset",
+    "check_that",
+    "option_error_sentence",
+    "as_typed_options",
+]
+
+_T = TypeVar("_T")
 
 #: The largest inverse-probability weight a weighting estimator or metric accepts: the propensity of
 #: the arm a unit received must be at least ``1 / MAX_WEIGHT``. Beyond it weights overflow float64 or
@@ -31,7 +53,17 @@ _ABOVE_ZERO, _BELOW_ONE = float(np.nextafter(0.0, 1.0)), float(np.nextafter(1.0,
 
 
 def check_consistent_length(*arrays: Any) -> int:
-    """Return the common length of ``arrays``; raise if they differ."""
+    """Return the common length of ``arrays``; raise if they differ.
+
+    Examples:
+        >>> from textcause.validation import check_consistent_length
+        >>> check_consistent_length([1, 2], [3, 4])
+        2
+        >>> check_consistent_length([1, 2], [3])
+        Traceback (most recent call last):
+            ...
+        ValueError: Found input variables with inconsistent numbers of samples: [2, 1]
+    """
     lengths = [len(a) for a in arrays if a is not None]
     if len(set(lengths)) > 1:
         raise ValueError(f"Found input variables with inconsistent numbers of samples: {lengths}")
@@ -44,14 +76,14 @@ def _what(x: Any) -> str:
     return f"a {type(x).__name__}" + (f" of dtype {dtype}" if dtype is not None else "")
 
 
-def check_unmasked(x: Any, name: str) -> None:
+def _check_unmasked(x: Any, name: str) -> None:
     """Refuse a numpy masked array with masked values.
 
     ``np.asarray`` drops a mask, so the masked units would silently count as data; a masked array
     whose mask hides nothing is a plain array.
     """
     if isinstance(x, np.ma.MaskedArray):
-        n = int(np.ma.count_masked(x))
+        n = int(np.count_nonzero(np.ma.getmaskarray(x)))
         if n:
             raise ValueError(
                 f"'{name}' is a masked array with {n} masked value{'s' if n != 1 else ''}: the mask would be "
@@ -71,7 +103,7 @@ def check_paired(*named: tuple[str, Any]) -> None:
     """The one rule for per-unit inputs given together: unit ``i`` of each is the same unit.
 
     Every estimator applies it before converting its inputs: a masked array with masked values is
-    refused (:func:`check_unmasked`), and so are pandas objects whose indexes differ (numpy would
+    refused (:func:`_check_unmasked`), and so are pandas objects whose indexes differ (numpy would
     pair them by position, not by label). Pandas objects with equal indexes, or one pandas object
     beside plain arrays, are paired by position as before. ``None`` entries are skipped.
 
@@ -82,7 +114,7 @@ def check_paired(*named: tuple[str, Any]) -> None:
     for name, x in named:
         if x is None:
             continue
-        check_unmasked(x, name)
+        _check_unmasked(x, name)
         index = _pandas_index(x)
         if index is None:
             continue
@@ -98,7 +130,7 @@ def check_paired(*named: tuple[str, Any]) -> None:
 
 def _to_1d_float(x: Any, name: str) -> np.ndarray:
     """``x`` as a non-empty 1-D float64 array (its values not yet checked; a masked array refused)."""
-    check_unmasked(x, name)
+    _check_unmasked(x, name)
     try:
         raw = np.asarray(x)
         if raw.dtype.kind not in _NUMERIC + "OUS":
@@ -136,16 +168,16 @@ def as_1d_float(x: Any, name: str) -> np.ndarray:
 
 
 def as_bounded_float(x: Any, name: str, owner: str) -> np.ndarray:
-    """:func:`as_1d_float` then :func:`check_magnitude` (the same errors, in the same order), in two
+    """:func:`as_1d_float` then :func:`_check_magnitude` (the same errors, in the same order), in two
     passes over the values without temporaries when every value is finite and within bounds."""
     arr = _to_1d_float(x, name)
     if _all_within(arr, -MAX_MAGNITUDE, MAX_MAGNITUDE):
         return arr
     _check_finite(arr, name)
-    return check_magnitude(arr, name, owner)
+    return _check_magnitude(arr, name, owner)
 
 
-def check_magnitude(arr: np.ndarray, name: str, owner: str) -> np.ndarray:
+def _check_magnitude(arr: np.ndarray, name: str, owner: str) -> np.ndarray:
     """Refuse values of ``arr`` (finite floats) whose magnitude exceeds :data:`MAX_MAGNITUDE`.
 
     Such values would overflow the weighted sums, squares or differences of an estimate to inf or
@@ -197,8 +229,18 @@ def check_weights(
 
 
 def check_treatment(t: Any, name: str = "t", *, both_classes: bool = True) -> np.ndarray:
-    """Return ``t`` as an int8 0/1 array (with both classes present unless ``both_classes`` is False)."""
-    check_unmasked(t, name)
+    """Return ``t`` as an int8 0/1 array (with both classes present unless ``both_classes`` is False).
+
+    Examples:
+        >>> from textcause.validation import check_treatment
+        >>> check_treatment([0, 1, True])
+        array([0, 1, 1], dtype=int8)
+        >>> check_treatment([1, 1])
+        Traceback (most recent call last):
+            ...
+        ValueError: The treatment 't' has only one class (1): an effect needs treated and untreated units.
+    """
+    _check_unmasked(t, name)
     try:
         arr = np.asarray(t)
         if arr.dtype.kind == "O":
@@ -238,7 +280,17 @@ def _count_treated(arr: np.ndarray) -> int | None:
 
 
 def check_propensity(p: Any, name: str = "propensity") -> np.ndarray:
-    """Return ``p`` as float64, strictly inside (0, 1) and finite."""
+    """Return ``p`` as float64, strictly inside (0, 1) and finite.
+
+    Examples:
+        >>> from textcause.validation import check_propensity
+        >>> check_propensity([0.2, 0.9])
+        array([0.2, 0.9])
+        >>> check_propensity([0.2, 1.0])
+        Traceback (most recent call last):
+            ...
+        ValueError: The 'propensity' values must lie strictly between 0 and 1. Got 1.0 at index 1 (1 values out of range).
+    """
     arr = _to_1d_float(p, name)
     if _all_within(arr, _ABOVE_ZERO, _BELOW_ONE):  # the usual case: two passes, no temporaries
         return arr
@@ -267,7 +319,17 @@ def check_probability(p: Any, name: str = "propensity") -> np.ndarray:
 
 
 def check_int(value: Any, name: str, owner: str | None, *, low: int | None = None, high: int | None = None) -> int:
-    """Check an integer parameter of ``owner`` against an inclusive range (``owner`` None: a config key ``name``)."""
+    """Check an integer parameter of ``owner`` against an inclusive range (``owner`` None: a config key ``name``).
+
+    Examples:
+        >>> from textcause.validation import check_int
+        >>> check_int(3, "n_strata", "stratified", low=2)
+        3
+        >>> check_int(0, "n_strata", "stratified", low=2)
+        Traceback (most recent call last):
+            ...
+        ValueError: The 'n_strata' parameter of stratified must be an int >= 2. Got 0 instead.
+    """
     ok = isinstance(value, Integral) and not isinstance(value, bool)
     if ok and low is not None and value < low:
         ok = False
@@ -289,7 +351,17 @@ def check_real(
     low_open: bool = False,
     high_open: bool = False,
 ) -> float:
-    """Check a real parameter of ``owner`` against a range (closed unless ``*_open``)."""
+    """Check a real parameter of ``owner`` against a range (closed unless ``*_open``).
+
+    Examples:
+        >>> from textcause.validation import check_real
+        >>> check_real(0.5, "level", "bootstrap_ci", low=0.0, high=1.0, low_open=True, high_open=True)
+        0.5
+        >>> check_real(1.0, "level", "bootstrap_ci", low=0.0, high=1.0, low_open=True, high_open=True)
+        Traceback (most recent call last):
+            ...
+        ValueError: The 'level' parameter of bootstrap_ci must be a float > 0.0 and < 1.0. Got 1.0 instead.
+    """
     ok = isinstance(value, Real) and not isinstance(value, bool) and _finite_real(value)
     if ok and low is not None and (value < low or (low_open and value == low)):
         ok = False
@@ -311,6 +383,15 @@ def check_options(value: Any, name: str, owner: str | None, options: Iterable[An
 
     Every "must be one of" message of the package comes from here:
     "The 'scale' parameter of DataSettings must be one of [None, 'maxabs', 'log1p']. Got 'x' instead."
+
+    Examples:
+        >>> from textcause.validation import check_options
+        >>> check_options("ipw", "estimator", "f", ["ipw", "aipw"])
+        'ipw'
+        >>> check_options("ols", "estimator", "f", ["ipw", "aipw"])
+        Traceback (most recent call last):
+            ...
+        ValueError: The 'estimator' parameter of f must be one of ['ipw', 'aipw']. Got 'ols' instead.
     """
     allowed = list(options)
     try:
@@ -339,10 +420,17 @@ def check_subset(values: Any, name: str, owner: str | None, options: Iterable[An
     return tuple(items)
 
 
-def check_that(ok: bool, value: Any, name: str, owner: str | None, requirement: str) -> Any:
+def check_that(ok: bool, value: _T, name: str, owner: str | None, requirement: str) -> _T:
     """Raise unless ``ok``, saying what ``value`` must be: "The 'corpora' parameter of X must be {requirement}. Got [] instead."
 
     For rules that have no check of their own (a shape, a pattern); every message keeps the same template.
+
+    Examples:
+        >>> from textcause.validation import check_that
+        >>> check_that(False, [], "corpora", "grid", "a non-empty list")
+        Traceback (most recent call last):
+            ...
+        ValueError: The 'corpora' parameter of grid must be a non-empty list. Got [] instead.
     """
     if not ok:
         raise ValueError(f"{_subject(name, owner)} must be {requirement}. Got {value!r} instead.")

@@ -10,11 +10,11 @@ import pytest
 from textcause.estimators import bootstrap as bootstrap_module
 from textcause.estimators import bootstrap_ci
 from textcause.estimators.bootstrap import (
-    POISSON_MAX,
+    _POISSON_MAX,
     POISSON_MIN_N,
+    _poisson_sums,
     _poisson_tables,
-    poisson_sums,
-    poisson_weights,
+    _poisson_weights,
 )
 from textcause.estimators.weighting import ipw_columns, ratio_difference
 
@@ -45,24 +45,24 @@ def args_for(name: str, d: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
 def test_the_tables_give_poisson_one_to_within_3e_12():
     cuts, ambiguous, refine = _poisson_tables()
     definite = np.diff([0, *cuts, ambiguous])  # bytes per count: 94, 94, 47, 15, 3
-    cells = np.zeros(POISSON_MAX + 1)
+    cells = np.zeros(_POISSON_MAX + 1)
     cells[: definite.size] = definite
     rest = np.diff(np.concatenate([[0], refine.astype(np.float64), [2.0**32]])) / 2.0**32
     implied = cells / 256.0 + (256 - ambiguous) / 256.0 * rest
-    exact = np.array([math.exp(-1.0) / math.factorial(k) for k in range(POISSON_MAX + 1)])
+    exact = np.array([math.exp(-1.0) / math.factorial(k) for k in range(_POISSON_MAX + 1)])
     exact[-1] += 1.0 - exact.sum()  # the tail beyond 13 is given to 13 ...
-    assert 1.0 - sum(math.exp(-1.0) / math.factorial(k) for k in range(POISSON_MAX + 1)) < 5e-12  # ... and is tiny
+    assert 1.0 - sum(math.exp(-1.0) / math.factorial(k) for k in range(_POISSON_MAX + 1)) < 5e-12  # ... and is tiny
     np.testing.assert_allclose(implied, exact, rtol=0, atol=3e-12)
     assert implied.sum() == pytest.approx(1.0, abs=1e-15)
 
 
 def test_weights_have_mean_one_and_variance_one():
-    w = np.concatenate([b.ravel() for b in poisson_weights(250_003, 8, seed=4)]).astype(np.float64)
-    assert w.size == 2_000_024 and w.max() <= POISSON_MAX
+    w = np.concatenate([b.ravel() for b in _poisson_weights(250_003, 8, seed=4)]).astype(np.float64)
+    assert w.size == 2_000_024 and w.max() <= _POISSON_MAX
     se = 1.0 / math.sqrt(w.size)  # of the mean; the variance's is about 1.7 times larger
     assert abs(w.mean() - 1.0) < 5 * se
     assert abs(w.var() - 1.0) < 5 * 1.8 * se
-    freq = np.bincount(w.astype(np.int64), minlength=POISSON_MAX + 1)[:7] / w.size
+    freq = np.bincount(w.astype(np.int64), minlength=_POISSON_MAX + 1)[:7] / w.size
     exact = np.array([math.exp(-1.0) / math.factorial(k) for k in range(7)])
     assert np.all(np.abs(freq - exact) < 5 * np.sqrt(exact * (1 - exact) / w.size) + 1e-6)
 
@@ -71,21 +71,21 @@ def test_weights_depend_only_on_n_n_boot_and_seed(monkeypatch):
     d = confounded(30_000, seed=2)
     cols = ipw_columns(d["t"], d["y"], d["p"])
     monkeypatch.setattr(bootstrap_module, "POISSON_THREADS", 1)
-    one = poisson_sums(cols, 150, seed=9)
+    one = _poisson_sums(cols, 150, seed=9)
     monkeypatch.setattr(bootstrap_module, "POISSON_THREADS", 2)
-    two = poisson_sums(cols, 150, seed=9)
+    two = _poisson_sums(cols, 150, seed=9)
     np.testing.assert_array_equal(one, two)
     # the same weights as poisson_weights, block after block
-    w = np.concatenate(list(poisson_weights(cols.shape[0], 150, seed=9))).astype(np.float64)
+    w = np.concatenate(list(_poisson_weights(cols.shape[0], 150, seed=9))).astype(np.float64)
     np.testing.assert_allclose(one, w @ cols, rtol=0, atol=1e-6 * (w @ np.abs(cols)).max())
-    assert not np.array_equal(one, poisson_sums(cols, 150, seed=10))
+    assert not np.array_equal(one, _poisson_sums(cols, 150, seed=10))
 
 
 def test_float32_products_move_no_interval_end():
     d = confounded(200_000, seed=3)
     cols = ipw_columns(d["t"], d["y"], d["p"])
-    single, _ = ratio_difference(poisson_sums(cols, 64, seed=1))
-    double, _ = ratio_difference(poisson_sums(cols, 64, seed=1, dtype=np.float64))
+    single, _ = ratio_difference(_poisson_sums(cols, 64, seed=1))
+    double, _ = ratio_difference(_poisson_sums(cols, 64, seed=1, dtype=np.float64))
     width = np.quantile(double, 0.975) - np.quantile(double, 0.025)
     assert np.max(np.abs(single - double)) < 1e-5 * width  # measured about 1e-7 of the width
 

@@ -102,7 +102,7 @@ def test_rows_are_the_estimator_on_the_repeated_units(name):
 def test_row_blocks_do_not_change_the_replicates(monkeypatch):
     t, y, p = data("ties", 300, 4)
     whole = {name: bootstrap_ci(name, t, y, p, n_boot=50, seed=0) for name in ("matching", "stratified")}
-    monkeypatch.setattr(bootstrap_module, "COUNT_BLOCK_ELEMENTS", 700)  # two resamples a call
+    monkeypatch.setattr(bootstrap_module, "_COUNT_BLOCK_ELEMENTS", 700)  # two resamples a call
     for name, est in whole.items():
         again = bootstrap_ci(name, t, y, p, n_boot=50, seed=0)
         np.testing.assert_array_equal(again.details["bootstrap"]["replicates"], est.details["bootstrap"]["replicates"])

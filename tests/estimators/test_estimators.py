@@ -326,7 +326,7 @@ def test_bootstrap_is_deterministic_and_brackets_the_estimate(small):
 @pytest.mark.parametrize("chunk", [1 << 22, 1000])
 @pytest.mark.parametrize("name", ["unadjusted", "ipw", "aipw"])
 def test_vectorised_bootstrap_equals_naive_loop(small, name, chunk, monkeypatch):
-    monkeypatch.setattr(bootstrap_module, "CHUNK_ELEMENTS", chunk)  # 1000: 2 resamples per chunk
+    monkeypatch.setattr(bootstrap_module, "_CHUNK_ELEMENTS", chunk)  # 1000: 2 resamples per chunk
     t, y, p = small["t"], small["y"], small["p"]
     args = {"unadjusted": (t, y), "ipw": (t, y, p), "aipw": (t, y, p, 0.3 * t, 0.3 + 0.1 * t)}[name]
     fast = bootstrap_ci(name, *args, n_boot=50, seed=3)

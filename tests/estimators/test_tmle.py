@@ -22,7 +22,7 @@ from textcause.estimators import (
     ipw,
     tmle,
 )
-from textcause.estimators.tmle import fluctuate, logit
+from textcause.estimators.tmle import _fluctuate, _logit
 
 N_SEEDS, N = 200, 2000
 # Tolerances of the many-seed checks. One estimate's sd is about 0.022 (binary) and 0.057
@@ -223,9 +223,9 @@ def test_fluctuation_matches_statsmodels_glm():
     g = rng.uniform(0.05, 0.95, n)
     t = (rng.random(n) < g).astype(np.int64)
     h = np.where(t == 1, 1 / g, -1 / (1 - g))
-    offset = logit(rng.uniform(0.1, 0.9, n))
+    offset = _logit(rng.uniform(0.1, 0.9, n))
     for y in ((rng.random(n) < 0.4).astype(np.float64), rng.uniform(0, 1, n)):  # binary and fractional
-        eps, iterations = fluctuate(y, offset, h)
+        eps, iterations = _fluctuate(y, offset, h)
         with np.errstate(all="ignore"):
             ref = sm.GLM(y, h[:, None], family=sm.families.Binomial(), offset=offset).fit(tol=1e-13)
         assert eps == pytest.approx(float(ref.params[0]), rel=1e-8, abs=1e-12)
@@ -247,9 +247,11 @@ def test_tmle_on_a_hand_sized_data_set():
     # by hand: the updated fit solves the efficient score equation sum_i H_i (Y_i - Q*_i) = 0
     (eps,) = est.details["epsilon"]
     h = t / g - (1 - t) / (1 - g)
-    q_star = expit(logit(np.where(t == 1, mu1, mu0)) + eps * h)
+    q_star = expit(_logit(np.where(t == 1, mu1, mu0)) + eps * h)
     assert np.dot(h, y - q_star) == pytest.approx(0.0, abs=1e-10)
-    assert est.ate == pytest.approx(np.mean(expit(logit(mu1) + eps / g) - expit(logit(mu0) - eps / (1 - g))), abs=1e-12)
+    assert est.ate == pytest.approx(
+        np.mean(expit(_logit(mu1) + eps / g) - expit(_logit(mu0) - eps / (1 - g))), abs=1e-12
+    )
     # outcomes equal to the predictions: the score is zero at eps = 0, so nothing is updated
     plug = tmle(t, np.where(t == 1, mu1, mu0), g, mu0, mu1, outcome="binary")
     assert plug.details["epsilon"][0] == pytest.approx(0.0, abs=1e-12)
@@ -262,8 +264,8 @@ def test_arms_fluctuation_solves_each_arms_score():
     mu0, mu1 = np.full(t.size, 0.3), np.full(t.size, 0.6)
     est = tmle(t, y, g, mu0, mu1, fluctuation="arms")
     e1, e0 = est.details["epsilon"]
-    q1s = expit(logit(mu1) + e1 / g)
-    q0s = expit(logit(mu0) + e0 / (1 - g))
+    q1s = expit(_logit(mu1) + e1 / g)
+    q0s = expit(_logit(mu0) + e0 / (1 - g))
     assert np.dot(t / g, y - q1s) == pytest.approx(0.0, abs=1e-8)
     assert np.dot((1 - t) / (1 - g), y - q0s) == pytest.approx(0.0, abs=1e-8)
     assert est.ate == pytest.approx(np.mean(q1s - q0s), abs=1e-12)

@@ -8,7 +8,7 @@ import pytest
 from textcause.corpus.types import Corpus, History
 from textcause.io import content_key
 from textcause.simulation import PostBank, PostKind, list_tasks, load_bank, make_task, split_bank
-from textcause.simulation.generate import stream
+from textcause.simulation.generate import _stream
 
 BANK = load_bank()
 
@@ -130,7 +130,7 @@ def test_a_held_out_bank_is_drawn_with_the_task_seed():
     c = make_task(corpus, "linguistic_complexity", 4, seed=5, held_out_bank=0.5)
     assert digest(a) == digest(b)
     assert a.info["bank_posts"] != c.info["bank_posts"]
-    expected = split_bank(BANK, 0.5, stream(4, 7))[1]
+    expected = split_bank(BANK, 0.5, _stream(4, 7))[1]
     assert a.info["bank_posts"]["test"] == {k: list(v.posts) for k, v in expected.kinds.items()}
 
 

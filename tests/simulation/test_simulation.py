@@ -34,7 +34,7 @@ from textcause.simulation import (
     register_task,
     save_bank,
 )
-from textcause.simulation.generate import stream
+from textcause.simulation.generate import _stream
 
 BANK = load_bank()
 KIND_OF = {p: k for k in BANK.kinds for p in BANK.posts(k)}
@@ -539,7 +539,7 @@ def test_corpus_errors(corpus):
 
 
 def test_stream_is_a_seeded_generator():
-    assert stream(0, 1).random() == stream(0, 1).random() != stream(0, 2).random()
+    assert _stream(0, 1).random() == _stream(0, 1).random() != _stream(0, 2).random()
 
 
 # --------------------------------------------------------------------------- a real corpus

@@ -18,6 +18,13 @@ from textcause.validation import (
     check_treatment,
 )
 
+__all__ = [
+    "prepare",
+    "require_propensity",
+    "effect",
+    "finite",
+]
+
 
 def prepare(
     t: Any,

@@ -3,40 +3,20 @@
 Two resampling schemes, chosen by ``scheme`` (``"auto"``: multinomial below :data:`POISSON_MIN_N`
 units, Poisson at and above; ``details['bootstrap']['scheme']`` records which ran):
 
-* ``"multinomial"``, the classic bootstrap: each replicate draws ``n`` units with replacement. The
-  indices come from ``numpy.random.default_rng(seed).integers(0, n, size=(chunk, n))``, chunk after
-  chunk, where the chunk size depends only on ``n``: the same ``(n, n_boot, seed)`` gives the same
-  resamples whichever path computes them (drawn as uint32 where ``n`` allows: the same values,
-  faster). For ``unadjusted``, ``ipw`` and ``aipw``, ratios of per-unit column sums, a replicate
-  costs one ``np.bincount`` of its indices and one product ``counts @ columns``.
+* ``"multinomial"``: each replicate draws ``n`` units with replacement from
+  ``numpy.random.default_rng(seed)``, in chunks whose size depends only on ``n``, so the same
+  ``(n, n_boot, seed)`` gives the same resamples whichever path computes them.
 * ``"poisson"`` (Hanley & MacGibbon 2006; Chamandy et al. 2012): each unit gets an independent
-  Poisson(1) weight in each replicate (the limit of the multinomial counts; for these smooth
-  estimators the two give the same intervals in distribution, as tests/estimators/
-  test_bootstrap_poisson.py checks). The weights are drawn by inversion from random bytes: a byte below 253
-  gives the count directly (cut points 94, 188, 235, 250: cells of exactly 94/256, 94/256, 47/256,
-  15/256 and 3/256), the 1.2% of bytes at 253-255 take their count from the remaining mass through
-  a further 32-bit uniform. Every probability P(W=k) = e^-1/k! is met to within 3e-12; counts are
-  capped at :data:`POISSON_MAX` = 13 (P(W > 13) = 4.5e-12 is given to 13). Replicates come in blocks
-  of :data:`POISSON_BLOCK`; block ``j`` has its own ``numpy.random.SFC64`` stream seeded with
-  ``SeedSequence(seed, spawn_key=(j,))`` and consumed tile by tile (:data:`POISSON_TILE` units), so
-  the weights depend only on ``(n, n_boot, seed)``, never on the number of threads. For the three
-  linear estimators a tile costs one product ``weights (block, tile) @ columns (tile, k)`` in
-  float32 (the counts are exact small integers; the columns are rounded to float32, relative error
-  6e-8 per unit, and each tile's float32 sum is added to a float64 total), blocks run in threads on
-  all available cores with BLAS held to one thread each. Other estimators are called per replicate
-  on the units repeated by their weights.
+  Poisson(1) weight in each replicate, from one ``SFC64`` stream per block of replicates, so the
+  weights depend only on ``(n, n_boot, seed)``, never on the number of threads.
 
-``matching`` and ``stratified`` are not column sums, but a resample's estimate follows from how
-many copies of each unit it holds: under either scheme their replicates are computed from the
-``(rows, n)`` count matrix, many at a time (``matching_replicates``, ``stratified_replicates``:
-the same nearest sets, strata and dropped strata as the estimator on the repeated units, up to the
-order of floating-point sums, tested against the per-replicate loop), below
-:data:`POISSON_MIN_N` units. At n = 2,060 (a grid cell's test split) with 1,000 replicates:
-matching 0.31 -> 0.076 s, stratified 0.10 -> 0.048 s (benchmarks/bench_estimators.py); at
-n = 100,000 a block is one or two rows and the batched path measured no faster (matching 10.3 against
-11.5 s, stratified 4.3 against 3.4 s), so larger samples keep the per-replicate calls.
-
-A replicate where the estimator is undefined (an arm with zero total weight) is dropped and counted.
+For ``unadjusted``, ``ipw`` and ``aipw`` (ratios of per-unit column sums) a replicate is one product
+of its counts or weights with the columns. Below :data:`POISSON_MIN_N` units the ``matching`` and
+``stratified`` replicates come from the count matrix, many at a time (``matching_replicates``,
+``stratified_replicates``: the same nearest sets and strata as the estimator on the repeated
+units); other estimators are called once per replicate. A replicate where the estimator is
+undefined (an arm with zero total weight) is dropped and counted. Timings: ``bench_estimators.py``
+in ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
@@ -68,27 +48,35 @@ from textcause.estimators.weighting import (
 )
 from textcause.validation import check_int, check_options, check_paired, check_real
 
+__all__ = [
+    "SCHEMES",
+    "POISSON_MIN_N",
+    "POISSON_THREADS",
+    "bootstrap_indices",
+    "bootstrap_ci",
+]
+
 #: Index-matrix entries drawn per chunk (32 MB of int64): bounds memory at any n.
-CHUNK_ELEMENTS = 1 << 22
+_CHUNK_ELEMENTS = 1 << 22
 #: The resampling schemes of :func:`bootstrap_ci`.
 SCHEMES = ("auto", "multinomial", "poisson")
 #: ``scheme="auto"`` is multinomial below this many units (every benchmark-grid test set, so their
 #: stored intervals stay as they were) and Poisson at and above it.
 POISSON_MIN_N = 100_000
 #: Replicates per Poisson block (one random stream each), units per tile, and the largest count.
-POISSON_BLOCK = 64
-POISSON_TILE = 4096
-POISSON_MAX = 13
+_POISSON_BLOCK = 64
+_POISSON_TILE = 4096
+_POISSON_MAX = 13
 #: Threads for the Poisson blocks (None: every core this process may use).
 POISSON_THREADS: int | None = None
 #: Count-matrix entries per call of a batched estimator (:func:`_count_plan`): bounds its temporaries
 #: (a few dozen float64 arrays of this size) at any n.
-COUNT_BLOCK_ELEMENTS = 1 << 18
+_COUNT_BLOCK_ELEMENTS = 1 << 18
 
 
 def _poisson_tables() -> tuple[tuple[int, ...], int, np.ndarray]:
     """Byte cut points, the first ambiguous byte, and the 32-bit cut points of the remaining mass."""
-    p = np.array([math.exp(-1.0 - math.lgamma(k + 1)) for k in range(POISSON_MAX + 1)])
+    p = np.array([math.exp(-1.0 - math.lgamma(k + 1)) for k in range(_POISSON_MAX + 1)])
     p[-1] = 1.0 - p[:-1].sum()  # P(W >= 13) to 13
     cells = np.floor(p * 256).astype(np.int64)
     ambiguous = int(cells.sum())
@@ -122,28 +110,40 @@ def _poisson_tile(bg: np.random.BitGenerator, size: int, cnt: np.ndarray, tmp: n
 
 
 def _poisson_blocks(n_boot: int) -> list[tuple[int, int]]:
-    return [(j, min(POISSON_BLOCK, n_boot - j * POISSON_BLOCK)) for j in range(-(-n_boot // POISSON_BLOCK))]
+    return [(j, min(_POISSON_BLOCK, n_boot - j * _POISSON_BLOCK)) for j in range(-(-n_boot // _POISSON_BLOCK))]
 
 
 def _poisson_stream(seed: int, block: int) -> np.random.BitGenerator:
     return np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(block,)))
 
 
-def poisson_weights(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
-    """Yield the Poisson(1) replicate weights as ``(block, n)`` uint8 matrices, ``n_boot`` rows in total."""
-    cnt, tmp = np.empty(POISSON_BLOCK * POISSON_TILE + 8, np.uint8), np.empty(POISSON_BLOCK * POISSON_TILE + 8, bool)
+def _poisson_weights(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
+    """Yield the Poisson(1) replicate weights as ``(block, n)`` uint8 matrices, ``n_boot`` rows in total.
+
+    The weights are drawn by inversion from random bytes: a byte below 253 gives the count directly
+    (cut points 94, 188, 235, 250: cells of exactly 94/256, 94/256, 47/256, 15/256 and 3/256), the
+    1.2% of bytes at 253-255 take their count from the remaining mass through a further 32-bit
+    uniform. Every probability P(W=k) = e^-1/k! is met to within 3e-12; counts are capped at
+    ``_POISSON_MAX`` = 13 (P(W > 13) = 4.5e-12 is given to 13). Replicates come in blocks of
+    ``_POISSON_BLOCK``; block ``j`` has its own ``numpy.random.SFC64`` stream seeded with
+    ``SeedSequence(seed, spawn_key=(j,))`` and consumed tile by tile (``_POISSON_TILE`` units).
+    """
+    cnt, tmp = (
+        np.empty(_POISSON_BLOCK * _POISSON_TILE + 8, np.uint8),
+        np.empty(_POISSON_BLOCK * _POISSON_TILE + 8, bool),
+    )
     for j, b in _poisson_blocks(n_boot):
         bg, out = _poisson_stream(seed, j), np.empty((b, n), np.uint8)
-        for s in range(0, n, POISSON_TILE):
-            w = min(POISSON_TILE, n - s)
+        for s in range(0, n, _POISSON_TILE):
+            w = min(_POISSON_TILE, n - s)
             out[:, s : s + w] = _poisson_tile(bg, b * w, cnt, tmp).reshape(b, w)
         yield out
 
 
-def poisson_sums(columns: np.ndarray, n_boot: int, seed: int, dtype: Any = np.float32) -> np.ndarray:
+def _poisson_sums(columns: np.ndarray, n_boot: int, seed: int, dtype: Any = np.float32) -> np.ndarray:
     """Column sums ``weights @ columns`` of every Poisson replicate, ``(n_boot, k)`` float64.
 
-    ``columns`` is ``(n, k)``; the weights are those of :func:`poisson_weights`. Each tile's product
+    ``columns`` is ``(n, k)``; the weights are those of :func:`_poisson_weights`. Each tile's product
     runs in ``dtype`` (float32, or float64 for reference) and is added to a float64 total.
     """
     cols = np.ascontiguousarray(columns, dtype=dtype)
@@ -152,10 +152,10 @@ def poisson_sums(columns: np.ndarray, n_boot: int, seed: int, dtype: Any = np.fl
     def block(job: tuple[int, int]) -> np.ndarray:
         j, b = job
         bg, sums = _poisson_stream(seed, j), np.zeros((b, k))
-        cnt, tmp = np.empty(b * POISSON_TILE + 8, np.uint8), np.empty(b * POISSON_TILE + 8, bool)
-        wts = np.empty(b * POISSON_TILE, dtype)
-        for s in range(0, n, POISSON_TILE):
-            w = min(POISSON_TILE, n - s)
+        cnt, tmp = np.empty(b * _POISSON_TILE + 8, np.uint8), np.empty(b * _POISSON_TILE + 8, bool)
+        wts = np.empty(b * _POISSON_TILE, dtype)
+        for s in range(0, n, _POISSON_TILE):
+            w = min(_POISSON_TILE, n - s)
             tile = wts[: b * w]
             np.copyto(tile, _poisson_tile(bg, b * w, cnt, tmp))
             sums += tile.reshape(b, w) @ cols[s : s + w]
@@ -181,7 +181,7 @@ def _draws(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
     """The indices of :func:`bootstrap_indices`, drawn as uint32 when ``n`` allows (the same values:
     numpy draws an int64 below 2**32 from the same 32-bit stream) and faster, with half the memory."""
     rng = np.random.default_rng(seed)
-    chunk = max(1, CHUNK_ELEMENTS // n)
+    chunk = max(1, _CHUNK_ELEMENTS // n)
     dtype = np.uint32 if n <= np.iinfo(np.uint32).max else np.int64
     done = 0
     while done < n_boot:
@@ -190,7 +190,7 @@ def _draws(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
         done += b
 
 
-def resampled_sums(idx: np.ndarray, columns_t: np.ndarray) -> np.ndarray:
+def _resampled_sums(idx: np.ndarray, columns_t: np.ndarray) -> np.ndarray:
     """Column sums of every resample: ``sums[b] = columns_t @ counts_b``, ``counts_b`` = copies of each unit.
 
     ``columns_t`` is the ``(k, n)`` C-contiguous transpose of the per-unit columns. One
@@ -283,8 +283,8 @@ def _counts(idx: np.ndarray, n: int) -> np.ndarray:
 def _row_blocks(
     counted: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]], counts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``counted`` over ``counts`` a block of rows at a time (:data:`COUNT_BLOCK_ELEMENTS` entries)."""
-    step = max(1, COUNT_BLOCK_ELEMENTS // max(1, counts.shape[1]))
+    """``counted`` over ``counts`` a block of rows at a time (``_COUNT_BLOCK_ELEMENTS`` entries)."""
+    step = max(1, _COUNT_BLOCK_ELEMENTS // max(1, counts.shape[1]))
     parts = [counted(counts[s : s + step]) for s in range(0, counts.shape[0], step)]
     return np.concatenate([a for a, _ in parts]), np.concatenate([ok for _, ok in parts])
 
@@ -341,6 +341,14 @@ def bootstrap_ci(
     Raises:
         ValueError: invalid inputs or parameters, arguments the estimator does not take (e.g. no
             propensity for ``ipw``), a non-finite estimate or replicate, or every replicate undefined.
+
+    Examples:
+        >>> from textcause.estimators import bootstrap_ci
+        >>> t = [0, 1, 0, 1, 0, 1, 0, 1]
+        >>> y = [0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0]
+        >>> p = [0.2, 0.3, 0.4, 0.5, 0.5, 0.6, 0.7, 0.8]
+        >>> bootstrap_ci("ipw", t, y, p, n_boot=200, seed=0)
+        Estimate(ipw: ATE +0.7576 [+0.2941, +1.0000], n_used=8, bootstrap 200 replicates, se 0.2304)
     """
     fn = get_estimator(estimator, "bootstrap_ci")
     n_boot = check_int(n_boot, "n_boot", "bootstrap_ci", low=1)
@@ -372,7 +380,7 @@ def bootstrap_ci(
     n_failed = 0
     if counted is not None:
         if scheme == "poisson":
-            blocks: Iterator[np.ndarray] = poisson_weights(n, n_boot, seed)
+            blocks: Iterator[np.ndarray] = _poisson_weights(n, n_boot, seed)
         else:
             blocks = (_counts(idx, n) for idx in _draws(n, n_boot, seed))
         for counts in blocks:
@@ -380,18 +388,18 @@ def bootstrap_ci(
             reps.append(ate[ok])
             n_failed += int((~ok).sum())
     elif plan is not None and scheme == "poisson":
-        ate, ok = plan[1](poisson_sums(plan[0], n_boot, seed))
+        ate, ok = plan[1](_poisson_sums(plan[0], n_boot, seed))
         reps, n_failed = [ate[ok]], int((~ok).sum())
     elif plan is not None:
         cols_t = np.ascontiguousarray(plan[0].T)
         for idx in _draws(n, n_boot, seed):
-            ate, ok = plan[1](resampled_sums(idx, cols_t))
+            ate, ok = plan[1](_resampled_sums(idx, cols_t))
             reps.append(ate[ok])
             n_failed += int((~ok).sum())
     else:
         if scheme == "poisson":  # each unit repeated by its weight
             units = np.arange(n)
-            rows: Iterator[np.ndarray] = (np.repeat(units, w) for b in poisson_weights(n, n_boot, seed) for w in b)
+            rows: Iterator[np.ndarray] = (np.repeat(units, w) for b in _poisson_weights(n, n_boot, seed) for w in b)
         else:
             rows = (row for idx in _draws(n, n_boot, seed) for row in idx)
         for row in rows:
@@ -411,16 +419,17 @@ def bootstrap_ci(
         )
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(values, [alpha, 1.0 - alpha])
+    se = float(values.std(ddof=1)) if values.size > 1 else 0.0
     boot = {
         "n_boot": n_boot,
         "n_failed": n_failed,
         "level": level,
         "seed": seed,
         "scheme": scheme,
-        "se": float(values.std(ddof=1)) if values.size > 1 else 0.0,
+        "se": se,
         "replicates": values,
     }
-    for name, value in (("interval's lower end", lo), ("interval's upper end", hi), ("bootstrap se", boot["se"])):
+    for name, value in (("interval's lower end", lo), ("interval's upper end", hi), ("bootstrap se", se)):
         _check_finite(float(value), name, point.method)
     details = {**point.details, "ci_method": CI_BOOTSTRAP, "bootstrap": boot}
     return dataclasses.replace(point, ci_low=float(lo), ci_high=float(hi), details=details)

@@ -1,25 +1,20 @@
 """Cross-fitted nuisance predictions (propensity and outcome models) for AIPW and TMLE.
 
-Double machine learning (Chernozhukov et al. 2018) fits the nuisance models on some units and
-predicts on the others, so that no unit's propensity or outcome prediction has seen that unit: with
-flexible learners the doubly robust estimators' influence-function intervals are valid only then.
+Double machine learning (Chernozhukov et al. 2018) fits the nuisance models on some units and predicts
+on the others, so that no unit's prediction has seen that unit: with flexible learners the doubly
+robust estimators' influence-function intervals are valid only then.
 
-:func:`crossfit_folds` draws K folds stratified by treatment (each arm shuffled by a seeded
-``numpy.random.Generator`` and dealt round-robin, so every fold holds ``n_arm / K`` units of each
-arm, up to one). :func:`crossfit_predictions` fits, for every fold, a propensity learner on the
-other folds and outcome learners **per arm** (``mu1`` on the other folds' treated units, ``mu0`` on
-their untreated units; a T-learner, as DoubleML's interactive regression model does), and predicts on
-the fold. Per-arm outcome models let the effect vary with X without the learner having to find the
-interaction of T with every feature, which a learner with T as one more feature (e.g. a linear model)
-does not. :func:`crossfit` feeds the predictions to :func:`~textcause.estimators.aipw` or
-:func:`~textcause.estimators.tmle`.
+:func:`crossfit_folds` draws K folds stratified by treatment (every fold holds ``n_arm / K`` units of
+each arm, up to one). :func:`crossfit_predictions` fits, for every fold, a propensity learner on the
+other folds and outcome learners **per arm** (a T-learner, as DoubleML's interactive regression
+model), and predicts on the fold; per-arm outcome models let the effect vary with X without the
+learner having to find T's interaction with every feature. :func:`crossfit` feeds the predictions to
+:func:`~textcause.estimators.aipw` or :func:`~textcause.estimators.tmle`.
 
-Learners are scikit-learn estimators: an unfitted estimator (cloned with ``sklearn.base.clone`` for
-every fit) or a zero-argument factory returning one. The propensity learner needs ``fit`` and
-``predict_proba``; the outcome learner ``fit`` and ``predict_proba`` for a binary outcome (the
-probability of class 1) or ``fit`` and ``predict`` for a continuous one. An arm whose training
-outcomes are constant (every treated unit of the other folds has Y=1, say) predicts that constant
-without fitting.
+Learners are scikit-learn estimators: an unfitted estimator (cloned for every fit) or a zero-argument
+factory returning one. The propensity learner needs ``fit`` and ``predict_proba``; the outcome learner
+``fit`` and ``predict_proba`` for a binary outcome or ``fit`` and ``predict`` for a continuous one. An
+arm whose training outcomes are constant predicts that constant without fitting.
 """
 
 from __future__ import annotations
@@ -42,6 +37,14 @@ from textcause.validation import (
     check_that,
     check_treatment,
 )
+
+__all__ = [
+    "CROSSFIT_ESTIMATORS",
+    "CrossFitPredictions",
+    "crossfit_folds",
+    "crossfit_predictions",
+    "crossfit",
+]
 
 #: The estimators :func:`crossfit` can feed.
 CROSSFIT_ESTIMATORS: dict[str, Callable[..., Estimate]] = {"aipw": aipw, "tmle": tmle}
@@ -249,18 +252,18 @@ def _factory(learner: Any, name: str, owner: str, methods: tuple[str, ...]) -> C
         from sklearn.base import clone
 
         return lambda: clone(learner)
-    if isinstance(learner, type) or (callable(learner) and not hasattr(learner, "fit")):
-        made = learner()
-        check_that(all(hasattr(made, m) for m in methods), learner, name, owner,
-                   f"a scikit-learn estimator with {' and '.join(methods)}, or a callable returning one")  # fmt: skip
-        return learner
-    return check_that(False, learner, name, owner,
-                      f"a scikit-learn estimator with {' and '.join(methods)}, or a callable returning one")  # fmt: skip
+    requirement = f"a scikit-learn estimator with {' and '.join(methods)}, or a callable returning one"
+    check_that(isinstance(learner, type) or (callable(learner) and not hasattr(learner, "fit")), learner, name,
+               owner, requirement)  # fmt: skip
+    made = learner()
+    check_that(all(hasattr(made, m) for m in methods), learner, name, owner, requirement)
+    factory: Callable[[], Any] = learner
+    return factory
 
 
 def _predict(make: Callable[[], Any], x_fit: Any, target: np.ndarray, x_new: Any, kind: str) -> np.ndarray:
     """Fit a fresh learner on ``(x_fit, target)`` and predict on ``x_new``: P(target=1) or E[target]."""
-    n_new = x_new.shape[0]
+    n_new: int = x_new.shape[0]
     values = np.unique(target)
     if values.size == 1:  # a constant target: no learner can (or needs to) be fitted
         return np.full(n_new, float(values[0]))

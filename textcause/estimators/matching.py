@@ -16,6 +16,12 @@ from textcause.validation import (
     check_treatment,
 )
 
+__all__ = [
+    "nearest_opposite",
+    "matching",
+    "matching_replicates",
+]
+
 
 def _nearest(
     query: np.ndarray, sv: np.ndarray, pool_index: np.ndarray, pool_y: np.ndarray
@@ -126,6 +132,14 @@ def matching(t: Any, y: Any, propensity: Any, *, caliper: float | None = 0.2) ->
 
     Raises:
         ValueError: invalid inputs, negative ``caliper``, or no unit has a match within it.
+
+    Examples:
+        >>> from textcause.estimators import matching
+        >>> t = [0, 1, 0, 1, 0, 1, 0, 1]
+        >>> y = [0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0]
+        >>> p = [0.2, 0.3, 0.4, 0.5, 0.5, 0.6, 0.7, 0.8]
+        >>> matching(t, y, p, caliper=None)
+        Estimate(matching: ATE +0.6875, n_used=8)
     """
     if caliper is not None:
         caliper = check_real(caliper, "caliper", "matching", low=0.0)

@@ -1,31 +1,21 @@
 """The refitting interval: inference about a *method* (fit a propensity model, then estimate), not one fit.
 
 :func:`~textcause.estimators.bootstrap_ci` resamples the evaluated users with the fitted propensities
-held fixed: its interval describes one fitted model's test-sample noise. A different draw of training
-users gives a different model, whose estimate moves by more than that interval says, so over many
-tasks such intervals cover the truth less often than their level (tested in
-``tests/estimators/test_refit.py``).
+held fixed: its interval describes one fitted model's test-sample noise, and over many tasks such
+intervals cover the truth less often than their level, because another draw of training users gives
+another model (tested in ``tests/estimators/test_refit.py``).
 
 :func:`refit_interval` bootstraps both sources: each replicate draws the training users with
-replacement, refits the propensity model on them (the caller's ``fit_predict``, the same recipe as
-the original fit), predicts the evaluated users, draws those with replacement too and estimates.
-The interval is the basic (reverse-percentile) bootstrap interval ``[2 ate - q_hi, 2 ate - q_lo]`` of
-the replicates' quantiles around the original fit's estimate ``ate``: a refit on a resample of the
-training users repeats the method's small-sample bias (a propensity model fitted on few users
-misweights in the same direction each time), so the replicates sit beside the estimate by about
-that bias and the reverse-percentile interval moves against it. The percentile interval
-``[q_lo, q_hi]`` moves with it (``kind="percentile"``). In the tests' simulated task (300 training
-and 3,000 test users, 300 seeds) the basic interval covers the true ATE in 0.957 of seeds, the
-percentile one in 0.907, and the test-sample bootstrap in 0.453. It costs one refit per replicate, so it is offered for
-models whose refit is cheap (full-batch L-BFGS linear models; see
+replacement, refits the propensity model on them (the caller's ``fit_predict``), predicts the
+evaluated users, draws those with replacement too and estimates. The interval is the basic
+(reverse-percentile) interval ``[2 ate - q_hi, 2 ate - q_lo]``, which moves against the method's
+small-sample bias that every refit repeats; ``kind="percentile"`` gives ``[q_lo, q_hi]``. It costs one
+refit per replicate, so it suits models whose refit is cheap (full-batch L-BFGS linear models; see
 :meth:`textcause.models.PropensityModel.refit`), with 50-200 replicates.
 
-What it leaves out: choices made once per cell before the fit (a tuned penalty is refit as chosen,
-not chosen again per replicate; the representation, such as an n-gram vocabulary, LDA topics or a
-scaling fitted on the training users, is held as it was, which understates the method's variability
-most for LDA), and any bias of the method that does not shrink with the training
-sample (a representation that cannot see the confounder is biased on every resample alike: no
-interval built from the same representation shows that).
+It leaves out choices made once before the fit (a tuned penalty, a fitted vocabulary, LDA topics or
+scaling are held as they were, which understates the variability most for LDA) and any bias that
+does not shrink with the training sample (a representation that cannot see the confounder).
 """
 
 from __future__ import annotations
@@ -39,6 +29,13 @@ import numpy as np
 
 from textcause.estimators.registry import estimator_kwargs, get_estimator
 from textcause.validation import check_consistent_length, check_int, check_options, check_paired, check_real
+
+__all__ = [
+    "CI_REFIT",
+    "REFIT_KINDS",
+    "RefitInterval",
+    "refit_interval",
+]
 
 #: How a refitting interval is labelled (``refit_ci_method`` of a result row), per kind.
 CI_REFIT = {
@@ -109,7 +106,8 @@ def refit_interval(
             a user drawn twice counts twice) and returns the propensities of the ``len(t)``
             evaluated users.
         n_train: the number of training users.
-        t, y: treatment and outcome of the evaluated users.
+        t: treatment of the evaluated users.
+        y: outcome of the evaluated users.
         propensity: the original fit's propensities of the evaluated users (the point estimates).
         estimators: estimator names that take a propensity (``ipw``, ``stratified``,
             ``matching``); every replicate's refit serves all of them.

@@ -17,6 +17,19 @@ from textcause.estimators.tmle import tmle
 from textcause.estimators.types import Estimate
 from textcause.estimators.weighting import aipw, ipw, unadjusted
 
+__all__ = [
+    "EstimatorFn",
+    "ESTIMATORS",
+    "PROPENSITY_ESTIMATORS",
+    "OUTCOME_ESTIMATORS",
+    "DEFAULT_ESTIMATORS",
+    "ESTIMATOR_DEFAULTS",
+    "ESTIMATOR_LABELS",
+    "adjusted_estimators",
+    "estimator_kwargs",
+    "get_estimator",
+]
+
 EstimatorFn = Callable[..., Estimate]
 
 ESTIMATORS: dict[str, EstimatorFn] = {
@@ -76,16 +89,32 @@ def estimator_kwargs(name: str, **overrides: Any) -> dict[str, Any]:
 
     An override the estimator does not take (``n_strata`` for ``ipw``) is ignored, so callers can
     pass one set of settings for every estimator.
+
+    Examples:
+        >>> from textcause.estimators import estimator_kwargs
+        >>> estimator_kwargs("stratified", n_strata=5, caliper=0.1)
+        {'n_strata': 5}
+        >>> estimator_kwargs("ipw", n_strata=5)
+        {}
     """
     defaults = ESTIMATOR_DEFAULTS.get(name, {})
     return {**defaults, **{k: v for k, v in overrides.items() if k in defaults}}
 
 
-def get_estimator(estimator: Any, owner: str = "get_estimator") -> EstimatorFn:
+def get_estimator(estimator: str | EstimatorFn, owner: str = "get_estimator") -> EstimatorFn:
     """Return ``estimator`` itself if callable, else the registered estimator of that name.
 
     Raises:
         ValueError: an unknown name (the message lists the known ones).
+
+    Examples:
+        >>> from textcause.estimators import get_estimator
+        >>> get_estimator("ipw").__name__
+        'ipw'
+        >>> get_estimator("ols")
+        Traceback (most recent call last):
+            ...
+        ValueError: The 'estimator' parameter of get_estimator must be a callable or a str among ['aipw', 'ipw', 'matching', 'stratified', 'tmle', 'unadjusted']. Got 'ols' instead.
     """
     if callable(estimator):
         return estimator

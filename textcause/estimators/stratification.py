@@ -10,12 +10,20 @@ from textcause.estimators._common import effect, finite, prepare, require_propen
 from textcause.estimators.types import Estimate
 from textcause.validation import check_int, check_propensity
 
+__all__ = [
+    "MAX_STRATA",
+    "tie_groups",
+    "propensity_strata",
+    "stratified",
+    "stratified_replicates",
+]
+
 #: The most strata :func:`propensity_strata` forms: stratum arithmetic stays exact in int64 and the
 #: per-stratum tables small.
 MAX_STRATA = 1_000_000
 
 
-def check_n_strata(n_strata: Any, owner: str) -> int:
+def _check_n_strata(n_strata: Any, owner: str) -> int:
     """``n_strata`` as an int in ``[2, MAX_STRATA]`` (the low bound's message first, as always)."""
     check_int(n_strata, "n_strata", owner, low=2)
     return check_int(n_strata, "n_strata", owner, low=2, high=MAX_STRATA)
@@ -39,13 +47,14 @@ def _runs(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(([0], change)), np.concatenate((change, [s.size]))
 
 
-def strata_of_positions(starts: np.ndarray, ends: np.ndarray, n: int, n_strata: int) -> np.ndarray:
+def _strata_of_positions(starts: np.ndarray, ends: np.ndarray, n: int, n_strata: int) -> np.ndarray:
     """Stratum of each tie group: ``floor(n_strata * (mean 0-based rank) / n)``, in exact integers.
 
     The mean 0-based rank of a group occupying sorted positions ``[start, end)`` is
     ``(start + end - 1) / 2``; the stratum is therefore ``(n_strata * (start + end - 1)) // (2 n)``.
     """
-    return (n_strata * (starts + ends - 1)) // (2 * n)
+    strata: np.ndarray = (n_strata * (starts + ends - 1)) // (2 * n)
+    return strata
 
 
 def propensity_strata(propensity: Any, n_strata: int = 10) -> np.ndarray:
@@ -68,7 +77,7 @@ def propensity_strata(propensity: Any, n_strata: int = 10) -> np.ndarray:
     Raises:
         ValueError: invalid propensity or ``n_strata`` outside ``[2, MAX_STRATA]``.
     """
-    n_strata = check_n_strata(n_strata, "propensity_strata")
+    n_strata = _check_n_strata(n_strata, "propensity_strata")
     p = check_propensity(propensity)
     return _strata(p, n_strata)
 
@@ -92,7 +101,7 @@ def _strata(p: np.ndarray, n_strata: int) -> np.ndarray:
         out[order] = np.arange(n, dtype=np.int64) * n_strata // n
         return out
     starts, ends = _runs(s)
-    out[order] = np.repeat(strata_of_positions(starts, ends, n, n_strata), ends - starts)
+    out[order] = np.repeat(_strata_of_positions(starts, ends, n, n_strata), ends - starts)
     return out
 
 
@@ -119,8 +128,20 @@ def stratified(t: Any, y: Any, propensity: Any, *, n_strata: int = 10) -> Estima
     Raises:
         ValueError: invalid inputs, ``n_strata`` outside ``[2, MAX_STRATA]``, or no stratum holds both
             treated and untreated units (because ``n_strata >= n``, or because the arms do not overlap).
+
+    Examples:
+        >>> from textcause.estimators import stratified
+        >>> t = [0, 1, 0, 1, 0, 1, 0, 1]
+        >>> y = [0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0]
+        >>> p = [0.2, 0.3, 0.4, 0.5, 0.5, 0.6, 0.7, 0.8]
+        >>> stratified(t, y, p, n_strata=2)
+        Estimate(stratified: ATE +0.7917, n_used=8)
+        >>> stratified(t, y, p, n_strata=1)
+        Traceback (most recent call last):
+            ...
+        ValueError: The 'n_strata' parameter of stratified must be an int >= 2. Got 1 instead.
     """
-    n_strata = check_n_strata(n_strata, "stratified")
+    n_strata = _check_n_strata(n_strata, "stratified")
     require_propensity(propensity, "stratified")
     t, y, p = prepare(t, y, propensity, owner="stratified")
     k = _strata(p, n_strata)
@@ -205,7 +226,8 @@ def stratified_replicates(
     row = np.arange(rows)[:, None]
 
     def per_stratum(running: np.ndarray) -> np.ndarray:
-        return running[row, last] - running[row, first]
+        sums: np.ndarray = running[row, last] - running[row, first]
+        return sums
 
     count, count1 = per_stratum(end), per_stratum(through_groups(cs * ts))
     count0 = count - count1

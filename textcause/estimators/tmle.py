@@ -1,32 +1,21 @@
 """Targeted maximum likelihood estimation (TMLE) of the ATE, with its influence-function interval.
 
 TMLE starts from outcome-model predictions ``mu0 = E[Y | T=0, X]``, ``mu1 = E[Y | T=1, X]`` and
-updates them once, along the *clever covariate* ``H(T, X) = T / g(X) - (1 - T) / (1 - g(X))``
-(``g`` the propensity), so that the updated predictions solve the efficient influence curve's score
-equation; the ATE is the plug-in mean of the updated predictions (van der Laan & Rubin 2006; Gruber &
-van der Laan 2010, "A targeted maximum likelihood estimator of a causal effect on a bounded
-continuous outcome").
+updates them once along the *clever covariate* ``H(T, X) = T / g(X) - (1 - T) / (1 - g(X))`` (``g``
+the propensity), so that they solve the efficient influence curve's score equation; the ATE is the
+plug-in mean of the updated predictions (van der Laan & Rubin 2006; Gruber & van der Laan 2010).
 
-The update (the *fluctuation*) is a logistic regression of Y on H with offset ``logit(Q)``, ``Q``
-the prediction for the arm each unit received, and no intercept:
-``logit Q*_a(X) = logit Q_a(X) + eps * H(a, X)``. It is fitted on the logit scale for every outcome,
-so the updated predictions stay inside the outcome's range (the estimator is a bounded plug-in):
+The update (the *fluctuation*) is a logistic regression of Y on H with offset ``logit(Q)`` and no
+intercept, ``logit Q*_a(X) = logit Q_a(X) + eps * H(a, X)``, so the updated predictions stay inside
+the outcome's range. ``outcome="binary"`` uses Y in [0, 1] as it is; ``outcome="continuous"`` is
+Gruber & van der Laan's bounded approach: Y and the predictions are mapped to [0, 1] by Y's observed
+range ``[a, b]``, fluctuated on the quasi-binomial likelihood, and the effect mapped back (times
+``b - a``); unlike a linear fluctuation it cannot leave the outcome's range when propensities are small.
 
-- ``outcome="binary"``: Y (and ``mu0``, ``mu1``) in [0, 1], used as they are.
-- ``outcome="continuous"``: Gruber & van der Laan's bounded approach. Y is mapped to [0, 1] by its
-  observed range ``[a, b]`` (``Y* = (Y - a) / (b - a)``), the predictions are truncated into ``[a, b]``
-  and mapped the same way, the logistic fluctuation is fitted on the quasi-binomial likelihood, and
-  the effect is mapped back (times ``b - a``). Chosen over a linear fluctuation (least squares on H),
-  which is equivalent asymptotically but can leave the outcome's range when some propensities are
-  small, which is where a targeting step matters.
-
-Before the logit, the scaled predictions are truncated to ``[bound, 1 - bound]`` (``bound=0.005`` by
-default), so that the offset is finite; the number of changed predictions is ``details['n_bounded']``.
-
-The fluctuation is solved by Newton's method with step halving on the (convex) quasi-binomial
-negative log-likelihood, here in numpy rather than through statsmodels (a test checks it against
-statsmodels' ``GLM(..., family=Binomial(), offset=...)``): statsmodels is a development dependency
-only, and a one- or two-parameter convex problem needs no general GLM machinery.
+Before the logit the scaled predictions are truncated to ``[bound, 1 - bound]`` (``details['n_bounded']``
+counts the changed ones). The fluctuation is solved by Newton's method with step halving on the convex
+quasi-binomial negative log-likelihood, in numpy (a test checks it against statsmodels' ``GLM`` with a
+binomial family and an offset).
 """
 
 from __future__ import annotations
@@ -41,6 +30,14 @@ from textcause.estimators.types import CI_INFLUENCE, Estimate
 from textcause.estimators.weighting import check_clip, clipped_propensity
 from textcause.validation import check_options, check_real, check_weights
 
+__all__ = [
+    "OUTCOMES",
+    "FLUCTUATIONS",
+    "DEFAULT_BOUND",
+    "MAX_ITER",
+    "tmle",
+]
+
 #: The outcome kinds :func:`tmle` takes (``auto``: binary when Y and the predictions lie in [0, 1]
 #: and Y takes only the values 0 and 1, else continuous).
 OUTCOMES = ("auto", "binary", "continuous")
@@ -53,14 +50,16 @@ DEFAULT_BOUND = 0.005
 MAX_ITER = 100
 
 
-def expit(x: np.ndarray) -> np.ndarray:
+def _expit(x: np.ndarray) -> np.ndarray:
     """The logistic function, without overflow warnings at any finite ``x``."""
-    return np.exp(-np.logaddexp(0.0, -x))
+    p: np.ndarray = np.exp(-np.logaddexp(0.0, -x))
+    return p
 
 
-def logit(q: np.ndarray) -> np.ndarray:
+def _logit(q: np.ndarray) -> np.ndarray:
     """``log(q / (1 - q))`` for ``q`` strictly inside (0, 1)."""
-    return np.log(q) - np.log1p(-q)
+    z: np.ndarray = np.log(q) - np.log1p(-q)
+    return z
 
 
 def _nll(y: np.ndarray, lp: np.ndarray) -> float:
@@ -68,7 +67,7 @@ def _nll(y: np.ndarray, lp: np.ndarray) -> float:
     return float(np.dot(y, np.logaddexp(0.0, -lp)) + np.dot(1.0 - y, np.logaddexp(0.0, lp)))
 
 
-def fluctuate(y: np.ndarray, offset: np.ndarray, h: np.ndarray, owner: str = "tmle") -> tuple[float, int]:
+def _fluctuate(y: np.ndarray, offset: np.ndarray, h: np.ndarray, owner: str = "tmle") -> tuple[float, int]:
     """The maximum-likelihood ``eps`` of ``logit q = offset + eps * h`` (no intercept), and its iterations.
 
     ``y`` lies in [0, 1] (quasi-binomial when fractional), ``offset`` is finite and ``h`` has no zero.
@@ -94,7 +93,7 @@ def fluctuate(y: np.ndarray, offset: np.ndarray, h: np.ndarray, owner: str = "tm
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         loss = _nll(y, offset)
         for it in range(1, MAX_ITER + 1):
-            q = expit(offset + eps * h)
+            q = _expit(offset + eps * h)
             score = float(np.dot(h, y - q))
             info = float(np.dot(h * h, q * (1.0 - q)))
             if not (np.isfinite(score) and np.isfinite(info) and info > 0.0):
@@ -169,6 +168,15 @@ def tmle(
         ValueError: invalid inputs or parameters, a binary outcome or prediction outside [0, 1], a
             constant continuous outcome, weights beyond ``MAX_WEIGHT`` without ``clip``, or a
             targeting step without a finite solution.
+
+    Examples:
+        >>> from textcause.estimators import tmle
+        >>> t = [0, 1, 0, 1, 0, 1, 0, 1]
+        >>> y = [0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0]
+        >>> p = [0.2, 0.3, 0.4, 0.5, 0.5, 0.6, 0.7, 0.8]
+        >>> mu0, mu1 = [0.3] * 8, [0.9] * 8
+        >>> tmle(t, y, p, mu0, mu1)
+        Estimate(tmle: ATE +0.7567 [+0.2930, +1.2205], n_used=8)
     """
     owner = "tmle"
     outcome = check_options(outcome, "outcome", owner, OUTCOMES)
@@ -202,21 +210,21 @@ def tmle(
         s0, s1 = (mu0 - low) / scale, (mu1 - low) / scale
     q0, q1 = np.clip(s0, bound, 1.0 - bound), np.clip(s1, bound, 1.0 - bound)
     n_bounded = int(np.count_nonzero(q0 != s0) + np.count_nonzero(q1 != s1))
-    lq0, lq1 = logit(q0), logit(q1)
+    lq0, lq1 = _logit(q0), _logit(q1)
     treated = t == 1
     w1 = 1.0 / g  # H(1, X)
     w0 = 1.0 / (1.0 - g)  # -H(0, X)
     h = np.where(treated, w1, -w0)
     offset = np.where(treated, lq1, lq0)
     if fluctuation == "ate":
-        eps, iterations = fluctuate(ys, offset, h, owner)
+        eps, iterations = _fluctuate(ys, offset, h, owner)
         epsilon: tuple[float, ...] = (eps,)
-        q1s, q0s = expit(lq1 + eps * w1), expit(lq0 - eps * w0)
+        q1s, q0s = _expit(lq1 + eps * w1), _expit(lq0 - eps * w0)
     else:
-        e1, it1 = fluctuate(ys[treated], offset[treated], w1[treated], owner)
-        e0, it0 = fluctuate(ys[~treated], offset[~treated], w0[~treated], owner)
+        e1, it1 = _fluctuate(ys[treated], offset[treated], w1[treated], owner)
+        e0, it0 = _fluctuate(ys[~treated], offset[~treated], w0[~treated], owner)
         epsilon, iterations = (e1, e0), it1 + it0
-        q1s, q0s = expit(lq1 + e1 * w1), expit(lq0 + e0 * w0)
+        q1s, q0s = _expit(lq1 + e1 * w1), _expit(lq0 + e0 * w0)
     m1, m0 = float(q1s.mean()), float(q0s.mean())
     ate_scaled = float(effect(m1, m0))
     eic = h * (ys - np.where(treated, q1s, q0s)) + (q1s - q0s) - ate_scaled

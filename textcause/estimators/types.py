@@ -5,6 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+__all__ = [
+    "CI_INFLUENCE",
+    "CI_BOOTSTRAP",
+    "Estimate",
+]
+
 #: How an interval was formed (``Estimate.details['ci_method']``): the efficient influence curve's
 #: sample variance and a normal approximation (``aipw``, ``tmle``) ...
 CI_INFLUENCE = "influence function (normal approximation)"

@@ -16,6 +16,19 @@ from textcause.estimators._common import effect, finite, prepare, require_propen
 from textcause.estimators.types import CI_INFLUENCE, Estimate
 from textcause.validation import MAX_WEIGHT, check_consistent_length, check_probability, check_real, check_weights
 
+__all__ = [
+    "MIN_CLIP",
+    "unadjusted_columns",
+    "ipw_columns",
+    "ratio_difference",
+    "clipped_propensity",
+    "check_clip",
+    "unadjusted",
+    "ipw",
+    "aipw_psi",
+    "aipw",
+]
+
 #: The smallest ``clip=`` the weighting estimators take: weights stay at most ``MAX_WEIGHT``.
 MIN_CLIP = 1.0 / MAX_WEIGHT
 
@@ -73,6 +86,13 @@ def unadjusted(t: Any, y: Any) -> Estimate:
 
     Raises:
         ValueError: invalid or inconsistent inputs (see ``textcause.validation``).
+
+    Examples:
+        >>> from textcause.estimators import unadjusted
+        >>> t = [0, 1, 0, 1, 0, 1, 0, 1]
+        >>> y = [0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0]
+        >>> unadjusted(t, y)
+        Estimate(unadjusted: ATE +0.7500, n_used=8)
     """
     t, y = prepare(t, y, owner="unadjusted")
     tf = t.astype(np.float64)
@@ -127,6 +147,16 @@ def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estima
     Raises:
         ValueError: invalid inputs, outcomes beyond ``MAX_MAGNITUDE``, weights beyond ``MAX_WEIGHT``
             without ``clip`` (the message says to clip), or ``clip`` outside [MIN_CLIP, 0.5].
+
+    Examples:
+        >>> from textcause.estimators import ipw
+        >>> t = [0, 1, 0, 1, 0, 1, 0, 1]
+        >>> y = [0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0]
+        >>> p = [0.2, 0.3, 0.4, 0.5, 0.5, 0.6, 0.7, 0.8]
+        >>> ipw(t, y, p)
+        Estimate(ipw: ATE +0.7576, n_used=8)
+        >>> ipw(t, y, p, clip=0.25)
+        Estimate(ipw: ATE +0.7600, n_used=8, n_clipped=2)
     """
     require_propensity(propensity, "ipw")
     n_clipped = 0
@@ -163,7 +193,8 @@ def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estima
 
 def aipw_psi(t: np.ndarray, y: np.ndarray, p: np.ndarray, mu0: np.ndarray, mu1: np.ndarray) -> np.ndarray:
     """Per-unit AIPW scores ``mu1 - mu0 + T (Y - mu1) / p - (1 - T)(Y - mu0) / (1 - p)``."""
-    return mu1 - mu0 + t * (y - mu1) / p - (1 - t) * (y - mu0) / (1.0 - p)
+    psi: np.ndarray = mu1 - mu0 + t * (y - mu1) / p - (1 - t) * (y - mu0) / (1.0 - p)
+    return psi
 
 
 def aipw(
@@ -198,6 +229,15 @@ def aipw(
         ValueError: invalid inputs, outcomes or predictions beyond ``MAX_MAGNITUDE``, weights beyond
             ``MAX_WEIGHT`` without ``clip`` (the message says to clip), ``clip`` outside
             [MIN_CLIP, 0.5], or ``level`` outside (0, 1).
+
+    Examples:
+        >>> from textcause.estimators import aipw
+        >>> t = [0, 1, 0, 1, 0, 1, 0, 1]
+        >>> y = [0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0]
+        >>> p = [0.2, 0.3, 0.4, 0.5, 0.5, 0.6, 0.7, 0.8]
+        >>> mu0, mu1 = [0.3] * 8, [0.9] * 8
+        >>> aipw(t, y, p, mu0, mu1)
+        Estimate(aipw: ATE +0.7625 [+0.2843, +1.2407], n_used=8)
     """
     level = check_real(level, "level", "aipw", low=0.0, high=1.0, low_open=True, high_open=True)
     require_propensity(propensity, "aipw")

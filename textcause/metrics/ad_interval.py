@@ -28,6 +28,12 @@ from textcause.validation import (
     check_weights,
 )
 
+__all__ = [
+    "ADInterval",
+    "arbour_dimmery_interval",
+    "interval_narrower_than_ad",
+]
+
 _OWNER = "arbour_dimmery_interval"
 _HINT = (
     "clip the propensities explicitly before computing the interval (as the estimators' clip= does), or "

@@ -8,6 +8,14 @@ import numpy as np
 
 from textcause.validation import check_consistent_length, check_int, check_probability, check_real, check_treatment
 
+__all__ = [
+    "MAX_BINS",
+    "treatment_accuracy",
+    "brier_score",
+    "expected_calibration_error",
+    "accuracy_interval",
+]
+
 #: The most bins :func:`expected_calibration_error` takes (its tables are ``n_bins + 1`` long).
 MAX_BINS = 1_000_000
 
@@ -34,6 +42,11 @@ def treatment_accuracy(t: Any, propensity: Any, threshold: float = 0.5) -> float
 
     Raises:
         ValueError: invalid inputs or threshold.
+
+    Examples:
+        >>> from textcause.metrics import treatment_accuracy
+        >>> treatment_accuracy([0, 1, 1, 0], [0.2, 0.9, 0.4, 0.6])
+        0.5
     """
     threshold = check_real(threshold, "threshold", "treatment_accuracy", low=0.0, high=1.0)
     t, p = _inputs(t, propensity)
@@ -48,6 +61,11 @@ def brier_score(t: Any, propensity: Any) -> float:
 
     Raises:
         ValueError: invalid inputs.
+
+    Examples:
+        >>> from textcause.metrics import brier_score
+        >>> round(brier_score([0, 1], [0.2, 0.6]), 6)
+        0.1
     """
     t, p = _inputs(t, propensity)
     return float(np.mean(np.square(p - t)))
@@ -68,6 +86,11 @@ def expected_calibration_error(t: Any, propensity: Any, n_bins: int = 15) -> flo
 
     Raises:
         ValueError: invalid inputs or ``n_bins`` outside ``[1, MAX_BINS]``.
+
+    Examples:
+        >>> from textcause.metrics import expected_calibration_error
+        >>> round(expected_calibration_error([0, 1, 1, 0], [0.1, 0.9, 0.6, 0.3], n_bins=2), 4)
+        0.225
     """
     check_int(n_bins, "n_bins", "expected_calibration_error", low=1)
     n_bins = check_int(n_bins, "n_bins", "expected_calibration_error", low=1, high=MAX_BINS)

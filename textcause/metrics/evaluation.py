@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from textcause import estimators as est
 from textcause import metrics as met
@@ -31,6 +32,18 @@ from textcause.validation import (
     check_propensity,
     check_treatment,
 )
+
+__all__ = [
+    "CI_METHOD",
+    "INFLUENCE_CI_METHOD",
+    "OUTCOME_KINDS",
+    "ECE_BINS",
+    "PROPENSITY_METRICS",
+    "TRUTH_METRICS",
+    "propensity_metrics",
+    "evaluate_propensities",
+    "format_table",
+]
 
 CI_METHOD = "percentile bootstrap over evaluation units"
 #: The label of the doubly robust estimators' second interval (``influence_ci_method``).
@@ -68,11 +81,11 @@ def propensity_metrics(
 
 
 def evaluate_propensities(
-    t: Sequence[float],
-    y: Sequence[float],
-    propensity: Sequence[float],
+    t: ArrayLike,
+    y: ArrayLike,
+    propensity: ArrayLike,
     *,
-    true_propensity: Sequence[float] | None = None,
+    true_propensity: ArrayLike | None = None,
     true_ate: float | None = None,
     estimators: Iterable[str] = est.DEFAULT_ESTIMATORS,
     n_boot: int = 1000,
@@ -80,8 +93,8 @@ def evaluate_propensities(
     seed: int = 0,
     n_strata: int = est.ESTIMATOR_DEFAULTS["stratified"]["n_strata"],
     caliper: float | None = est.ESTIMATOR_DEFAULTS["matching"]["caliper"],
-    mu0: Sequence[float] | None = None,
-    mu1: Sequence[float] | None = None,
+    mu0: ArrayLike | None = None,
+    mu1: ArrayLike | None = None,
     outcome: str = "binary",
     n_bins: int = ECE_BINS,
 ) -> list[dict[str, Any]]:
@@ -102,9 +115,9 @@ def evaluate_propensities(
         seed: the bootstrap's seed.
         n_strata: strata of the stratified estimator.
         caliper: the matching caliper in propensity standard deviations (None: no caliper).
-        mu0, mu1: outcome-model predictions E[Y | T=0, X], E[Y | T=1, X] per unit (probabilities
-            for a binary outcome, means for a continuous one), needed by ``aipw`` and ``tmle``;
-            both or neither.
+        mu0: outcome-model predictions E[Y | T=0, X] per unit (probabilities for a binary outcome,
+            means for a continuous one), needed by ``aipw`` and ``tmle``; both or neither.
+        mu1: the same for E[Y | T=1, X].
         outcome: ``binary`` or ``continuous``: the outcome kind of the task (TMLE fluctuates a
             binary outcome on its own [0, 1] scale and a continuous one on its observed range).
         n_bins: equal-width bins of the expected calibration error.
@@ -120,6 +133,15 @@ def evaluate_propensities(
     Raises:
         ValueError: invalid treatments, propensities or lengths; only one of ``mu0``/``mu1``;
             non-finite outcome predictions; an unknown ``outcome``.
+
+    Examples:
+        >>> from textcause.metrics.evaluation import evaluate_propensities
+        >>> t = [0, 1, 0, 1, 0, 1, 0, 1]
+        >>> y = [0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0]
+        >>> p = [0.2, 0.3, 0.4, 0.5, 0.5, 0.6, 0.7, 0.8]
+        >>> rows = evaluate_propensities(t, y, p, estimators=['ipw'], n_boot=0, true_ate=0.5)
+        >>> [(r['estimator'], round(r['ate'], 4), round(r['bias'], 4)) for r in rows]
+        [('unadjusted', 0.75, 0.25), ('ipw', 0.7576, 0.2576)]
     """
     t = check_treatment(t)
     y = np.asarray(y, dtype=np.float64)
@@ -156,7 +178,9 @@ def evaluate_propensities(
             # aipw / tmle form their influence-function interval at the evaluation's level.
             point = est.ESTIMATORS[name](*args, **kwargs, **({"level": level} if doubly_robust else {}))
             interval = (
-                est.bootstrap_ci(name, *args, n_boot=n_boot, level=level, seed=seed, **kwargs) if n_boot > 0 else None
+                _bounds(est.bootstrap_ci(name, *args, n_boot=n_boot, level=level, seed=seed, **kwargs))
+                if n_boot > 0
+                else None
             )
         except ValueError as err:  # e.g. no stratum with both groups: reported, never NaN
             rows.append({"estimator": name, "error": str(err), **shared})
@@ -164,15 +188,15 @@ def evaluate_propensities(
         row: dict[str, Any] = {
             "estimator": name,
             "ate": float(point.ate),
-            "ci_low": None if interval is None else float(interval.ci_low),
-            "ci_high": None if interval is None else float(interval.ci_high),
+            "ci_low": None if interval is None else interval[0],
+            "ci_high": None if interval is None else interval[1],
             "ci_method": None if interval is None else CI_METHOD,
             "bias": None if true_ate is None else float(point.ate - true_ate),
             "n_used": int(point.n_used),
             "n_dropped": int(point.n_dropped),
         }
         if true_ate is not None and interval is not None:
-            row["covers_truth"] = bool(interval.ci_low <= true_ate <= interval.ci_high)
+            row["covers_truth"] = bool(interval[0] <= true_ate <= interval[1])
         if doubly_robust:
             low, high = float(point.details["influence_ci_low"]), float(point.details["influence_ci_high"])
             row.update(influence_ci_low=low, influence_ci_high=high, influence_ci_method=INFLUENCE_CI_METHOD)
@@ -181,10 +205,17 @@ def evaluate_propensities(
         if ad is not None and name in AD_ESTIMATORS:  # centred on the IPW estimate: the IPW row only
             row["ad_low"], row["ad_high"] = float(ad.low), float(ad.high)
             if interval is not None:
-                row["ci_narrower_than_ad"] = met.interval_narrower_than_ad(interval.ci_low, interval.ci_high, ad)
+                row["ci_narrower_than_ad"] = met.interval_narrower_than_ad(*interval, ad)
         row.update(shared)
         rows.append(row)
     return rows
+
+
+def _bounds(interval: est.Estimate) -> tuple[float, float]:
+    """The two ends of an estimate's interval (``bootstrap_ci`` always sets both)."""
+    if interval.ci_low is None or interval.ci_high is None:
+        raise ValueError(f"The {interval.method} estimate has no interval to report.")  # pragma: no cover
+    return float(interval.ci_low), float(interval.ci_high)
 
 
 def format_table(rows: Sequence[dict[str, Any]], *, title: str = "") -> str:

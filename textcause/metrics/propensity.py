@@ -9,6 +9,14 @@ import numpy as np
 from textcause.estimators.stratification import tie_groups
 from textcause.validation import check_consistent_length, check_probability, check_propensity, check_treatment
 
+__all__ = [
+    "propensity_brier",
+    "iptw_weight_mse",
+    "spearman",
+    "spearman_ceiling",
+    "rank_agreement",
+]
+
 
 def propensity_brier(propensity: Any, true_propensity: Any) -> float:
     """Mean squared difference between estimated and true propensity, ``mean((p_hat - p)^2)``.
@@ -17,6 +25,11 @@ def propensity_brier(propensity: Any, true_propensity: Any) -> float:
 
     Raises:
         ValueError: values outside [0, 1], NaN, or different lengths.
+
+    Examples:
+        >>> from textcause.metrics import propensity_brier
+        >>> round(propensity_brier([0.2, 0.6], [0.3, 0.5]), 6)
+        0.01
     """
     p_hat = check_probability(propensity, "propensity")
     p = check_probability(true_propensity, "true_propensity")
@@ -24,7 +37,7 @@ def propensity_brier(propensity: Any, true_propensity: Any) -> float:
     return float(np.mean(np.square(p_hat - p)))
 
 
-def received_arm_probability(t: np.ndarray, propensity: np.ndarray) -> np.ndarray:
+def _received_arm_probability(t: np.ndarray, propensity: np.ndarray) -> np.ndarray:
     """``p_T(X)``: the probability of the treatment each unit actually received."""
     return np.where(t == 1, propensity, 1.0 - propensity)
 
@@ -45,17 +58,22 @@ def iptw_weight_mse(t: Any, propensity: Any, true_propensity: Any) -> float:
 
     Raises:
         ValueError: invalid or inconsistent inputs.
+
+    Examples:
+        >>> from textcause.metrics import iptw_weight_mse
+        >>> round(iptw_weight_mse([0, 1, 1], [0.5, 0.5, 0.8], [0.5, 0.5, 0.5]), 6)
+        0.013605
     """
     t = check_treatment(t)
     p_hat = check_propensity(propensity, "propensity")
     p = check_propensity(true_propensity, "true_propensity")
     check_consistent_length(t, p_hat, p)
-    w_hat = normalised_inverse(received_arm_probability(t, p_hat))
-    w = normalised_inverse(received_arm_probability(t, p))
+    w_hat = _normalised_inverse(_received_arm_probability(t, p_hat))
+    w = _normalised_inverse(_received_arm_probability(t, p))
     return float(np.sum(np.square(w_hat - w)))
 
 
-def normalised_inverse(q: np.ndarray) -> np.ndarray:
+def _normalised_inverse(q: np.ndarray) -> np.ndarray:
     """``(1 / q_i) / sum_j (1 / q_j)`` for ``q`` in (0, 1], finite however small ``q`` is.
 
     Computed as written; when ``1 / q`` or its sum overflows float64 (``q`` below about 1e-308),
@@ -64,13 +82,14 @@ def normalised_inverse(q: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore", divide="ignore"):
         inv = 1.0 / q
         total = inv.sum()
-    if np.isfinite(total):
-        return inv / total
-    ratio = q.min() / q
-    return ratio / ratio.sum()
+    if not np.isfinite(total):
+        inv = q.min() / q
+        total = inv.sum()
+    weights: np.ndarray = inv / total
+    return weights
 
 
-def average_ranks(x: np.ndarray) -> np.ndarray:
+def _average_ranks(x: np.ndarray) -> np.ndarray:
     """1-based ranks with ties given their mean rank (``scipy.stats.rankdata(method='average')``)."""
     order, starts, ends = tie_groups(x)
     ranks = np.empty(x.size)
@@ -87,11 +106,16 @@ def spearman(propensity: Any, true_propensity: Any) -> float:
 
     Raises:
         ValueError: values outside [0, 1], NaN, or different lengths.
+
+    Examples:
+        >>> from textcause.metrics import spearman
+        >>> spearman([0.1, 0.4, 0.3], [0.2, 0.5, 0.6])
+        0.5
     """
     a = check_probability(propensity, "propensity")
     b = check_probability(true_propensity, "true_propensity")
     check_consistent_length(a, b)
-    ra, rb = average_ranks(a), average_ranks(b)
+    ra, rb = _average_ranks(a), _average_ranks(b)
     ra -= ra.mean()
     rb -= rb.mean()
     denom = np.sqrt(np.dot(ra, ra) * np.dot(rb, rb))

@@ -1,49 +1,38 @@
 """The result schema: the columns of one evaluation row (one estimator on one run), and their types.
 
-:func:`textcause.metrics.evaluation.evaluate_propensities` fills the estimate and metric columns;
-the run that produced them adds its identity (``run`` ... ``split``, ``true_ate``, ``sample_ate``);
-a benchmark cell that tuned its model on validation data records the chosen values in ``tuned``
-(JSON, e.g. ``{"model.init_args.weight_decay": 0.003}``; empty for a model with nothing tuned).
-``evaluate.py`` writes these columns to ``results.csv``, the benchmark's results store makes one
-database column of each, and ``textcause.evaluate`` returns them as its table's first columns.
+:func:`textcause.metrics.evaluation.evaluate_propensities` fills the estimate and metric columns; the
+run adds its identity (``run`` ... ``split``, ``true_ate``, ``sample_ate``) and a tuned cell its chosen
+values in ``tuned`` (JSON). ``evaluate.py`` writes these columns to ``results.csv``, the results store
+makes one database column of each, and ``textcause.evaluate`` returns them first in its table.
 
-Three intervals, each in its own columns and labelled by its own ``*ci_method`` column:
+Three intervals, each labelled by its own ``*ci_method`` column: ``ci_*`` (the percentile bootstrap
+over the evaluation units, every estimator; None when ``n_boot=0``), ``influence_ci_*`` (the
+normal-approximation interval of ``aipw`` and ``tmle``) and ``refit_ci_*`` (the refitting interval of
+:mod:`textcause.estimators.refit`, training users resampled and the model refit; only when asked for).
+On the IPW rows alone (:data:`AD_ESTIMATORS`, given the true propensities) ``ad_low``, ``ad_high`` and
+``ci_narrower_than_ad`` hold the Arbour-Dimmery interval of the paper's appendix A: an IPW-centred
+heuristic, not a bound (it can exclude the true ATE; tests/metrics/test_honest_metrics.py).
 
-- ``ci_low``, ``ci_high``, ``covers_truth``, ``ci_method``: the percentile
-  bootstrap over the evaluation units, for every estimator (None when ``n_boot=0``). This is what
-  these columns have always held, so rows written before the influence-function columns existed
-  keep their meaning.
-- ``influence_ci_low``, ``influence_ci_high``, ``influence_covers_truth``, ``influence_ci_method``:
-  the influence-function (normal-approximation) interval of the doubly robust estimators (``aipw``,
-  ``tmle``), computed from the same units; None for every other estimator and in older rows.
-- ``refit_ci_low``, ``refit_ci_high``, ``refit_covers_truth``, ``refit_ci_method``, ``refit_reps``:
-  the refitting interval (:mod:`textcause.estimators.refit`): training and evaluation users both
-  resampled and the propensity model refit on each replicate, so it describes the method (fit,
-  then estimate) rather than one fitted model; only when asked for (``refit_reps > 0``) and only for
-  models that refit cheaply (full-batch L-BFGS), on the propensity estimators' rows.
-
-Beside them, on the IPW rows only (:data:`AD_ESTIMATORS`), ``ad_low``, ``ad_high`` and
-``ci_narrower_than_ad`` hold the Arbour-Dimmery interval of the paper's appendix A
-(:func:`textcause.metrics.arbour_dimmery_interval`): an IPW-centred heuristic interval, the IPW estimate
-widened by equation (1)'s bias terms. It is not a bound: it can exclude the true ATE and its terms can be
-smaller than the actual bias (tests/metrics/test_honest_metrics.py). ``ci_narrower_than_ad`` says
-whether the row's bootstrap interval is the narrower of the two (appendix A's comparison, a width
-comparison and nothing more). They need the true propensities, so they are empty (None; NaN in a
-table) on tasks without them, and always on the rows of every other estimator: the interval is centred
-on the IPW estimate and says nothing about theirs.
-
-:data:`ADDED_COLUMNS` are the columns added after results stores were first written: a store that
-lacks them gains them empty (NULL) when it is opened for writing (:func:`textcause.store.open_store`),
-and readers treat a missing one as empty. :data:`RENAMED_COLUMNS` are columns that were written under
-another name: a store is migrated when it is opened (:func:`textcause.store.rename_old_columns`),
-and the CSV readers rename them as they read (:func:`migrate_row`,
-:func:`textcause.analysis.frame.normalise`).
+:data:`ADDED_COLUMNS` came after the first results stores: a store that lacks them gains them empty when
+opened for writing, and readers treat a missing one as empty. :data:`RENAMED_COLUMNS` were written under
+another name: a store is migrated when opened, and CSV readers rename them as they read
+(:func:`migrate_row`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+__all__ = [
+    "RESULT_SCHEMA",
+    "RESULT_COLUMNS",
+    "ADDED_COLUMNS",
+    "RENAMED_COLUMNS",
+    "AD_COLUMNS",
+    "AD_ESTIMATORS",
+    "migrate_row",
+]
 
 #: Column name -> Python type of its values (None is always allowed), in table order.
 RESULT_SCHEMA: dict[str, type] = {

@@ -15,8 +15,12 @@ import torch
 from torchmetrics import Metric
 from torchmetrics.utilities import dim_zero_cat
 
-FIELDS = ("index", "propensity", "t", "y", "p_true")
-OPTIONAL_FIELDS = ("mu0", "mu1")
+__all__ = [
+    "PredictionCollector",
+]
+
+_FIELDS = ("index", "propensity", "t", "y", "p_true")
+_OPTIONAL_FIELDS = ("mu0", "mu1")
 
 
 class PredictionCollector(Metric):
@@ -33,7 +37,7 @@ class PredictionCollector(Metric):
 
     def __init__(self) -> None:
         super().__init__()
-        for name in FIELDS + OPTIONAL_FIELDS:
+        for name in _FIELDS + _OPTIONAL_FIELDS:
             self.add_state(name, default=[], dist_reduce_fx="cat")
 
     def update(
@@ -54,7 +58,7 @@ class PredictionCollector(Metric):
         values = {"index": index, "propensity": propensity, "t": t, "y": y, "p_true": p_true}
         if (mu0 is None) != (mu1 is None):
             raise ValueError("Pass both 'mu0' and 'mu1' to PredictionCollector.update, or neither.")
-        if mu0 is not None:
+        if mu0 is not None and mu1 is not None:
             values.update(mu0=mu0, mu1=mu1)
         lengths = [int(v.reshape(-1).shape[0]) for v in values.values()]
         if len(set(lengths)) > 1:
@@ -69,15 +73,15 @@ class PredictionCollector(Metric):
         index = self._cat("index").to(torch.int64).cpu().numpy()
         uniq, first = np.unique(index, return_index=True)
         out: dict[str, np.ndarray] = {"index": uniq}
-        for name in FIELDS[1:]:
+        for name in _FIELDS[1:]:
             out[name] = self._cat(name).cpu().numpy().astype(np.float64)[first]
-        mu = [self._cat(name).cpu().numpy().astype(np.float64) for name in OPTIONAL_FIELDS]
+        mu = [self._cat(name).cpu().numpy().astype(np.float64) for name in _OPTIONAL_FIELDS]
         if all(m.shape[0] == index.shape[0] for m in mu) and index.shape[0] > 0:
             out["mu0"], out["mu1"] = mu[0][first], mu[1][first]
         return out
 
     def _cat(self, name: str) -> torch.Tensor:
-        state = getattr(self, name)
+        state: torch.Tensor | list[torch.Tensor] = getattr(self, name)
         if isinstance(state, list):
             return dim_zero_cat(state) if state else torch.zeros(0, dtype=torch.float64)
         return state

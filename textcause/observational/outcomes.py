@@ -12,9 +12,20 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-URL = re.compile(r"https?://|\bwww\.", re.IGNORECASE)
-MENTION = re.compile(r"(?<![\w@])@\w")
-HASHTAG = re.compile(r"(?<![\w#&])#\w")
+__all__ = [
+    "mean_words",
+    "url_share",
+    "mention_share",
+    "hashtag_share",
+    "term_share",
+    "OUTCOMES",
+    "OUTCOME_LABELS",
+    "outcome_label",
+]
+
+_URL = re.compile(r"https?://|\bwww\.", re.IGNORECASE)
+_MENTION = re.compile(r"(?<![\w@])@\w")
+_HASHTAG = re.compile(r"(?<![\w#&])#\w")
 
 
 def _posts(posts: Sequence[str]) -> Sequence[str]:
@@ -28,27 +39,27 @@ def mean_words(posts: Sequence[str], terms: Sequence[str] = ()) -> float:
     return float(np.mean([len(p.split()) for p in _posts(posts)]))
 
 
-def share_matching(posts: Sequence[str], pattern: re.Pattern[str]) -> float:
+def _share_matching(posts: Sequence[str], pattern: re.Pattern[str]) -> float:
     """Share of posts in which ``pattern`` occurs."""
     return float(np.mean([pattern.search(p) is not None for p in _posts(posts)]))
 
 
 def url_share(posts: Sequence[str], terms: Sequence[str] = ()) -> float:
     """Share of posts with a link (``http://``, ``https://`` or ``www.``)."""
-    return share_matching(posts, URL)
+    return _share_matching(posts, _URL)
 
 
 def mention_share(posts: Sequence[str], terms: Sequence[str] = ()) -> float:
     """Share of posts that mention an account (``@name``, retweets included)."""
-    return share_matching(posts, MENTION)
+    return _share_matching(posts, _MENTION)
 
 
 def hashtag_share(posts: Sequence[str], terms: Sequence[str] = ()) -> float:
     """Share of posts with a hashtag (``#word``)."""
-    return share_matching(posts, HASHTAG)
+    return _share_matching(posts, _HASHTAG)
 
 
-def term_pattern(terms: Sequence[str]) -> re.Pattern[str]:
+def _term_pattern(terms: Sequence[str]) -> re.Pattern[str]:
     """A case-insensitive whole-word pattern matching any of ``terms``."""
     if isinstance(terms, str) or not terms:
         raise ValueError("term_share needs a non-empty list of terms.")
@@ -57,7 +68,7 @@ def term_pattern(terms: Sequence[str]) -> re.Pattern[str]:
 
 def term_share(posts: Sequence[str], terms: Sequence[str] = ()) -> float:
     """Share of posts containing any of ``terms`` as a whole word (case-insensitive)."""
-    return share_matching(posts, term_pattern(terms))
+    return _share_matching(posts, _term_pattern(terms))
 
 
 #: Outcome property name -> function.

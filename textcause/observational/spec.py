@@ -1,25 +1,9 @@
 """The observational study config (``configs/observational/<name>.yaml``), parsed and checked.
 
-    name: twitter_gender            # default: the file's stem
-    description: ...                # one line for the figure and the report (optional)
-    corpus: twitter                 # a short corpus name (twitter, blogs) or any history JSONL path
-    filter: {kind: human}           # keep users whose meta field has this value (or one of a list)
-    treatment: {field: gender, treated: female, control: male}   # T = 1 / T = 0; other values dropped
-    history:                        # each user's posts, oldest first, are cut in two:
-      text_posts: 50                #   the text = the first 50 posts (or text_fraction: 0.5 of them)
-      min_text_posts: 5             #   users with fewer text posts are dropped
-      min_later_posts: 5            #   the later posts (every post after the text) give the outcome
-    outcome:
-      property: url_share           # see textcause.observational.outcomes.OUTCOMES
-      threshold: median             # Y = 1 when the property is above the median (or a number; null: Y = the value)
-      terms: [...]                  # for property term_share only
-    n_users: null                   # a random sample of this many eligible users (seed 0); null: all
-    min_per_arm: 50                 # fewer treated or control users is an error
-    seed: 0                         # the train/val/test split (40/10/50) and the training seed
-    models: [unadjusted, lr_unigram_binary, ...]   # configs/<model>.yaml (or paths); no oracle
-    overrides: {trainer.max_epochs: 30}            # any train.py option, for every model
-    model_overrides: {order_count: {trainer.max_epochs: 10}}
-    evaluation: {n_boot: 1000, split: test, estimators: [ipw, stratified, matching]}
+A study names a corpus, a treatment from a metadata field (``treatment: {field: gender, treated:
+female, control: male}``), an outcome computed from each user's later posts (``outcome: {property:
+url_share, threshold: median}``), the models to fit and how to evaluate them; :class:`StudyConfig`
+lists every key with its default.
 
 The YAML is the :class:`StudyConfig` dataclass (its blocks :class:`Treatment`, :class:`History`,
 :class:`Outcome`, :class:`Evaluation`), parsed by :mod:`textcause.specs`; :func:`spec_from_dict`
@@ -45,10 +29,29 @@ from textcause.paths import model_config_path
 from textcause.specs import NAME_DOC, SpecFile, holds, ints, key, one_of, read_yaml, reals, some_of
 from textcause.validation import check_that
 
-KIND = "Observational config"
-Scalar = Union[str, int, float, bool]
-Values = Union[Scalar, list[Scalar]]
-VALUES_DOC = "a value or a non-empty list of values"
+__all__ = [
+    "OPTIONS_DOC",
+    "PER_MODEL_DOC",
+    "MODELS_DOC",
+    "options_ok",
+    "per_model_ok",
+    "options",
+    "Treatment",
+    "History",
+    "Outcome",
+    "Evaluation",
+    "StudyConfig",
+    "ObservationalSpec",
+    "canonical",
+    "model_names",
+    "spec_from_dict",
+    "load_spec",
+]
+
+_KIND = "Observational config"
+_Scalar = Union[str, int, float, bool]
+_Values = Union[_Scalar, list[_Scalar]]
+_VALUES_DOC = "a value or a non-empty list of values"
 OPTIONS_DOC = "a mapping of train.py options (e.g. trainer.max_epochs: 10)"
 PER_MODEL_DOC = "a mapping from model names of 'models' to train.py options"
 MODELS_DOC = "a non-empty list of model config names"
@@ -79,8 +82,8 @@ class Treatment:
     """``treatment``: the meta field and its values meaning T = 1 and T = 0 (other values are dropped)."""
 
     field: str = key(holds(bool), doc="the name of a meta field")
-    treated: Values = key(holds(_nonempty), doc=VALUES_DOC)
-    control: Values = key(holds(_nonempty), doc=VALUES_DOC)
+    treated: _Values = key(holds(_nonempty), doc=_VALUES_DOC)
+    control: _Values = key(holds(_nonempty), doc=_VALUES_DOC)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,7 +121,31 @@ class Evaluation:
 
 @dataclass(frozen=True, kw_only=True)
 class StudyConfig:
-    """An observational study config as written (see the module docstring); :func:`spec_from_dict` reads it."""
+    """An observational study config as written; :func:`spec_from_dict` reads it. Every key, for example:
+
+    ```yaml
+    name: twitter_gender            # default: the file's stem
+    description: ...                # one line for the figure and the report (optional)
+    corpus: twitter                 # a short corpus name (twitter, blogs) or any history JSONL path
+    filter: {kind: human}           # keep users whose meta field has this value (or one of a list)
+    treatment: {field: gender, treated: female, control: male}   # T = 1 / T = 0; other values dropped
+    history:                        # each user's posts, oldest first, are cut in two:
+      text_posts: 50                #   the text = the first 50 posts (or text_fraction: 0.5 of them)
+      min_text_posts: 5             #   users with fewer text posts are dropped
+      min_later_posts: 5            #   the later posts (every post after the text) give the outcome
+    outcome:
+      property: url_share           # see textcause.observational.outcomes.OUTCOMES
+      threshold: median             # Y = 1 when the property is above the median (or a number; null: Y = the value)
+      terms: [...]                  # for property term_share only
+    n_users: null                   # a random sample of this many eligible users (seed 0); null: all
+    min_per_arm: 50                 # fewer treated or control users is an error
+    seed: 0                         # the train/val/test split (40/10/50) and the training seed
+    models: [unadjusted, lr_unigram_binary, ...]   # configs/<model>.yaml (or paths); no oracle
+    overrides: {trainer.max_epochs: 30}            # any train.py option, for every model
+    model_overrides: {order_count: {trainer.max_epochs: 10}}
+    evaluation: {n_boot: 1000, split: test, estimators: [ipw, stratified, matching]}
+    ```
+    """
 
     corpus: str = key(holds(bool), doc="a short corpus name or a path")
     treatment: Treatment
@@ -126,7 +153,7 @@ class StudyConfig:
     models: Union[str, list[str]] = key(holds(lambda v: model_names(v) is not None), doc=MODELS_DOC)
     name: Optional[str] = key(default=None, doc=NAME_DOC)
     description: str = key(default="")
-    filter: dict[str, Values] = key(
+    filter: dict[str, _Values] = key(
         holds(lambda v: options_ok(v) and all(map(_nonempty, v.values()))),
         default={},
         doc="a mapping {meta field: value or non-empty list of values}",
@@ -135,8 +162,12 @@ class StudyConfig:
     n_users: Optional[int] = key(ints(low=3), default=None)
     min_per_arm: int = key(ints(low=2), default=50)
     seed: int = key(ints(low=0), default=0)
-    overrides: dict = key(holds(options_ok), default={}, doc=OPTIONS_DOC)
-    model_overrides: dict[str, Optional[dict]] = key(holds(per_model_ok), default={}, doc=PER_MODEL_DOC)
+    # a bare dict on purpose (hence the ignores): jsonargparse parses the values of a typed dict[str, Any]
+    # as YAML again, turning the string "null" into None and "3" into 3
+    overrides: dict = key(holds(options_ok), default={}, doc=OPTIONS_DOC)  # type: ignore[type-arg]
+    model_overrides: dict[str, Optional[dict]] = key(  # type: ignore[type-arg]
+        holds(per_model_ok), default={}, doc=PER_MODEL_DOC
+    )
     evaluation: Evaluation = key(default=Evaluation())
 
 
@@ -270,7 +301,7 @@ def _outcome(outcome: Outcome, file: SpecFile) -> dict[str, Any]:
         return {"outcome": "", "outcome_field": outcome.field, "threshold": outcome.threshold, "terms": ()}
     terms = outcome.terms
     if outcome.property == "term_share":
-        ok = bool(terms) and all(isinstance(t, str) and t.strip() for t in terms)
+        ok = terms is not None and len(terms) > 0 and all(isinstance(t, str) and t.strip() for t in terms)
         file.check(check_that, ok, terms, "outcome.terms", None, "a non-empty list of words for term_share")
     elif terms is not None:
         raise file.fail(f"'outcome.terms' is only used by term_share, not by {outcome.property!r}.")
@@ -295,7 +326,7 @@ def spec_from_dict(
     Raises:
         ValueError: an unknown key, a missing required key or a malformed value (one sentence).
     """
-    file = SpecFile(KIND, source)
+    file = SpecFile(_KIND, source)
     config = file.parse(StudyConfig, spec)
     treated, control = _as_tuple(config.treatment.treated), _as_tuple(config.treatment.control)
     both = set(treated) & set(control)
@@ -336,5 +367,5 @@ def load_spec(path: str | Path) -> ObservationalSpec:
         FileNotFoundError: ``path`` does not exist.
         ValueError: the YAML is malformed or invalid.
     """
-    spec, text = read_yaml(path, kind=KIND, example="configs/observational/twitter_gender.yaml")
+    spec, text = read_yaml(path, kind=_KIND, example="configs/observational/twitter_gender.yaml")
     return spec_from_dict(spec, source=str(path), default_name=Path(path).stem, text=text)

@@ -23,6 +23,12 @@ from textcause.corpus.types import Corpus, Split
 from textcause.observational.outcomes import OUTCOMES, outcome_label
 from textcause.observational.spec import ObservationalSpec, load_spec
 
+__all__ = [
+    "ObservationalTask",
+    "build_observational_task",
+    "load_task",
+]
+
 
 @dataclass(frozen=True)
 class ObservationalTask:
@@ -98,10 +104,12 @@ def _values(values: tuple[Any, ...]) -> str:
     return " or ".join(map(str, values))
 
 
-def text_length(n_posts: int, spec: ObservationalSpec) -> int:
+def _text_length(n_posts: int, spec: ObservationalSpec) -> int:
     """How many of a user's ``n_posts`` earliest posts are the text."""
     if spec.text_posts is not None:
         return min(spec.text_posts, n_posts)
+    if spec.text_fraction is None:
+        raise ValueError("An observational spec sets 'text_posts' or 'text_fraction'; this one sets neither.")
     return int(np.floor(spec.text_fraction * n_posts))
 
 
@@ -137,7 +145,7 @@ def build_observational_task(corpus: Corpus, spec: ObservationalSpec, seed: int 
         _check_field(Corpus(tuple(users)), spec, field, (), "outcome")
         users = [h for h in users if _number(h.meta.get(field)) is not None]
     n_outcome_missing = n_with_treatment - len(users)
-    cut = [len(h) if field is not None else text_length(len(h), spec) for h in users]
+    cut = [len(h) if field is not None else _text_length(len(h), spec) for h in users]
     later = 0 if field is not None else spec.min_later_posts
     keep = [i for i, (h, k) in enumerate(zip(users, cut)) if k >= spec.min_text_posts and len(h) - k >= later]
     n_eligible = len(keep)
@@ -191,7 +199,7 @@ def build_observational_task(corpus: Corpus, spec: ObservationalSpec, seed: int 
     )
 
 
-def read_corpus(source: str) -> Corpus:
+def _read_corpus(source: str) -> Corpus:
     """Every user and post of a corpus (the process-wide memoised reader)."""
     from textcause.corpus.memo import read_corpus as read
 
@@ -201,10 +209,10 @@ def read_corpus(source: str) -> Corpus:
 @functools.lru_cache(maxsize=2)
 def _load_task(path: str, text: str, seed: int | None) -> ObservationalTask:
     spec = load_spec(path)
-    return build_observational_task(read_corpus(spec.corpus), spec, seed)
+    return build_observational_task(_read_corpus(spec.corpus), spec, seed)
 
 
-def load_task(config: str | os.PathLike, seed: int | None = None) -> ObservationalTask:
+def load_task(config: str | os.PathLike[str], seed: int | None = None) -> ObservationalTask:
     """The task of an observational config file (memoised per file content and seed).
 
     Args:

@@ -20,6 +20,17 @@ import numpy as np
 from textcause.io import atomic_write_text
 from textcause.validation import check_real
 
+__all__ = [
+    "SLOT",
+    "DEFAULT_BANK",
+    "PostKind",
+    "PostBank",
+    "split_bank",
+    "bank_from_dict",
+    "load_bank",
+    "save_bank",
+]
+
 #: The slot a template's word goes into.
 SLOT = "{x}"
 
@@ -180,7 +191,7 @@ def bank_from_dict(data: Any, *, source: str = "the post bank") -> PostBank:
     return PostBank(name=name, kinds=kinds)
 
 
-def load_bank(path: str | os.PathLike | None = None) -> PostBank:
+def load_bank(path: str | os.PathLike[str] | None = None) -> PostBank:
     """Load a post bank from a YAML or JSON file (``.json`` is read as JSON, anything else as YAML).
 
     Args:
@@ -204,7 +215,7 @@ def load_bank(path: str | os.PathLike | None = None) -> PostBank:
     )
 
 
-def save_bank(bank: PostBank, path: str | os.PathLike) -> Path:
+def save_bank(bank: PostBank, path: str | os.PathLike[str]) -> Path:
     """Write ``bank`` to ``path`` atomically, as JSON for ``.json`` and YAML otherwise."""
     data = bank.to_dict()
     if Path(path).suffix.lower() == ".json":

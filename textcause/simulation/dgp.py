@@ -16,6 +16,25 @@ import numpy as np
 
 from textcause.validation import check_options, check_real
 
+__all__ = [
+    "STANDARD_TREATMENT",
+    "STRONG_TREATMENT",
+    "STANDARD_OUTCOME",
+    "PLACEBO_OUTCOME",
+    "NORMAL_SD",
+    "OUTCOMES",
+    "Table",
+    "check_treat_probs",
+    "check_outcome_table",
+    "check_outcome",
+    "assign_classes",
+    "draw_treatment",
+    "draw_potential_outcomes",
+    "observed_outcome",
+    "population_ate",
+    "population_unadjusted",
+]
+
 #: P(T=1 | class) for class 1 and class 2 (section 5.1).
 STANDARD_TREATMENT = (0.9, 0.1)
 #: The stronger selection effect (Strength of Selection Effect level 2, and the Placebo Test).
@@ -41,9 +60,8 @@ def check_treat_probs(probs: Any, owner: str = "make_task") -> tuple[float, floa
             f"The 'treat_probs' parameter of {owner} must be a pair (P(T=1|class 1), P(T=1|class 2)). "
             f"Got {probs!r} instead."
         )
-    return tuple(  # type: ignore[return-value]
-        check_real(p, "treat_probs", owner, low=0.0, high=1.0, low_open=True, high_open=True) for p in probs
-    )
+    p1, p2 = (check_real(p, "treat_probs", owner, low=0.0, high=1.0, low_open=True, high_open=True) for p in probs)
+    return p1, p2
 
 
 def check_outcome_table(table: Any, owner: str = "make_task", *, outcome: str = "binary") -> Table:
@@ -67,13 +85,17 @@ def check_outcome_table(table: Any, owner: str = "make_task", *, outcome: str = 
             f"The 'outcome_probs' parameter of {owner} must be a 2x2 table "
             f"((class 1: T=0, T=1), (class 2: T=0, T=1)). Got {table!r} instead."
         )
-    bounds = {"low": 0.0, "high": 1.0} if outcome == "binary" else {}
-    return tuple(  # type: ignore[return-value]
-        tuple(check_real(v, "outcome_probs", owner, **bounds) for v in row) for row in table
-    )
+    low, high = (0.0, 1.0) if outcome == "binary" else (None, None)
+    (a, b), (c, d) = ((check_real(v, "outcome_probs", owner, low=low, high=high) for v in row) for row in table)
+    return (a, b), (c, d)
 
 
 def check_outcome(outcome: Any, owner: str = "make_task") -> str:
+    """Return ``outcome`` if it is one of :data:`OUTCOMES` (``binary``, ``normal``).
+
+    Raises:
+        ValueError: any other value (the message lists the outcome types).
+    """
     check_options(outcome, "outcome", owner, OUTCOMES)
     return str(outcome)
 
@@ -93,7 +115,7 @@ def assign_classes(n: int, rng: np.random.Generator, *, class1_share: float = 0.
     return labels[rng.permutation(n)]
 
 
-def propensity_of(latent_class: np.ndarray, treat_probs: tuple[float, float]) -> np.ndarray:
+def _propensity_of(latent_class: np.ndarray, treat_probs: tuple[float, float]) -> np.ndarray:
     """The true propensity P(T=1 | class) of every user."""
     return np.where(np.asarray(latent_class) == 1, treat_probs[0], treat_probs[1]).astype(np.float64)
 
@@ -106,12 +128,12 @@ def draw_treatment(
     Returns:
         ``(t, propensity)``: int8 treatments and the float64 true propensities.
     """
-    propensity = propensity_of(latent_class, treat_probs)
+    propensity = _propensity_of(latent_class, treat_probs)
     t = (rng.random(len(propensity)) < propensity).astype(np.int8)
     return t, propensity
 
 
-def outcome_means(latent_class: np.ndarray, table: Table) -> tuple[np.ndarray, np.ndarray]:
+def _outcome_means(latent_class: np.ndarray, table: Table) -> tuple[np.ndarray, np.ndarray]:
     """Per-user ``(E[Y(0)], E[Y(1)])`` from a table."""
     c1 = np.asarray(latent_class) == 1
     m0 = np.where(c1, table[0][0], table[1][0]).astype(np.float64)
@@ -136,7 +158,7 @@ def draw_potential_outcomes(
     Returns:
         ``(y0, y1)`` as float64 arrays.
     """
-    m0, m1 = outcome_means(latent_class, table)
+    m0, m1 = _outcome_means(latent_class, table)
     n = len(m0)
     if outcome == "binary":
         u0, u1 = rng.random(n), rng.random(n)
@@ -150,7 +172,8 @@ def draw_potential_outcomes(
 def observed_outcome(t: np.ndarray, y0: np.ndarray, y1: np.ndarray) -> np.ndarray:
     """``Y = T * Y(1) + (1 - T) * Y(0)``."""
     t = np.asarray(t, dtype=np.float64)
-    return t * y1 + (1.0 - t) * y0
+    y: np.ndarray = t * y1 + (1.0 - t) * y0
+    return y
 
 
 def population_ate(table: Table, class1_share: float = 0.5) -> float:
@@ -168,7 +191,7 @@ def population_unadjusted(treat_probs: tuple[float, float], table: Table, class1
     return float(ey1 - ey0)
 
 
-def _by_class(mapping: Mapping, name: str, owner: str) -> list[Any]:
+def _by_class(mapping: Mapping[Any, Any], name: str, owner: str) -> list[Any]:
     """``{1: a, 2: b}`` (int or string keys) -> ``[a, b]``."""
     keys = {str(k): v for k, v in mapping.items()}
     if set(keys) != {"1", "2"}:

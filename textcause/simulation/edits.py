@@ -18,6 +18,18 @@ import numpy as np
 from textcause.simulation.bank import PostBank
 from textcause.validation import check_int, check_options
 
+__all__ = [
+    "INSERTIONS",
+    "Rewrite",
+    "Insert",
+    "check_insertion",
+    "insert_posts",
+    "WordRules",
+    "as_rewrite",
+    "apply_rewrite",
+    "describe_rewrite",
+]
+
 #: Where inserted posts go: after the last post, before the first, or in place of random real posts.
 INSERTIONS = ("append", "prepend", "replace")
 
@@ -84,6 +96,15 @@ class Insert:
 
 
 def check_insertion(insertion: Any, owner: str = "make_task") -> str:
+    """Return ``insertion`` if it is one of :data:`INSERTIONS`.
+
+    Raises:
+        ValueError: any other value (the message lists the insertion modes).
+
+    Examples:
+        >>> check_insertion("replace")
+        'replace'
+    """
     check_options(insertion, "insertion", owner, INSERTIONS)
     return str(insertion)
 
@@ -187,7 +208,7 @@ class WordRules:
     def __call__(self, posts: list[str]) -> list[str]:
         return [self.apply(p) for p in posts]
 
-    def _replace(self, match: re.Match) -> str:
+    def _replace(self, match: re.Match[str]) -> str:
         found = match.group(0)
         if self.case_sensitive:
             return self._lookup[found]
@@ -225,7 +246,13 @@ def apply_rewrite(f: Callable[[list[str]], list[str]], posts: list[str], name: s
     return list(out)
 
 
-def describe_rewrite(f: Callable | None) -> str:
+def describe_rewrite(f: Callable[[list[str]], list[str]] | None) -> str:
+    """A rewrite in words for a task's description: ``identity`` for None, else the rules or the function's name.
+
+    Examples:
+        >>> describe_rewrite(None)
+        'identity'
+    """
     if f is None:
         return "identity"
     if isinstance(f, WordRules):

@@ -44,6 +44,13 @@ from textcause.simulation.tasks import TaskSpec, get_spec
 from textcause.simulation.types import SemiSyntheticTask
 from textcause.validation import check_int, check_real
 
+__all__ = [
+    "MIN_USERS",
+    "make_task",
+    "make_rewrite_task",
+    "build_task",
+]
+
 #: Fewer users than this cannot hold two balanced classes with treated and untreated users in each split.
 MIN_USERS = 20
 
@@ -51,7 +58,7 @@ MIN_USERS = 20
 _CLASSES, _FIXED, _EDITS, _TREATMENT, _OUTCOMES, _SPLIT, _SUBSAMPLE, _BANK_SPLIT = range(8)
 
 
-def stream(seed: int, purpose: int) -> np.random.Generator:
+def _stream(seed: int, purpose: int) -> np.random.Generator:
     """The Generator of one purpose of a task's seed."""
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(purpose,)))
 
@@ -63,7 +70,7 @@ def make_task(
     seed: int = 0,
     *,
     insertion: str | None = None,
-    bank: PostBank | str | os.PathLike | None = None,
+    bank: PostBank | str | os.PathLike[str] | None = None,
     outcome: str = "binary",
     split_fractions: tuple[float, float, float] = PAPER_FRACTIONS,
     rewrite: Sequence[Rewrite] | Mapping[str, Rewrite] | None = None,
@@ -154,7 +161,7 @@ def build_task(
     level: int,
     seed: int = 0,
     insertion: str | None = None,
-    bank: PostBank | str | os.PathLike | None = None,
+    bank: PostBank | str | os.PathLike[str] | None = None,
     outcome: str = "binary",
     split_fractions: tuple[float, float, float] = PAPER_FRACTIONS,
     rewrite: Sequence[Rewrite] | Mapping[str, Rewrite] | None = None,
@@ -182,19 +189,19 @@ def build_task(
     split_seed, full, split = _split(n, spec.train_fraction, seed, split_fractions)
     banks = {"train": bank}
     if held_out > 0.0:
-        banks["train"], banks["test"] = split_bank(bank, held_out, stream(seed, _BANK_SPLIT))
+        banks["train"], banks["test"] = split_bank(bank, held_out, _stream(seed, _BANK_SPLIT))
     is_test = np.zeros(n, dtype=bool)
     is_test[full.test] = True
 
     # 1. Latent classes, exactly balanced (a random permutation of n//2 ones and the rest twos).
-    latent = assign_classes(n, stream(seed, _CLASSES), class1_share=spec.class1_share)
+    latent = assign_classes(n, _stream(seed, _CLASSES), class1_share=spec.class1_share)
 
     # 2. Class-specific edits: rewrite real posts, then insert synthetic posts.
     texts, inserted_at, fixed = _edit_histories(histories, latent, spec, banks, is_test, rewrites, where, seed)
 
     # 3. Treatment given class; 4. both potential outcomes given class; observed outcome.
-    t, propensity = draw_treatment(latent, spec.treat_probs, stream(seed, _TREATMENT))
-    y0, y1 = draw_potential_outcomes(latent, spec.outcome_probs, stream(seed, _OUTCOMES), outcome=outcome)
+    t, propensity = draw_treatment(latent, spec.treat_probs, _stream(seed, _TREATMENT))
+    y0, y1 = draw_potential_outcomes(latent, spec.outcome_probs, _stream(seed, _OUTCOMES), outcome=outcome)
     y = observed_outcome(t, y0, y1)
 
     # 5. The split (drawn above), with the training part subsampled (nested) for the Sample Size task.
@@ -260,14 +267,14 @@ def _edit_histories(
     ``banks`` holds the ``train`` bank (everyone's, by default) and, for a held-out bank, the
     ``test`` bank of the users marked in ``is_test``. Fixed posts are drawn once per bank.
     """
-    fixed_rng = stream(seed, _FIXED)
+    fixed_rng = _stream(seed, _FIXED)
     fixed = {
         part: {
             c: (f.draw(b, fixed_rng) if f is not None and f.fixed else None) for c, f in ((1, spec.f1), (2, spec.f2))
         }
         for part, b in banks.items()
     }
-    edit_rng = stream(seed, _EDITS)
+    edit_rng = _stream(seed, _EDITS)
     keep_length = where == "replace"
     texts: list[list[str]] = []
     inserted_at: list[tuple[int, ...]] = []
@@ -279,7 +286,9 @@ def _edit_histories(
         f = spec.f1 if c == 1 else spec.f2
         at: tuple[int, ...] = ()
         if f is not None:
-            new = fixed[part][c] if f.fixed else f.draw(banks[part], edit_rng)
+            new = fixed[part][c]  # drawn once per bank when f.fixed, else None: a draw per user
+            if new is None:
+                new = f.draw(banks[part], edit_rng)
             posts, at = insert_posts(posts, new, f.where or where, edit_rng, keep_length=keep_length)
         texts.append(posts)
         inserted_at.append(at)
@@ -293,7 +302,7 @@ def _split(n: int, train_fraction: float, seed: int, fractions: tuple[float, flo
     split = full
     if train_fraction < 1.0:
         n_keep = max(1, int(round(train_fraction * len(full.train))))
-        kept = stream(seed, _SUBSAMPLE).permutation(full.train)[:n_keep]
+        kept = _stream(seed, _SUBSAMPLE).permutation(full.train)[:n_keep]
         split = Split(train=np.sort(kept), val=full.val, test=full.test)
     return split_seed, full, split
 
@@ -313,7 +322,9 @@ def _check_corpus(corpus: Any, owner: str) -> tuple[History, ...]:
     return histories
 
 
-def _check_rewrite(rewrite: Any, owner: str) -> tuple[Callable | None, Callable | None]:
+def _check_rewrite(
+    rewrite: Any, owner: str
+) -> tuple[Callable[[list[str]], list[str]] | None, Callable[[list[str]], list[str]] | None]:
     if rewrite is None:
         return None, None
     if isinstance(rewrite, Mapping):

@@ -26,7 +26,20 @@ from textcause.simulation.dgp import (
 from textcause.simulation.edits import Insert, check_insertion
 from textcause.validation import check_real
 
-SICKNESS = ("sickness",)
+__all__ = [
+    "TaskSpec",
+    "TaskEntry",
+    "TASKS",
+    "register_task",
+    "task_label",
+    "list_tasks",
+    "get_spec",
+    "spec_key",
+    "same_draw_groups",
+    "describe_task",
+]
+
+_SICKNESS = ("sickness",)
 
 
 @dataclass(frozen=True)
@@ -212,7 +225,7 @@ def describe_task(task: str, level: int, *, insertion: str = "append", outcome: 
 
 # --------------------------------------------------------------------------- the paper's tasks
 def _linguistic_complexity(level: int) -> TaskSpec:
-    kinds = {1: SICKNESS, 2: SICKNESS, 3: ("sickness", "isolation"), 4: ("sickness", "isolation", "death")}[level]
+    kinds = {1: _SICKNESS, 2: _SICKNESS, 3: ("sickness", "isolation"), 4: ("sickness", "isolation", "death")}[level]
     return TaskSpec(
         f1=Insert(kinds=kinds, fixed=level == 1),
         summary="Linguistic Complexity: can a model recognise a range of expressions correlated with treatment?",
@@ -220,13 +233,13 @@ def _linguistic_complexity(level: int) -> TaskSpec:
 
 
 def _signal_intensity(level: int) -> TaskSpec:
-    f1, f2 = (Insert(SICKNESS, count=10), None) if level == 1 else (Insert(SICKNESS, count=3), Insert(SICKNESS))
+    f1, f2 = (Insert(_SICKNESS, count=10), None) if level == 1 else (Insert(_SICKNESS, count=3), Insert(_SICKNESS))
     return TaskSpec(f1=f1, f2=f2, summary="Signal Intensity: can a model count similar posts in a history?")
 
 
 def _selection_strength(level: int) -> TaskSpec:
     return TaskSpec(
-        f1=Insert(SICKNESS),
+        f1=Insert(_SICKNESS),
         treat_probs=STANDARD_TREATMENT if level == 1 else STRONG_TREATMENT,
         summary="Strength of Selection Effect: can a model adjust when treated and untreated users overlap less?",
     )
@@ -234,7 +247,7 @@ def _selection_strength(level: int) -> TaskSpec:
 
 def _sample_size(level: int) -> TaskSpec:
     return TaskSpec(
-        f1=Insert(SICKNESS),
+        f1=Insert(_SICKNESS),
         train_fraction={1: 1.0, 2: 0.5, 3: 0.25}[level],
         summary="Sample Size: how does a model fare with less training data?",
     )
@@ -242,7 +255,7 @@ def _sample_size(level: int) -> TaskSpec:
 
 def _placebo(level: int) -> TaskSpec:
     return TaskSpec(
-        f1=Insert(SICKNESS),
+        f1=Insert(_SICKNESS),
         treat_probs=STRONG_TREATMENT,
         outcome_probs=PLACEBO_OUTCOME,
         summary="Placebo Test: does a model find an effect when the true ATE is zero?",
@@ -251,8 +264,8 @@ def _placebo(level: int) -> TaskSpec:
 
 def _order_of_text(level: int) -> TaskSpec:
     return TaskSpec(
-        f1=Insert(SICKNESS),
-        f2=None if level == 1 else Insert(SICKNESS, where="prepend"),
+        f1=Insert(_SICKNESS),
+        f2=None if level == 1 else Insert(_SICKNESS, where="prepend"),
         summary="Order of Text (Appendix H): can a model tell posts at the start of a history from posts at the end?",
     )
 

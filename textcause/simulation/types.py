@@ -9,6 +9,10 @@ import numpy as np
 
 from textcause.corpus.types import Split
 
+__all__ = [
+    "SemiSyntheticTask",
+]
+
 
 @dataclass(frozen=True)
 class SemiSyntheticTask:
