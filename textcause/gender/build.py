@@ -226,7 +226,7 @@ def build_gender_data(settings: GenderDataSettings) -> GenderData:
     picked: list[tuple[int, str, np.ndarray, np.ndarray]] = []
     for start in range(0, len(order), CHUNK):
         chunk = [pool[j] for j in order[start : start + CHUNK]]
-        masked = mask_sentences([s for _, s in chunk], tokenizer, labels)
+        masked = mask_sentences([s for _, s in chunk], tokenizer, labels, settings.max_tokens)
         hits = [(c, m) for c, m in zip(chunk, masked) if m is not None]
         encoded = encode_masked([m for _, m in hits], [prefixes[c[0]] for c, _ in hits], tokenizer, settings.max_tokens)
         for (c, _), e in zip(hits, encoded):
