@@ -136,7 +136,9 @@ def test_female_probability_and_the_checkpoint_round_trip(trained, tmp_path):
     loaded = load_finetuned(str(ckpt))
     assert np.allclose(loaded.female_probability(texts), p, atol=1e-6)
     assert loaded.net.encoder == model.net.encoder and not loaded.training
-    with pytest.raises(ValueError, match="holds 0 mask tokens once tokenised: exactly one is needed"):
+    with pytest.raises(
+        ValueError, match="holds 0 mask tokens in the model.s window of 512 tokens: exactly one is needed"
+    ):
         model.female_probability(["no mask here"])
     with pytest.raises(ValueError, match="There are no texts to score"):
         model.female_probability([])

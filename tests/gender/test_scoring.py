@@ -180,7 +180,7 @@ def test_model_errors_are_one_sentence(tmp_path, bert):
         tense="is",
         life_stage="a kid",
     )
-    with pytest.raises(ValueError, match="holds 2 mask tokens once tokenised"):
+    with pytest.raises(ValueError, match="holds 2 mask tokens in the model.s window of 512 tokens"):
         score_probes([two], bert, progress=False)
     with pytest.raises(ValueError, match="'batch_size' parameter of score_probes must be an int >= 1"):
         score_probes(few_probes()[:1], bert, batch_size=0)

@@ -30,6 +30,8 @@ FILES = ("subtask1_train", "subtask1_test", "subtask2_train", "subtask2_test")
 SUBTASK1_COLUMNS = ("sentenceID", "gold_label", "sentence")
 OFFSET_COLUMNS = ("antecedent_startid", "antecedent_endid", "consequent_startid", "consequent_endid")
 SUBTASK2_COLUMNS = ("sentenceID", "sentence", "antecedent", "consequent", *OFFSET_COLUMNS)
+#: The range of a sentenceID (stored as int64).
+INT64_MIN, INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 #: How the release writes the text of a missing consequent.
 MISSING_TEXT = "{}"
 
@@ -78,6 +80,13 @@ def read_table(path: str | os.PathLike, columns: tuple[str, ...], what: str) -> 
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise ValueError(f"The {what} {path.name!r} is not a readable UTF-8 CSV file ({type(err).__name__}).") from None
+    header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False, encoding="utf-8").iloc[0]
+    twice = [c for c in columns if list(header).count(c) > 1]
+    if twice:
+        raise ValueError(
+            f"Column {twice[0]!r} is named {list(header).count(twice[0])} times in the header of the {what} "
+            f"{path.name!r}: name each column once."
+        )
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise ValueError(
@@ -86,6 +95,16 @@ def read_table(path: str | os.PathLike, columns: tuple[str, ...], what: str) -> 
     if frame.empty:
         raise ValueError(f"The {what} {path.name!r} has no rows.")
     return frame
+
+
+def shown(value: object, chars: int = 24) -> str:
+    """How a message shows a cell: its repr when short, else its length (a message never quotes a text).
+
+    >>> shown("2"), shown("x" * 100)
+    ("'2'", 'a text of 100 characters')
+    """
+    text = str(value)
+    return repr(value) if len(text) <= chars else f"a text of {len(text)} characters"
 
 
 def row_name(path: Path, i: int, sentence_id: object) -> str:
@@ -99,8 +118,10 @@ def _ids(frame: pd.DataFrame, path: Path) -> np.ndarray:
     seen: dict[int, int] = {}
     for i, raw in enumerate(frame["sentenceID"]):
         value = parse_int(raw)
-        if value is None:
-            raise ValueError(f"{row_name(path, i, repr(raw))}: the sentenceID must be an integer.")
+        if value is None or not INT64_MIN <= value <= INT64_MAX:
+            raise ValueError(
+                f"{row_name(path, i, shown(raw))}: the sentenceID must be an integer in [{INT64_MIN}, {INT64_MAX}]."
+            )
         if value in seen:
             raise ValueError(
                 f"{row_name(path, i, value)}: the sentenceID repeats row {seen[value] + 1}; every sentenceID must be unique."
@@ -129,7 +150,7 @@ def read_subtask1(path: str | os.PathLike) -> pd.DataFrame:
     for i, (raw, sentence) in enumerate(zip(frame["gold_label"], frame["sentence"])):
         value = parse_int(raw)
         if value not in (0, 1):
-            raise ValueError(f"{row_name(path, i, ids[i])}: the gold_label must be 0 or 1. Got {raw!r} instead.")
+            raise ValueError(f"{row_name(path, i, ids[i])}: the gold_label must be 0 or 1. Got {shown(raw)} instead.")
         if not sentence.strip():
             raise ValueError(f"{row_name(path, i, ids[i])}: the sentence is empty.")
         labels[i] = value

@@ -163,15 +163,47 @@ def value_text(value: Any) -> str:
     return str(value)
 
 
-def _w_values(settings: GenderDataSettings) -> dict[str, Any]:
+def read_w_csv(path: Path, dtype: Any, **kwargs: Any) -> Any:
+    """``pandas.read_csv`` of a W file (every column as text unless ``dtype`` says), one sentence when it cannot.
+
+    Raises:
+        ValueError: bytes that are not UTF-8, a malformed CSV, an empty file or a column named twice.
+    """
     import pandas as pd
 
+    try:
+        frame = pd.read_csv(path, dtype=dtype or str, encoding="utf-8", **kwargs)
+        header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False, encoding="utf-8")
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise ValueError(f"The W file {str(path)!r} is not a readable UTF-8 CSV file ({type(err).__name__}).") from None
+    names = header.iloc[0].tolist()
+    twice = sorted({c for c in names if names.count(c) > 1})
+    if twice:
+        raise ValueError(f"The W file {str(path)!r} names the column {twice[0]!r} {names.count(twice[0])} times.")
+    return frame
+
+
+def check_one_row_per_author(frame: Any, path: Path) -> None:
+    """Refuse a W file that gives an author two rows (which value would be W is not said)."""
+    authors = frame["author"].astype(str)
+    repeated = authors[authors.duplicated()]
+    if len(repeated):
+        first = repeated.iloc[0]
+        rows = [int(i) + 1 for i in authors.index[authors == first][:2]]  # 1 = the first row after the header
+        raise ValueError(
+            f"The W file {str(path)!r} gives the author {first[:40]!r} two rows (rows {rows[0]} and {rows[1]} after the header): "
+            "give each author one row."
+        )
+
+
+def _w_values(settings: GenderDataSettings) -> dict[str, Any]:
     path = Path(str(settings.w_file))
     if not path.is_file():
         raise ValueError(f"The W file {str(path)!r} does not exist.")
-    frame = pd.read_csv(path, dtype={"author": str}, keep_default_na=False, na_values=[""])
+    frame = read_w_csv(path, {"author": str}, keep_default_na=False, na_values=[""])
     if "author" not in frame.columns or settings.prefix not in frame.columns:
         raise ValueError(f"The W file {str(path)!r} needs the columns 'author' and {settings.prefix!r}.")
+    check_one_row_per_author(frame, path)
     return dict(zip(frame["author"], frame[settings.prefix]))
 
 
@@ -226,7 +258,7 @@ def build_gender_data(settings: GenderDataSettings) -> GenderData:
     picked: list[tuple[int, str, np.ndarray, np.ndarray]] = []
     for start in range(0, len(order), CHUNK):
         chunk = [pool[j] for j in order[start : start + CHUNK]]
-        masked = mask_sentences([s for _, s in chunk], tokenizer, labels)
+        masked = mask_sentences([s for _, s in chunk], tokenizer, labels, settings.max_tokens)
         hits = [(c, m) for c, m in zip(chunk, masked) if m is not None]
         encoded = encode_masked([m for _, m in hits], [prefixes[c[0]] for c, _ in hits], tokenizer, settings.max_tokens)
         for (c, _), e in zip(hits, encoded):

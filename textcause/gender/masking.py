@@ -23,6 +23,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from textcause.features.encoder_inputs import CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN, cut_post
 from textcause.gender.words import GenderedWords
 
 FEMALE, MALE, IGNORE = 1, 0, -100
@@ -88,16 +89,41 @@ def _normaliser(tokenizer: Any) -> Any:
     return backend.normalizer
 
 
-def mask_sentences(sentences: Sequence[str], tokenizer: Any, labels: Mapping[str, int]) -> list[Optional[Masked]]:
+def mask_sentences(
+    sentences: Sequence[str], tokenizer: Any, labels: Mapping[str, int], max_tokens: Optional[int] = None
+) -> list[Optional[Masked]]:
     """Mask every gendered word of each sentence (None for a sentence without one).
 
     Args:
         sentences: the sentences.
         tokenizer: a fast Hugging Face tokenizer (its words, offsets and normaliser decide).
         labels: :func:`word_labels`.
+        max_tokens: mask only the start of a long sentence that gives this many tokens once masked
+            (:func:`~textcause.features.encoder_inputs.cut_post`, cut longer while the masked start
+            gives fewer), so a long sentence costs what a short one does and :func:`encode_masked`
+            with the same ``max_tokens`` gives the tokens of the whole sentence; None: all of it.
     """
+    if max_tokens is None:
+        return _mask(list(sentences), tokenizer, labels)
+    chars = max_tokens * CHARS_PER_TOKEN
+    out = _mask([cut_post(s, chars) for s in sentences], tokenizer, labels)
+    todo = [i for i, s in enumerate(sentences) if len(s) > chars]  # the sentences that were cut
+    while todo and chars < max_tokens * MAX_CHARS_PER_TOKEN:
+        texts = [out[i].text if out[i] is not None else cut_post(sentences[i], chars) for i in todo]
+        ids = tokenizer(texts, add_special_tokens=False, truncation=True, max_length=max_tokens, verbose=False)
+        todo = [i for i, row in zip(todo, ids["input_ids"]) if len(row) < max_tokens]  # not full: cut longer
+        chars = min(4 * chars, max_tokens * MAX_CHARS_PER_TOKEN)
+        for i, m in zip(todo, _mask([cut_post(sentences[i], chars) for i in todo], tokenizer, labels)):
+            out[i] = m
+        todo = [i for i in todo if len(sentences[i]) > chars]
+    return out
+
+
+def _mask(sentences: list[str], tokenizer: Any, labels: Mapping[str, int]) -> list[Optional[Masked]]:
     normaliser = _normaliser(tokenizer)
-    enc = tokenizer(list(sentences), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    if not sentences:
+        return []
+    enc = tokenizer(sentences, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
     out: list[Optional[Masked]] = []
     for i, text in enumerate(sentences):
         spans: dict[int, list[int]] = {}
@@ -140,7 +166,8 @@ def encode_masked(
 
     The sentence is cut to its first ``max_tokens`` tokens; the prefix and the tokenizer's special
     tokens come on top, so a sentence gives the same tokens with and without a prefix. A sentence
-    that holds the mask token's text itself (more masks than gendered words) gives None.
+    that holds the mask token's text itself (more masks than gendered words) gives None. The masked
+    texts are tokenised whole: mask long sentences with :func:`mask_sentences`' ``max_tokens``.
 
     Raises:
         ValueError: a prefix that holds the mask token.

@@ -38,6 +38,7 @@ from torchmetrics import MeanMetric
 from torchmetrics.classification import BinaryAccuracy, BinaryF1Score
 
 from textcause.gender.masking import IGNORE
+from textcause.gender.window import model_window, text_head, window_batch
 from textcause.io import refuse_pickled_code
 from textcause.models.finetune import adamw_with_warmup
 from textcause.models.propensity import as_net, one_thread_if_forked, save_net_config, world_size
@@ -214,12 +215,14 @@ class GenderMaskedModel(L.LightningModule):
             batch_size: texts per forward pass.
 
         Raises:
-            ValueError: no texts, a bad batch size, or a text without exactly one mask token.
+            ValueError: no texts, a bad batch size, or a text without exactly one mask token within the
+                encoder's window (a longer text is cut to it before it is tokenised).
         """
         batch_size = check_int(batch_size, "batch_size", "female_probability", low=1)
         if not texts:
             raise ValueError("There are no texts to score: give at least one text with a mask token.")
         tok = self.tokenizer
+        window = model_window(tok, getattr(getattr(self.net, "backbone", None), "config", None))
         device = next(self.parameters()).device
         was_training = self.training
         self.eval()
@@ -228,13 +231,14 @@ class GenderMaskedModel(L.LightningModule):
             with torch.inference_mode():
                 for start in range(0, len(texts), batch_size):
                     batch = list(texts[start : start + batch_size])
-                    enc = tok(batch, padding=True, return_tensors="pt").to(device)
+                    enc = window_batch(tok, batch, window).to(device)
                     at = enc["input_ids"] == tok.mask_token_id
                     counts = at.sum(dim=1)
                     if bool((counts != 1).any()):
                         i = int(torch.nonzero(counts != 1)[0])
                         raise ValueError(
-                            f"The text {batch[i]!r} holds {int(counts[i])} mask tokens once tokenised: exactly one is needed."
+                            f"The text {text_head(batch[i])} holds {int(counts[i])} mask tokens in the model's "
+                            f"window of {window} tokens: exactly one is needed."
                         )
                     logits = self(enc["input_ids"], enc["attention_mask"]).float()[at]
                     out[start : start + len(batch)] = torch.sigmoid(logits.double()).cpu().numpy()

@@ -11,6 +11,7 @@ A probe keeps its mask as the placeholder ``{mask}`` until a tokenizer renders i
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -78,7 +79,12 @@ class WList:
             raise ValueError(f"The W list {self.name!r} has {len(self.values)} values: a slope needs at least two.")
         if len(set(self.values)) != len(self.values):
             dup = next(v for v in self.values if self.values.count(v) > 1)
-            raise ValueError(f"The W list {self.name!r} lists {dup!r} more than once.")
+            raise ValueError(f"The W list {self.name!r} lists {dup[:40]!r} more than once.")
+        if self.numbers is not None and not all(math.isfinite(x) for x in self.numbers):
+            bad = next(v for v, x in zip(self.values, self.numbers) if not math.isfinite(x))
+            raise ValueError(
+                f"The W list {self.name!r} holds the number {bad[:24]!r}, which is not finite: W's numbers must be finite."
+            )
         if self.numbers is not None and len(self.numbers) != len(self.values):
             raise ValueError(f"The W list {self.name!r} has {len(self.numbers)} numbers for {len(self.values)} values.")
 
@@ -119,9 +125,28 @@ class Probe:
         return self.template_index, self.tense, self.life_stage
 
 
-def _read_yaml(path: Path | Any) -> dict[str, Any]:
+#: The most values a W list may have (a ``range`` beyond it is refused before it is built).
+MAX_W_VALUES = 100_000
+
+
+def read_utf8(path: Path | Any, what: str = "file") -> str:
+    """A text file's contents as UTF-8; a leading byte-order mark is the file's signature, not text.
+
+    Raises:
+        ValueError: bytes that are not UTF-8 (naming the file and the line).
+    """
+    data = path.read_bytes()
     try:
-        data = load_yaml(path.read_text(encoding="utf-8-sig"))
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise ValueError(f"The {what} {str(path)!r} is not UTF-8 text (line {line}): save it as UTF-8.") from None
+
+
+def _read_yaml(path: Path | Any) -> dict[str, Any]:
+    text = read_utf8(path)
+    try:
+        data = load_yaml(text)
     except yaml.YAMLError as err:
         raise ValueError(f"The file {str(path)!r} is not valid YAML ({err.__class__.__name__}).") from None
     if not isinstance(data, dict):
@@ -175,13 +200,23 @@ def _w_from_mapping(data: dict[str, Any], name: str, category: str | None) -> WL
         r = data["range"]
         if (
             not isinstance(r, dict)
-            or not all(isinstance(r.get(k), int) for k in ("start", "stop", "step"))
+            or not all(isinstance(r.get(k), int) and not isinstance(r.get(k), bool) for k in ("start", "stop", "step"))
             or r["step"] < 1
             or r["stop"] < r["start"]
         ):
             raise ValueError(f"The 'range' of the W list {name!r} must give ints start <= stop and step >= 1.")
+        n = (r["stop"] - r["start"]) // r["step"] + 1
+        if n > MAX_W_VALUES:
+            raise ValueError(
+                f"The 'range' of the W list {name!r} gives {n} values: at most {MAX_W_VALUES} are allowed."
+            )
         values = [str(v) for v in range(r["start"], r["stop"] + 1, r["step"])]
     elif isinstance(data.get("values"), list):
+        bad = [v for v in data["values"] if not isinstance(v, (str, int, float)) or isinstance(v, bool)]
+        if bad:
+            raise ValueError(
+                f"The W list {name!r} holds a value of type {type(bad[0]).__name__}: each value must be a string or a number."
+            )
         values = [str(v) for v in data["values"]]
     else:
         raise ValueError(f"The W list {name!r} needs 'values' (a list) or 'range' (start, stop, step).")
@@ -222,7 +257,7 @@ def load_w_list(w: str | Path | Sequence[Any], *, category: str | None = None, n
     if path.suffix in (".yaml", ".yml"):
         return _w_from_mapping(_read_yaml(path), name or path.stem, category)
     # utf-8-sig: a byte-order mark (Windows editors write one) is the file's signature, not part of its first value
-    lines = [ln.strip() for ln in path.read_text(encoding="utf-8-sig").splitlines()]
+    lines = [ln.strip() for ln in read_utf8(path, "W file").splitlines()]
     values = [ln for ln in lines if ln and not ln.startswith("#")]
     if not values:
         raise ValueError(f"The W file {text!r} has no values: write one value per line.")

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from textcause.gender.probes import Probe
+from textcause.gender.window import model_window, text_head, window_batch
 from textcause.gender.words import GENDERS, GenderedIds, GenderedWords, gendered_token_ids
 from textcause.validation import check_int
 
@@ -253,7 +254,9 @@ def score_probes(
         ``attrs["dropped"]`` lists the words left out as ``(gender, word, reason)``.
 
     Raises:
-        ValueError: no probes, a bad batch size, or a probe that does not hold exactly one mask token.
+        ValueError: no probes, a bad batch size, or a probe that does not hold exactly one mask token
+            within the model's window (:func:`~textcause.gender.window.model_window`; a longer probe is
+            cut to it before it is tokenised).
     """
     import torch
 
@@ -272,6 +275,7 @@ def score_probes(
     device = next(model.parameters()).device
     gid = {g: torch.tensor(ids.ids(g), dtype=torch.long, device=device) for g in GENDERS}
     texts = [p.render(tok.mask_token) for p in probes]
+    window = model_window(tok, getattr(model, "config", None))
     n = len(texts)
     scores = {f"{g}_{v}": np.empty(n) for g in GENDERS for v in ("top5", "softmax")}
     top_tokens: list[str] = []
@@ -280,14 +284,14 @@ def score_probes(
         with torch.inference_mode():
             for start in range(0, n, batch_size):
                 batch = texts[start : start + batch_size]
-                enc = tok(batch, padding=True, return_tensors="pt").to(device)
+                enc = window_batch(tok, batch, window).to(device)
                 at_mask = enc["input_ids"] == tok.mask_token_id
                 counts = at_mask.sum(dim=1)
                 if bool((counts != 1).any()):
                     i = int(torch.nonzero(counts != 1)[0])
                     raise ValueError(
-                        f"The probe {batch[i]!r} holds {int(counts[i])} mask tokens once tokenised: "
-                        "exactly one is needed."
+                        f"The probe {text_head(batch[i])} holds {int(counts[i])} mask tokens in the model's "
+                        f"window of {window} tokens: exactly one is needed."
                     )
                 logits = model(**enc).logits[at_mask]  # (batch, vocab): one mask per probe, in order
                 probs = torch.softmax(logits.double(), dim=-1)

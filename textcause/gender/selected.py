@@ -28,7 +28,14 @@ import numpy as np
 
 from textcause.corpus.splits import split_users
 from textcause.corpus.types import Split
-from textcause.gender.build import GenderData, GenderDataSettings, build_gender_data, value_text
+from textcause.gender.build import (
+    GenderData,
+    GenderDataSettings,
+    build_gender_data,
+    check_one_row_per_author,
+    read_w_csv,
+    value_text,
+)
 from textcause.gender.datamodule import GenderDataModule
 from textcause.gender.masking import FEMALE, IGNORE
 from textcause.gender.selection import Association, association, select_authors
@@ -73,16 +80,16 @@ def read_w_file(path: str | Path, w_name: str, gender_field: Optional[str]) -> A
     Raises:
         ValueError: a missing file or column.
     """
-    import pandas as pd
 
     path = Path(str(path))
     if not path.is_file():
         raise ValueError(f"The W file {str(path)!r} does not exist.")
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame = read_w_csv(path, {}, keep_default_na=False)
     need = ["author", w_name] + ([gender_field] if gender_field else [])
     missing = [c for c in need if c not in frame.columns]
     if missing:
         raise ValueError(f"The W file {str(path)!r} lacks the column(s) {missing}; it has {list(frame.columns)}.")
+    check_one_row_per_author(frame, path)
     return frame
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from textcause.gender.probes import read_utf8
 from textcause.io import load_yaml
 
 GENDERS = ("female", "male")
@@ -65,8 +66,9 @@ def load_gendered_words(path: str | Path | None = None) -> GenderedWords:
         ref = Path(path)
         if not ref.is_file():
             raise ValueError(f"The gendered word file {str(path)!r} does not exist.")
+    text = read_utf8(ref, "gendered word file")
     try:
-        data = load_yaml(ref.read_text(encoding="utf-8"))
+        data = load_yaml(text)
     except yaml.YAMLError as err:
         raise ValueError(f"The gendered word file {str(ref)!r} is not valid YAML ({err.__class__.__name__}).") from None
     if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):

@@ -1,0 +1,105 @@
+"""Texts cut to what a model's window can use before they are tokenised, so a long one costs little.
+
+A masked LM reads at most its window of tokens (512 for BERT). Tokenising all of a 50 MB text to
+keep 512 tokens costs seconds and gigabytes; :func:`window_texts` hands the tokenizer only the start
+of each text that its window can use (:func:`textcause.features.encoder_inputs.cut_post`, first at
+``max_tokens * CHARS_PER_TOKEN`` characters; a cut whose tokens do not fill the window is cut four
+times longer, up to ``max_tokens * MAX_CHARS_PER_TOKEN``). A text shorter than the first cut reaches
+the tokenizer whole, so short texts are tokenised exactly as before; for a long one, the tokens
+kept are those of the whole text (for tokenizers that split words at spaces). :func:`window_batch`
+is ``tokenizer(texts, padding=True, return_tensors="pt")`` on the cut texts, truncated to the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from textcause.features.encoder_inputs import CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN, cut_post
+
+__all__ = ["model_window", "text_head", "window_batch", "window_texts"]
+
+#: Model types whose position ids start after the padding id (RoBERTa's ``pad_token_id + 1``).
+_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text", "xmod")
+#: A tokenizer's ``model_max_length`` above this is "no limit" (transformers writes 1e30).
+_NO_LIMIT = 1_000_000
+
+
+def model_window(tokenizer: Any, config: Any = None) -> int:
+    """The most tokens (special tokens included) the model reads: the smaller of the tokenizer's
+    ``model_max_length`` and the model's positions (less RoBERTa's offset); 512 when neither says.
+
+    >>> class Tok: model_max_length = 10**30
+    >>> class Config: max_position_embeddings, model_type, pad_token_id = 64, "roberta", 1
+    >>> model_window(Tok(), Config())
+    62
+    """
+    limits = []
+    tok_limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tok_limit, int) and 0 < tok_limit <= _NO_LIMIT:
+        limits.append(tok_limit)
+    positions = getattr(config, "max_position_embeddings", None)
+    if isinstance(positions, int) and positions > 0:
+        if getattr(config, "model_type", "") in _OFFSET_POSITIONS:
+            positions -= int(getattr(config, "pad_token_id", None) or 1) + 1
+        limits.append(positions)
+    return max(1, min(limits)) if limits else 512
+
+
+def window_texts(
+    tokenizer: Any, texts: Sequence[str], max_tokens: int, *, add_special_tokens: bool = True
+) -> list[str]:
+    """The start of each text that a window of ``max_tokens`` tokens can use (the text itself when short).
+
+    Args:
+        tokenizer: a Hugging Face tokenizer.
+        texts: the texts.
+        max_tokens: the window, in tokens (special tokens included when ``add_special_tokens``).
+        add_special_tokens: whether the window's tokens include the special tokens.
+
+    Returns:
+        Each text, or its start: tokenised and truncated to ``max_tokens``, it gives the tokens of the
+        whole text truncated the same way.
+    """
+    chars = max_tokens * CHARS_PER_TOKEN
+    out = [cut_post(t, chars) for t in texts]
+    todo = [i for i, t in enumerate(texts) if len(t) > chars]  # the texts that were cut
+    while todo and chars < max_tokens * MAX_CHARS_PER_TOKEN:
+        ids = tokenizer(
+            [out[i] for i in todo],
+            truncation=True,
+            max_length=max_tokens,
+            add_special_tokens=add_special_tokens,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+            verbose=False,
+        )["input_ids"]
+        todo = [i for i, row in zip(todo, ids) if len(row) < max_tokens]  # the window is not full: cut longer
+        chars = min(4 * chars, max_tokens * MAX_CHARS_PER_TOKEN)
+        for i in todo:
+            out[i] = cut_post(texts[i], chars)
+        todo = [i for i in todo if len(texts[i]) > chars]
+    return out
+
+
+def window_batch(tokenizer: Any, texts: Sequence[str], max_tokens: int) -> Any:
+    """``tokenizer(texts, padding=True, return_tensors="pt")`` with each text cut to the window first
+    (:func:`window_texts`) and truncated to ``max_tokens`` tokens; the same tensors for short texts."""
+    return tokenizer(
+        window_texts(tokenizer, texts, max_tokens),
+        padding=True,
+        truncation=True,
+        max_length=max_tokens,
+        return_tensors="pt",
+    )
+
+
+def text_head(text: str, chars: int = 60) -> str:
+    """How a message names a text: its first ``chars`` characters and its length, never all of it.
+
+    >>> print(text_head("a" * 100, 3))
+    'aaa'... (100 characters)
+    >>> text_head("short")
+    "'short'"
+    """
+    return repr(text) if len(text) <= chars else f"{text[:chars]!r}... ({len(text)} characters)"
