@@ -46,7 +46,7 @@ from textcause.counterfactual.data import (
 from textcause.counterfactual.spans import NULL, char_to_tokens, tokens_to_chars
 from textcause.data.batches import IndexDataset
 from textcause.data.samplers import LengthBucketSampler
-from textcause.features.encoder_inputs import CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN, cut_post
+from textcause.features.encoder_inputs import window_texts
 from textcause.validation import check_int, check_options, check_real
 
 IGNORE = -100
@@ -120,22 +120,12 @@ def load_tokenizer(encoder: Optional[str]) -> Any:
 
 def window_sentences(tok: Any, sentences: list[str], max_length: int) -> list[str]:
     """The start of each sentence that a window of ``max_length`` tokens can use (the sentence itself
-    when short): cut with :func:`~textcause.features.encoder_inputs.cut_post` at
+    when short): :func:`~textcause.features.encoder_inputs.window_texts`, cut with ``cut_post`` at
     ``max_length * CHARS_PER_TOKEN`` characters, and cut four times longer while the start does not
     fill the window, up to ``max_length * MAX_CHARS_PER_TOKEN``. The start is a prefix, so character
     offsets into it are offsets into the whole sentence; truncated to ``max_length``, its tokens are
     those of the whole sentence (for tokenizers that split words at spaces)."""
-    chars = max_length * CHARS_PER_TOKEN
-    out = [cut_post(s, chars) for s in sentences]
-    todo = [i for i, s in enumerate(sentences) if len(s) > chars]  # the sentences that were cut
-    while todo and chars < max_length * MAX_CHARS_PER_TOKEN:
-        ids = tok([out[i] for i in todo], truncation=True, max_length=max_length, return_attention_mask=False)
-        todo = [i for i, row in zip(todo, ids["input_ids"]) if len(row) < max_length]  # not full: cut longer
-        chars = min(4 * chars, max_length * MAX_CHARS_PER_TOKEN)
-        for i in todo:
-            out[i] = cut_post(sentences[i], chars)
-        todo = [i for i in todo if len(sentences[i]) > chars]
-    return out
+    return window_texts(tok, sentences, max_length)
 
 
 def tokenise(tok: Any, sentences: list[str], max_length: int) -> tuple[list, list, list]:

@@ -22,6 +22,7 @@ __all__ = [
     "length_batches",
     "pad_batch",
     "torch_threads",
+    "window_texts",
     "without_lone_surrogates",
 ]
 
@@ -66,6 +67,42 @@ def cut_post(text: str, chars: int) -> str:
     at = max(head.rfind(c) for c in _SPACES)
     start = head[:at].rstrip(_SPACES) if at > 0 else ""
     return start or text[:chars]
+
+
+def window_texts(
+    tokenizer: Any, texts: Sequence[str], max_tokens: int, *, add_special_tokens: bool = True
+) -> list[str]:
+    """The start of each text that a window of ``max_tokens`` tokens can use (the text itself when short).
+
+    Args:
+        tokenizer: a Hugging Face tokenizer.
+        texts: the texts.
+        max_tokens: the window, in tokens (special tokens included when ``add_special_tokens``).
+        add_special_tokens: whether the window's tokens include the special tokens.
+
+    Returns:
+        Each text, or its start: tokenised and truncated to ``max_tokens``, it gives the tokens of the
+        whole text truncated the same way.
+    """
+    chars = max_tokens * CHARS_PER_TOKEN
+    out = [cut_post(t, chars) for t in texts]
+    todo = [i for i, t in enumerate(texts) if len(t) > chars]  # the texts that were cut
+    while todo and chars < max_tokens * MAX_CHARS_PER_TOKEN:
+        ids = tokenizer(
+            [out[i] for i in todo],
+            truncation=True,
+            max_length=max_tokens,
+            add_special_tokens=add_special_tokens,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+            verbose=False,
+        )["input_ids"]
+        todo = [i for i, row in zip(todo, ids) if len(row) < max_tokens]  # the window is not full: cut longer
+        chars = min(4 * chars, max_tokens * MAX_CHARS_PER_TOKEN)
+        for i in todo:
+            out[i] = cut_post(texts[i], chars)
+        todo = [i for i in todo if len(texts[i]) > chars]
+    return out
 
 
 def length_batches(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from textcause.features.encoder_inputs import CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN, cut_post
+from textcause.features.encoder_inputs import window_texts
 
 __all__ = ["model_window", "text_head", "window_batch", "window_texts"]
 
@@ -44,42 +44,6 @@ def model_window(tokenizer: Any, config: Any = None) -> int:
             positions -= int(getattr(config, "pad_token_id", None) or 1) + 1
         limits.append(positions)
     return max(1, min(limits)) if limits else 512
-
-
-def window_texts(
-    tokenizer: Any, texts: Sequence[str], max_tokens: int, *, add_special_tokens: bool = True
-) -> list[str]:
-    """The start of each text that a window of ``max_tokens`` tokens can use (the text itself when short).
-
-    Args:
-        tokenizer: a Hugging Face tokenizer.
-        texts: the texts.
-        max_tokens: the window, in tokens (special tokens included when ``add_special_tokens``).
-        add_special_tokens: whether the window's tokens include the special tokens.
-
-    Returns:
-        Each text, or its start: tokenised and truncated to ``max_tokens``, it gives the tokens of the
-        whole text truncated the same way.
-    """
-    chars = max_tokens * CHARS_PER_TOKEN
-    out = [cut_post(t, chars) for t in texts]
-    todo = [i for i, t in enumerate(texts) if len(t) > chars]  # the texts that were cut
-    while todo and chars < max_tokens * MAX_CHARS_PER_TOKEN:
-        ids = tokenizer(
-            [out[i] for i in todo],
-            truncation=True,
-            max_length=max_tokens,
-            add_special_tokens=add_special_tokens,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-            verbose=False,
-        )["input_ids"]
-        todo = [i for i, row in zip(todo, ids) if len(row) < max_tokens]  # the window is not full: cut longer
-        chars = min(4 * chars, max_tokens * MAX_CHARS_PER_TOKEN)
-        for i in todo:
-            out[i] = cut_post(texts[i], chars)
-        todo = [i for i in todo if len(texts[i]) > chars]
-    return out
 
 
 def window_batch(tokenizer: Any, texts: Sequence[str], max_tokens: int) -> Any:
