@@ -73,3 +73,13 @@ def test_w_csv_errors_are_one_sentence(tmp_path):
     path.write_text("author,w,w\nu1,1,2\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"names the column 'w' 2 times"):
         read_w_file(path, "w", None)
+
+
+def test_a_w_csv_whose_rows_are_longer_than_its_header_is_refused(tmp_path):
+    """Before: pandas made each row's extra leading field the index, and W came from the wrong column."""
+    path = tmp_path / "w.csv"
+    path.write_text("author,w\nu1,1990,x\nu2,1980,y\n", encoding="utf-8")
+    settings = GenderDataSettings(prefix="w", w_file=str(path))
+    for read in (lambda: read_w_file(path, "w", None), lambda: _w_values(settings)):
+        with pytest.raises(ValueError, match=r"has rows with more fields than its header's 2 columns"):
+            read()

@@ -167,7 +167,8 @@ def read_w_csv(path: Path, dtype: Any, **kwargs: Any) -> Any:
     """``pandas.read_csv`` of a W file (every column as text unless ``dtype`` says), one sentence when it cannot.
 
     Raises:
-        ValueError: bytes that are not UTF-8, a malformed CSV, an empty file or a column named twice.
+        ValueError: bytes that are not UTF-8, a malformed CSV, an empty file, rows longer than
+            the header or a column named twice.
     """
     import pandas as pd
 
@@ -177,6 +178,11 @@ def read_w_csv(path: Path, dtype: Any, **kwargs: Any) -> Any:
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise ValueError(f"The W file {str(path)!r} is not a readable UTF-8 CSV file ({type(err).__name__}).") from None
     names = header.iloc[0].tolist()
+    if not isinstance(frame.index, pd.RangeIndex):  # pandas made the extra leading fields an index
+        raise ValueError(
+            f"The W file {str(path)!r} has rows with more fields than its header's {len(names)} columns: "
+            "give every row one value per column."
+        )
     twice = sorted({c for c in names if names.count(c) > 1})
     if twice:
         raise ValueError(f"The W file {str(path)!r} names the column {twice[0]!r} {names.count(twice[0])} times.")
