@@ -28,7 +28,7 @@ def train(corpus: str, root: Path, config: str, *extra: str):
     args = [
         "fit",
         "--config",
-        str(CONFIGS / config),
+        str(CONFIGS / "model" / config),
         "--data.corpus",
         corpus,
         "--data.min_users",
