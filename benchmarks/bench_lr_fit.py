@@ -4,13 +4,13 @@
     OMP_NUM_THREADS=1 python benchmarks/bench_lr_fit.py              # Twitter LC-2, 1,2-gram binary
     OMP_NUM_THREADS=1 python benchmarks/bench_lr_fit.py --repeats 5 --save /tmp/probs.npz
 
-On the warm features of ``configs/lr_bigram_binary.yaml`` (the default data: Twitter, Linguistic
+On the warm features of ``configs/model/lr_bigram_binary.yaml`` (the default data: Twitter, Linguistic
 Complexity 2, seed 0), for the solver as it is (``new``) and with the converged-stop switched off
 (``old``: ``ConvergedLBFGS.stop_when_converged = False``, every epoch runs its L-BFGS step and its
 validation, as before issue 18), it prints:
 
 - the Trainer fit alone (``trainer.fit`` on the instantiated CLI objects) and the whole
-  ``train.py fit --config configs/lr_bigram_binary.yaml`` path in-process
+  ``train.py fit --config configs/model/lr_bigram_binary.yaml`` path in-process
   (:func:`textcause.run.fit.fit_and_evaluate`: instantiate, fit, predict, evaluate, files);
 - scikit-learn's ``LogisticRegression(C=1 / (weight_decay * n_train))`` (lbfgs, L2) on the same
   training rows, timed in between, and the ratio (medians);
@@ -36,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-CONFIG = ROOT / "configs" / "lr_bigram_binary.yaml"
+CONFIG = ROOT / "configs" / "model" / "lr_bigram_binary.yaml"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ grid worker's setting), two workloads, each from the same initial weights on the
 both variants, alternating round by round (the first round left out):
 
 - ``mlp``: the paper's MLP (hidden size 10, column-major first weight, Adam with
-  ``configs/nn_bigram_counts.yaml``'s learning rate and weight decay) on 1,2-gram counts (maxabs),
+  ``configs/model/nn_bigram_counts.yaml``'s learning rate and weight decay) on 1,2-gram counts (maxabs),
   ``--steps`` training steps on batches of 64 users: collating the batch from the feature matrix,
   the forward, the loss, the backward and the Adam step;
 - ``lr``: a logistic regression on 1,2-gram binary features, one full batch of every training user

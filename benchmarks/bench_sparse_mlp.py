@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The training step of the paper's MLP on sparse n-gram batches, with its first weight row-major and column-major.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_sparse_mlp.py [--config configs/nn_bigram_counts.yaml] [--rounds 5]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_sparse_mlp.py [--config configs/model/nn_bigram_counts.yaml] [--rounds 5]
 
 On the warm features of ``--config`` (default data: Twitter, Linguistic Complexity 2, seed 0; the
 config's own batch size, learning rate and weight decay), one process, the same initial weights and
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    parser.add_argument("--config", default="configs/nn_bigram_counts.yaml")
+    parser.add_argument("--config", default="configs/model/nn_bigram_counts.yaml")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=100)
     args = parser.parse_args(argv)

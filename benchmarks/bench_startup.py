@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """A whole ``train.py fit`` of logistic regression, and what its process start and end cost.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_startup.py [--rounds 3] [--config configs/lr_bigram_binary.yaml]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_startup.py [--rounds 3] [--config configs/model/lr_bigram_binary.yaml]
 
 Each measurement is a fresh process, timed from outside (what a user waits for), run alternately
 round after round, each in a temporary folder of its own so that runs do not share a
@@ -85,7 +85,7 @@ def _same_run(a: Path, b: Path) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--config", default="configs/lr_bigram_binary.yaml")
+    parser.add_argument("--config", default="configs/model/lr_bigram_binary.yaml")
     parser.add_argument(
         "--baseline-tree",
         type=Path,

@@ -97,10 +97,10 @@ else
 fi
 
 echo "gpu_check: device=$DEVICE python=$PYTHON out=$OUT cache=$CACHE"
-echo "gpu_check: SHERBERT $TASK level $LEVEL seed $SEED on ${CORPUS:-twitter}${USERS:+ ($USERS users)} (configs/sherbert.yaml);" \
+echo "gpu_check: SHERBERT $TASK level $LEVEL seed $SEED on ${CORPUS:-twitter}${USERS:+ ($USERS users)} (configs/model/sherbert.yaml);" \
     "gender fine-tune of $SENTENCES sentences of ${GENDER_SOURCE:-blogs} (configs/gender/finetune.yaml)${ENCODER:+; encoder $ENCODER}${EPOCHS:+; at most $EPOCHS epochs}"
 if (( DRY_RUN )); then
-    echo "gpu_check: dry run: would run ${LIMIT_S[*]:-} $PYTHON - (fit_and_evaluate: configs/sherbert.yaml ${TRAINER[*]:-})"
+    echo "gpu_check: dry run: would run ${LIMIT_S[*]:-} $PYTHON - (fit_and_evaluate: configs/model/sherbert.yaml ${TRAINER[*]:-})"
     echo "gpu_check: dry run: would run ${LIMIT_G[*]:-} $PYTHON - (train.py fit through the CLI: configs/gender/finetune.yaml ${TRAINER[*]:-})"
     exit 0
 fi
@@ -130,7 +130,7 @@ from pathlib import Path
 from textcause.run.fit import EvaluationSettings, RunSettings, fit_and_evaluate
 
 out, task, level, seed, *trainer = sys.argv[1:]
-configs = [Path("configs/sherbert.yaml")] + [Path(p) for p in trainer if p != "--config"]
+configs = [Path("configs/model/sherbert.yaml")] + [Path(p) for p in trainer if p != "--config"]
 overrides = {"data.task": task, "data.level": int(level), "seed_everything": int(seed)}
 env = {k: os.environ.get(f"GPU_CHECK_{k.upper()}") for k in ("corpus", "users", "encoder", "epochs")}
 if env["corpus"]:

@@ -24,7 +24,7 @@ def _run(run_dir: Path, corpus: str, cache: Path) -> dict:
         from textcause.paths import config_dir
         from textcause.run.fit import EvaluationSettings, RunSettings, fit_and_evaluate
         settings = RunSettings(
-            configs=(config_dir() / "nn_bigram_binary.yaml",),
+            configs=(config_dir() / "model" / "nn_bigram_binary.yaml",),
             overrides={{"data.corpus": {corpus!r}, "data.min_users": 2, "trainer.max_epochs": 3,
                         "trainer.accelerator": "cpu", "data.task": "linguistic_complexity", "data.level": 2}},
             run_dir=Path({str(run_dir)!r}),

@@ -20,7 +20,7 @@ def test_the_checkout_configs_are_found():
         ROOT / "configs" / "trainer" / "default.yaml",
         ROOT / "configs" / "data" / "twitter.yaml",
     )
-    assert paths.model_config_path("oracle") == ROOT / "configs" / "oracle.yaml"
+    assert paths.model_config_path("oracle") == ROOT / "configs" / "model" / "oracle.yaml"
     assert paths.model_config_path("x/y.yaml") == Path("x/y.yaml")
 
 

@@ -137,7 +137,7 @@ def test_the_cli_trains_with_chunked_checkpoints_that_load(tmp_path):
         [
             "fit",
             "--config",
-            str(ROOT / "configs" / "nn_unigram_binary.yaml"),
+            str(ROOT / "configs" / "model" / "nn_unigram_binary.yaml"),
             "--data.corpus",
             corpus,
             "--data.min_users",

@@ -25,7 +25,7 @@ def fit_args(corpus: str, root: Path, config: str = "lr_bigram_binary.yaml", *ex
     return [
         "fit",
         "--config",
-        str(CONFIGS / config),
+        str(CONFIGS / "model" / config),
         "--data.corpus",
         corpus,
         "--data.min_users",
@@ -46,7 +46,7 @@ def fit_args(corpus: str, root: Path, config: str = "lr_bigram_binary.yaml", *ex
 
 def config_args(corpus: str, config: str = "lr_bigram_binary.yaml", *extra: str) -> list[str]:
     """Options of a CLI that only instantiates (``make_cli(..., run=False)``: no subcommand)."""
-    return ["--config", str(CONFIGS / config), "--data.corpus", corpus, "--data.min_users", "2", *extra]
+    return ["--config", str(CONFIGS / "model" / config), "--data.corpus", corpus, "--data.min_users", "2", *extra]
 
 
 def test_fast_dev_run_sizes_the_model_from_the_data(tiny_corpus, tmp_path):
@@ -92,7 +92,7 @@ def test_the_optimizer_is_the_models_own(tiny_corpus, tmp_path, capsys):
     from textcause.run.fit import instantiate, read_config
 
     config = {
-        **read_config(CONFIGS / "lr_bigram_binary.yaml"),
+        **read_config(CONFIGS / "model" / "lr_bigram_binary.yaml"),
         "data": {"corpus": tiny_corpus, "min_users": 2},
         "optimizer": {"class_path": "torch.optim.AdamW"},
     }
@@ -111,7 +111,7 @@ def test_fit_then_evaluate_round_trip(tiny_corpus, tmp_path, capsys):
     # the callback logged causal metrics after the validation epochs
     assert "val/bias_stratified" in cli.trainer.callback_metrics
 
-    result = evaluate_main([str(run_dir), "--n-boot", "200", "--out", str(tmp_path / "out")])
+    result = evaluate_main([str(run_dir), "--evaluation.n_boot", "200", "--out", str(tmp_path / "out")])
     rows = {r["estimator"]: r for r in result["rows"]}
     assert set(rows) == {"unadjusted", "ipw", "stratified", "matching"}
     # the written numbers equal a direct call of the estimators on the checkpoint's predictions
@@ -133,7 +133,7 @@ def test_fit_then_evaluate_round_trip(tiny_corpus, tmp_path, capsys):
 
 def test_oracle_run_reproduces_true_propensity_estimates(tiny_corpus, tmp_path):
     cli = make_cli(fit_args(tiny_corpus, tmp_path, "oracle.yaml"))
-    result = evaluate_main([str(Path(cli.trainer.log_dir)), "--n-boot", "50"])
+    result = evaluate_main([str(Path(cli.trainer.log_dir)), "--evaluation.n_boot", "50"])
     task = cli.datamodule.task
     test = task.split.test
     expected = est.stratified(task.treatment[test], task.outcome[test], task.propensity[test]).ate
@@ -193,7 +193,7 @@ def test_the_config_dumps_are_lightnings_own(tiny_corpus, tmp_path, monkeypatch,
 
 def test_print_config_shows_resolved_values(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        make_cli(["fit", "--config", str(CONFIGS / "nn_lda.yaml"), "--data.level", "3", "--print_config"])
+        make_cli(["fit", "--config", str(CONFIGS / "model" / "nn_lda.yaml"), "--data.level", "3", "--print_config"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "representation: lda" in out and "level: 3" in out and "hidden_size: 10" in out
@@ -201,7 +201,7 @@ def test_print_config_shows_resolved_values(capsys):
 
 def test_unknown_config_key_is_rejected(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        make_cli(["fit", "--config", str(CONFIGS / "lr_bigram_binary.yaml"), "--data.no_such_key", "1"])
+        make_cli(["fit", "--config", str(CONFIGS / "model" / "lr_bigram_binary.yaml"), "--data.no_such_key", "1"])
     assert exit_info.value.code != 0
     assert "no_such_key" in capsys.readouterr().err
 
@@ -221,7 +221,7 @@ def test_evaluate_without_a_run_folder_says_so(tmp_path):
 
 def test_unadjusted_run_evaluates_to_the_difference_in_means(tiny_corpus, tmp_path):
     cli = make_cli(fit_args(tiny_corpus, tmp_path, "unadjusted.yaml"))
-    result = evaluate_main([str(Path(cli.trainer.log_dir)), "--n-boot", "20"])
+    result = evaluate_main([str(Path(cli.trainer.log_dir)), "--evaluation.n_boot", "20"])
     rows = {r["estimator"]: r for r in result["rows"]}
     task = cli.datamodule.task
     test = task.split.test
@@ -244,7 +244,7 @@ def test_evaluating_a_trained_model_needs_its_checkpoint(tiny_corpus, tmp_path):
     with pytest.raises(
         FileNotFoundError, match=f"No checkpoint in '{re.escape(str(run_dir))}': PropensityModel must be trained"
     ):
-        evaluate_main([str(run_dir), "--n-boot", "0"])
+        evaluate_main([str(run_dir), "--evaluation.n_boot", "0"])
     assert not (run_dir / "results.json").exists()
 
 
@@ -255,7 +255,7 @@ def test_a_baseline_evaluates_without_a_checkpoint(tiny_corpus, tmp_path):
     run_dir = Path(cli.trainer.log_dir)
     shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
     assert find_checkpoint(run_dir) is None and not cli.model.requires_training
-    result = evaluate_main([str(run_dir), "--n-boot", "0"])
+    result = evaluate_main([str(run_dir), "--evaluation.n_boot", "0"])
     test = cli.datamodule.task.split.test
     task = cli.datamodule.task
     ipw = next(r for r in result["rows"] if r["estimator"] == "ipw")

@@ -33,7 +33,7 @@ def fit(corpus: str, root: Path, *extra: str) -> list[str]:
     return [
         "fit",
         "--config",
-        str(CONFIGS / "lr_bigram_binary.yaml"),
+        str(CONFIGS / "model" / "lr_bigram_binary.yaml"),
         "--data.corpus",
         corpus,
         "--data.author_col",
@@ -154,7 +154,7 @@ SEE = "(all options: train.py fit --help)"
 def test_mistakes_are_found_before_lightning_is_imported(args, expected):
     from textcause.cli.precheck import early_error
 
-    assert early_error(["fit", "--config", str(CONFIGS / "lr_bigram_binary.yaml"), *args]) == expected
+    assert early_error(["fit", "--config", str(CONFIGS / "model" / "lr_bigram_binary.yaml"), *args]) == expected
 
 
 def test_a_config_naming_another_package_leaves_the_task_to_the_full_parser(tmp_path):

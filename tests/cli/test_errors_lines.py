@@ -79,7 +79,7 @@ def _fit(corpus: str, root: Path, *extra: str) -> list[str]:
     return [
         "fit",
         "--config",
-        str(CONFIGS / "lr_bigram_binary.yaml"),
+        str(CONFIGS / "model" / "lr_bigram_binary.yaml"),
         "--data.corpus",
         corpus,
         "--data.min_users",
@@ -155,7 +155,7 @@ def test_a_refused_checkpoint_is_named_in_one_line(tmp_path):
 def _run_folder(tmp_path: Path, corpus: str, **model: object) -> Path:
     run = tmp_path / "run"
     run.mkdir()
-    config = yaml.safe_load((CONFIGS / "lr_bigram_binary.yaml").read_text())
+    config = yaml.safe_load((CONFIGS / "model" / "lr_bigram_binary.yaml").read_text())
     config["data"] = {**config["data"], "corpus": corpus, "min_users": 2}
     config["model"].update(model)
     (run / "config.yaml").write_text(yaml.safe_dump(config))
@@ -168,7 +168,7 @@ def test_evaluate_with_a_crafted_checkpoint_is_one_line(tiny_corpus, tmp_path, c
 
     run = _run_folder(tmp_path, tiny_corpus)
     ckpt = _crafted_checkpoint(tmp_path / "crafted.ckpt")
-    assert friendly_errors(lambda: evaluate_main([str(run), "--ckpt", str(ckpt), "--n-boot", "0"])) == 2
+    assert friendly_errors(lambda: evaluate_main([str(run), "--ckpt", str(ckpt), "--evaluation.n_boot", "0"])) == 2
     err = capsys.readouterr().err
     (line,) = error_lines(err)
     assert line.startswith(f"error: The checkpoint '{ckpt}' was refused"), line
@@ -191,7 +191,7 @@ def test_a_run_config_naming_another_package_is_refused_before_import(tiny_corpu
     from textcause.cli.evaluate import main as evaluate_main
 
     run = _run_folder(tmp_path, tiny_corpus, class_path="evil_sentinel.Model")
-    assert friendly_errors(lambda: evaluate_main([str(run), "--n-boot", "0"])) == 2
+    assert friendly_errors(lambda: evaluate_main([str(run), "--evaluation.n_boot", "0"])) == 2
     (err,) = error_lines(capsys.readouterr().err)
     assert err == (
         f"error: The run config '{run / 'config.yaml'}' names the class 'evil_sentinel.Model' at 'model', "
@@ -200,7 +200,12 @@ def test_a_run_config_naming_another_package_is_refused_before_import(tiny_corpu
     )
     assert not sentinel.exists()
     # trusted explicitly: imported, and still refused as it is no LightningModule
-    assert friendly_errors(lambda: evaluate_main([str(run), "--n-boot", "0", "--allow-module", "evil_sentinel"])) == 2
+    assert (
+        friendly_errors(
+            lambda: evaluate_main([str(run), "--evaluation.n_boot", "0", "--allow-module", "evil_sentinel"])
+        )
+        == 2
+    )
     assert sentinel.exists()
     assert "which is not a LightningModule subclass" in capsys.readouterr().err
 
@@ -234,7 +239,7 @@ def test_class_paths_must_be_allowed_and_of_the_expected_kind(config, message):
 def test_a_saved_config_of_this_tool_passes(tmp_path):
     from textcause.run.class_paths import check_class_paths
 
-    config = yaml.safe_load((CONFIGS / "lr_bigram_binary.yaml").read_text())
+    config = yaml.safe_load((CONFIGS / "model" / "lr_bigram_binary.yaml").read_text())
     config["trainer"] = {
         "logger": {"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": "x"}},
         "callbacks": [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint"}],

@@ -31,7 +31,7 @@ def train(corpus: str, root: Path, config: str = "lr_bigram_binary.yaml", *extra
     from textcause.run.lightning_cli import make_cli
 
     logger = {"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": str(root), "name": "t"}}
-    args = ["fit", "--config", str(CONFIGS / config), "--data.corpus", corpus, "--data.min_users", "2"]
+    args = ["fit", "--config", str(CONFIGS / "model" / config), "--data.corpus", corpus, "--data.min_users", "2"]
     args += ["--trainer.max_epochs", "1", "--trainer.default_root_dir", str(root)]
     args += ["--trainer.logger", json.dumps(logger), "--trainer.enable_progress_bar", "false", *extra]
     cli = make_cli(args)
@@ -63,7 +63,10 @@ def test_evaluate_with_a_truncated_checkpoint_is_one_sentence(trained, tmp_path,
     bad = truncated_copy(run, tmp_path / "bad.ckpt", keep)
     out = tmp_path / "out"
     assert (
-        friendly_errors(lambda: evaluate_main([str(run), "--ckpt", str(bad), "--n-boot", "0", "--out", str(out)])) == 2
+        friendly_errors(
+            lambda: evaluate_main([str(run), "--ckpt", str(bad), "--evaluation.n_boot", "0", "--out", str(out)])
+        )
+        == 2
     )
     line = one_error_line(capsys)
     assert line.startswith(f"error: The checkpoint '{bad}' is damaged or truncated"), line
@@ -100,7 +103,7 @@ def test_evaluate_out_naming_a_file_is_one_sentence_and_writes_nothing(trained, 
     shutil.copytree(original, run)
     out = tmp_path / "results.csv"
     out.write_text("mine\n")
-    assert friendly_errors(lambda: evaluate_main([str(run), "--n-boot", "0", "--out", str(out)])) == 2
+    assert friendly_errors(lambda: evaluate_main([str(run), "--evaluation.n_boot", "0", "--out", str(out)])) == 2
     assert one_error_line(capsys) == f"error: --out '{out}' is a file: give a folder (results.csv is written into it)."
     assert out.read_text() == "mine\n" and not (run / "results.json").exists()
 

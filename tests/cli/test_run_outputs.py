@@ -48,7 +48,7 @@ def test_test_and_predict_work_in_the_run_folder_and_agree_with_evaluate(tiny_co
         [
             "fit",
             "--config",
-            str(CONFIGS / "lr_bigram_binary.yaml"),
+            str(CONFIGS / "model" / "lr_bigram_binary.yaml"),
             "--data.corpus",
             tiny_corpus,
             "--data.min_users",
@@ -81,7 +81,7 @@ def test_test_and_predict_work_in_the_run_folder_and_agree_with_evaluate(tiny_co
     assert_figure(run / "propensity_overlap.png")
     assert_figure(run / "test" / "propensity_overlap.png")
     (run / "propensity_overlap.png").unlink()
-    evaluated = evaluate_main([str(run), "--n-boot", "60"])
+    evaluated = evaluate_main([str(run), "--evaluation.n_boot", "60"])
     assert_figure(run / "propensity_overlap.png")  # and so does evaluate.py
     added = tree(tmp_path) - before
     # no stray runs/config.yaml, no new version_N: test logs into RUN/test, predict writes RUN/predictions-test.csv
@@ -147,7 +147,7 @@ def test_config_and_results_reach_the_csv_log_and_an_offline_wandb_run(tiny_corp
     }
     result = fit_and_evaluate(
         RunSettings(
-            configs=(CONFIGS / "lr_bigram_binary.yaml",),
+            configs=(CONFIGS / "model" / "lr_bigram_binary.yaml",),
             overrides={"data.corpus": tiny_corpus, "data.min_users": 2, "trainer.max_epochs": 1},
             run_dir=tmp_path / "run",
             evaluation=EvaluationSettings(n_boot=20),

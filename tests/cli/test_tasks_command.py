@@ -50,5 +50,5 @@ def test_usage_lines_name_the_command_the_user_typed(capsys, monkeypatch):
     from textcause.cli.evaluate import build_parser
 
     assert build_parser().format_usage().startswith("usage: evaluate.py ")
-    assert build_parser().parse_args(["run", "--n_boot", "5"]).n_boot == 5  # the old spelling still works
-    assert "--n_boot" not in build_parser().format_help()
+    assert build_parser().parse_args(["run", "--n_boot", "5"]).n_boot == 5  # an old spelling still works
+    assert "--n_boot" not in build_parser().format_help() and "--evaluation.n_boot" in build_parser().format_help()

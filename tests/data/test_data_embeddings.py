@@ -64,7 +64,7 @@ def test_hierarchical_models_train_through_the_cli(config, tiny_corpus, tiny_enc
         [
             "fit",
             "--config",
-            str(CONFIGS / config),
+            str(CONFIGS / "model" / config),
             "--data.corpus",
             tiny_corpus,
             "--data.encoder",

@@ -128,7 +128,7 @@ def test_run_settings_put_the_cell_after_the_overrides():
         }
     ).cells[0]
     settings = cell.run_settings("/out/run")
-    assert settings.configs == (config_dir() / "lr_bigram_binary.yaml",)
+    assert settings.configs == (config_dir() / "model" / "lr_bigram_binary.yaml",)
     assert settings.run_dir == Path("/out/run") and settings.quiet
     assert settings.evaluation.seed == 3 and settings.evaluation.n_boot == 1000 and settings.evaluation.split == "test"
     config = run_config(settings)

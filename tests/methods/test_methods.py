@@ -125,8 +125,8 @@ def test_as_method_accepts_every_form(method_module):
     assert as_method(f"{method_module}:Constant").name == "constant"
     assert as_method("user_methods:naive").estimate(None, np.array([1, 0]), np.array([3.0, 1.0])) == 2.0
     config = as_method("oracle")
-    assert isinstance(config, ConfigPropensity) and config.config == (config_dir() / "oracle.yaml").resolve()
-    assert as_method(str(config_dir() / "lr_bigram_binary.yaml")).name == "lr_bigram_binary"
+    assert isinstance(config, ConfigPropensity) and config.config == (config_dir() / "model" / "oracle.yaml").resolve()
+    assert as_method(str(config_dir() / "model" / "lr_bigram_binary.yaml")).name == "lr_bigram_binary"
     assert as_method(config) is config
 
 
@@ -370,7 +370,7 @@ def test_grid_method_entries(method_module):
     assert by_model["nv"].estimators == ("effect",) and by_model["nv"].result_estimators == ("unadjusted", "effect")
     assert by_model["nv"].effect_n_boot == 5
     config = by_model["oracle2"]  # a ConfigPropensity spec is a model config cell with its own overrides
-    assert config.method is None and config.model_path == (config_dir() / "oracle.yaml").resolve()
+    assert config.method is None and config.model_path == (config_dir() / "model" / "oracle.yaml").resolve()
     assert dict(config.overrides) == {"trainer.max_epochs": 1}
     assert grid.search_space["model"] == ["oracle", "constant", "nv", "oracle2"]
     extra = grid_from_dict({**base, "methods": ["user_methods:naive"]}, methods=[f"{method_module}:Constant"])

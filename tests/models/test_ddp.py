@@ -68,11 +68,11 @@ def fit_both(config: str, overrides: dict, tmp_path: Path):
     common = {"data.n_users": N_USERS, "data.batch_size": FULL_BATCH, **overrides}
     evaluation = EvaluationSettings(n_boot=50)
     one = fit_and_evaluate(
-        RunSettings((CONFIGS / config,), common, run_dir=tmp_path / "one", evaluation=evaluation, quiet=True)
+        RunSettings((CONFIGS / "model" / config,), common, run_dir=tmp_path / "one", evaluation=evaluation, quiet=True)
     )
     two = fit_and_evaluate(
         RunSettings(
-            (CONFIGS / config, DDP_CPU),
+            (CONFIGS / "model" / config, DDP_CPU),
             {**common, **SHORT_TIMEOUT},
             run_dir=tmp_path / "two",
             evaluation=evaluation,

@@ -45,7 +45,7 @@ def test_ddp_cpu_builds_a_forking_gloo_strategy(tiny_corpus):
     cli = make_cli(
         [
             "--config",
-            str(CONFIGS / "oracle.yaml"),
+            str(CONFIGS / "model" / "oracle.yaml"),
             "--config",
             str(TRAINERS / "ddp_cpu.yaml"),
             f"--data.corpus={tiny_corpus}",

@@ -344,7 +344,7 @@ def test_the_joint_configs_train_and_give_doubly_robust_rows(tiny_corpus, tiny_e
     from textcause.estimators import OUTCOME_ESTIMATORS, PROPENSITY_ESTIMATORS
     from textcause.run.fit import EvaluationSettings, RunSettings, fit_and_evaluate
 
-    root = Path(__file__).resolve().parents[2] / "configs"
+    root = Path(__file__).resolve().parents[2] / "configs" / "model"
     overrides = {"data.corpus": tiny_corpus, "data.min_users": 3, "trainer.max_epochs": 1}
     if config == "joint_pooled.yaml":
         overrides |= {

@@ -230,7 +230,7 @@ def test_ddp_stops_at_the_same_epoch_with_the_same_numbers(tiny_corpus, tmp_path
     runs = []
     for extra, overrides in (((), common), ((configs / "trainer" / "ddp_cpu.yaml",), {**common, **timeout})):
         settings = RunSettings(
-            (configs / "lr_bigram_binary.yaml", *extra),
+            (configs / "model" / "lr_bigram_binary.yaml", *extra),
             overrides,
             run_dir=tmp_path / str(len(runs)),
             evaluation=EvaluationSettings(n_boot=0),

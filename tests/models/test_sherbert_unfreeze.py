@@ -137,7 +137,7 @@ def test_unfreeze_config_trains_through_the_cli(tiny_corpus, tiny_encoder, tmp_p
         [
             "fit",
             "--config",
-            str(CONFIGS / "sherbert_unfreeze1.yaml"),
+            str(CONFIGS / "model" / "sherbert_unfreeze1.yaml"),
             "--data.corpus",
             tiny_corpus,
             "--data.encoder",

@@ -152,7 +152,7 @@ def test_the_weld_grids_use_the_tuned_lr_and_search_the_networks_learning_rate()
     models = {c.model for c in weld.cells}
     for rep in ("unigram_binary", "bigram_binary", "bigram_counts", "lda"):
         assert f"lr_tuned_{rep}" in models and f"lr_{rep}" not in models
-        config = yaml.safe_load((ROOT / "configs" / f"lr_tuned_{rep}.yaml").read_text())
+        config = yaml.safe_load((ROOT / "configs" / "model" / f"lr_tuned_{rep}.yaml").read_text())
         assert config["model"]["class_path"] == "textcause.models.TunedLogisticRegression"
         assert config["data"]["representation"] == rep
     searched = {c.model: dict(c.search) for c in weld.cells if c.search}

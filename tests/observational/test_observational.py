@@ -513,7 +513,7 @@ def test_evaluate_py_on_an_observational_run(study, monkeypatch, capsys):
 
     monkeypatch.setenv("TEXTCAUSE_CACHE", str(study["root"] / "cache"))
     run_dir = study["out"] / "runs" / "lr_unigram_binary" / "fit" / "version_0"
-    result = evaluate_main([str(run_dir), "--n-boot", "50", "--out", str(study["root"] / "eval")])
+    result = evaluate_main([str(run_dir), "--evaluation.n_boot", "50", "--out", str(study["root"] / "eval")])
     assert "no true ATE (observational)" in capsys.readouterr().out
     rows = {r["estimator"]: r for r in result["rows"]}
     assert rows["unadjusted"]["bias"] is None and "spearman" not in rows["ipw"]

@@ -28,7 +28,7 @@ def train(corpus: str, root: Path, config: str, *extra: str):
     args = [
         "fit",
         "--config",
-        str(CONFIGS / config),
+        str(CONFIGS / "model" / config),
         "--data.corpus",
         corpus,
         "--data.min_users",
@@ -126,7 +126,7 @@ def test_predict_errors_are_one_sentence(tiny_corpus, tmp_path, capsys):
     out = str(tmp_path / "p.csv")
     assert "No run folder" in run(str(tmp_path / "nowhere"), "--corpus", tiny_corpus, "--out", out)
     _, run_dir = train(tiny_corpus, tmp_path / "runs", "lr_bigram_binary.yaml")
-    assert "No user in" in run(str(run_dir), "--corpus", tiny_corpus, "--out", out, "--min-posts", "50")
+    assert "No user in" in run(str(run_dir), "--corpus", tiny_corpus, "--out", out, "--data.min_posts", "50")
     empty = tmp_path / "empty.csv"
     empty.write_text("author,text,time\n")
     assert str(empty) in run(str(run_dir), "--corpus", str(empty), "--out", out)

@@ -46,7 +46,7 @@ def _fit(folder: Path, corpus: str, *extra: str, kill_at: int | None = None) -> 
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'tests'}{os.pathsep}{ROOT}", "OMP_NUM_THREADS": "1"}
     cmd = [
         sys.executable, str(ROOT / "train.py"), "fit",
-        "--config", str(ROOT / "configs" / "nn_unigram_binary.yaml"),
+        "--config", str(ROOT / "configs" / "model" / "nn_unigram_binary.yaml"),
         "--config", str(_callbacks(folder, kill_at)),
         f"--data.corpus={corpus}", "--data.batch_size=16", "--data.min_users=3",
         "--model.init_args.net.init_args.dropout=0.3", "--trainer.max_epochs=4",

@@ -81,7 +81,7 @@ def _digest(folder: Path) -> dict[str, str]:
 def _fit(cwd: Path, config: str, corpus: str, *extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     cmd = [
-        sys.executable, str(ROOT / "train.py"), "fit", "--config", str(ROOT / "configs" / config),
+        sys.executable, str(ROOT / "train.py"), "fit", "--config", str(ROOT / "configs" / "model" / config),
         f"--data.corpus={corpus}", "--data.batch_size=16", "--data.min_users=3", "--trainer.max_epochs=1",
         "--trainer.enable_progress_bar=false", *extra,
     ]  # fmt: skip

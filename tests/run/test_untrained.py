@@ -89,9 +89,9 @@ def test_a_trained_model_takes_the_trainers_path(tiny_corpus, tmp_path):
     assert result.via_trainer and result.checkpoint is not None and result.checkpoint.is_file()
 
 
-@pytest.mark.parametrize("path", sorted(p.name for p in config_dir().glob("*.yaml")))
+@pytest.mark.parametrize("path", sorted(p.name for p in (config_dir() / "model").glob("*.yaml")))
 def test_only_the_baselines_skip_the_trainer(tmp_path, path):
-    settings = RunSettings(configs=(config_dir() / path,), run_dir=tmp_path, quiet=True)
+    settings = RunSettings(configs=(config_dir() / "model" / path,), run_dir=tmp_path, quiet=True)
     found = untrained_config(settings, run_config(settings))
     assert (found is not None) == (path in ("oracle.yaml", "unadjusted.yaml"))
     if found is not None:
@@ -119,14 +119,14 @@ def test_only_the_baselines_skip_the_trainer(tmp_path, path):
     ],
 )
 def test_what_needs_the_trainer(tmp_path, change):
-    kwargs = {"configs": (config_dir() / "unadjusted.yaml",), "run_dir": tmp_path, "quiet": True, **change}
+    kwargs = {"configs": (config_dir() / "model" / "unadjusted.yaml",), "run_dir": tmp_path, "quiet": True, **change}
     settings = RunSettings(**kwargs)
     assert untrained_config(settings, run_config(settings)) is None
 
 
 def test_the_switch_and_the_harmless_options(tmp_path, monkeypatch):
     overrides = {"trainer.max_epochs": 5, "data.batch_size": 7, "model.init_args.treated_share": 0.25}
-    settings = RunSettings(configs=(config_dir() / "unadjusted.yaml",), overrides=overrides, run_dir=tmp_path)
+    settings = RunSettings(configs=(config_dir() / "model" / "unadjusted.yaml",), overrides=overrides, run_dir=tmp_path)
     found = untrained_config(settings, run_config(settings))
     assert found["model"]["init_args"] == {"treated_share": 0.25} and found["data"]["init_args"]["batch_size"] == 7
     monkeypatch.setenv(FULL_PATH_ENV, "1")

@@ -23,7 +23,7 @@ from textcause.sweep.spec import OBJECTIVES, load_sweep, sweep_from_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((ROOT / "configs" / "sweeps").glob("*.yaml"))
-LR = str(ROOT / "configs" / "lr_unigram_binary.yaml")
+LR = str(ROOT / "configs" / "model" / "lr_unigram_binary.yaml")
 
 
 def command(corpus: str, *extra: str) -> list[str]:
@@ -351,7 +351,7 @@ def test_the_wandb_agents_argument_strings_parse_in_the_train_py_cli(tiny_corpus
             argv += sweep_vars.get(c[2:-1]) or [] if c.startswith("${") and c.endswith("}") else [c]
         assert argv[:4] == ["/usr/bin/env", "python", "train.py", "fit"]
         options = argv[4:]
-        options[options.index("--config") + 1] = str(ROOT / "configs" / "sherbert_pooled.yaml")
+        options[options.index("--config") + 1] = str(ROOT / "configs" / "model" / "sherbert_pooled.yaml")
         local = [
             f"--data.corpus={tiny_corpus}",
             f"--data.encoder={tiny_encoder}",

@@ -42,7 +42,7 @@ import yaml
 
 from textcause.estimators.registry import PROPENSITY_ESTIMATORS
 from textcause.observational.spec import Values, options, options_ok, per_model_ok
-from textcause.paths import config_dir, model_config_path
+from textcause.paths import config_dir, model_config_names, model_config_path
 from textcause.specs import NAME_DOC, SpecFile, holds, ints, key, one_of, read_yaml, reals, some_of
 
 __all__ = [
@@ -191,8 +191,8 @@ def _is_oracle(path: Path) -> bool:
 
 
 def default_candidates() -> list[str]:
-    """Every model config of ``configs/`` that needs no true propensity (the oracle is left out)."""
-    return sorted(p.stem for p in config_dir().glob("*.yaml") if not _is_oracle(p))
+    """Every model config of ``configs/model/`` that needs no true propensity (the oracle is left out)."""
+    return [name for name in model_config_names() if not _is_oracle(model_config_path(name))]
 
 
 def _candidates(names: Optional[list[str]], file: SpecFile) -> tuple[tuple[str, Path], ...]:

@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from textcause.cli.parsing import CommandParser
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="textcause advise", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+
+def build_parser() -> CommandParser:
+    p = CommandParser(prog="textcause advise", description=__doc__)
     p.add_argument("--config", default=None, help="an advise YAML (configs/advise/*.yaml)")
     p.add_argument("--name", default=None, help="the run's name (default: the config's, else 'advise')")
     p.add_argument("--study", default=None, help="an observational study config giving T, Y and the users")

@@ -15,14 +15,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from textcause.cli.parsing import CommandParser
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser() -> CommandParser:
     from textcause.grid.runner import WORKER_STARTS
     from textcause.grid.worker import HEARTBEAT_INTERVAL
 
-    parser = argparse.ArgumentParser(
-        prog="textcause benchmark", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = CommandParser(prog="textcause benchmark", description=__doc__)
     parser.add_argument("--config", required=True, help="a benchmark grid YAML (configs/benchmark/*.yaml)")
     parser.add_argument("--db", default=None, help="a SQLAlchemy URL (default: sqlite:///<out>/results.db)")
     parser.add_argument("--out", default=None, help="run folders go to <out>/runs/ (default: runs/benchmark/<grid>)")

@@ -21,11 +21,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from textcause.cli.parsing import CommandParser
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="textcause cfr", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+
+def build_parser() -> CommandParser:
+    parser = CommandParser(prog="textcause cfr", description=__doc__)
     parser.add_argument(
         "--config", required=True, help="the CFR YAML (configs/cfr/blogs.yaml, configs/cfr/templates.yaml)"
     )

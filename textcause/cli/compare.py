@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from typing import Any
+
+from textcause.cli.parsing import CommandParser
 
 
 def compare_main(argv: Sequence[str] | None = None) -> Any:
     """``textcause compare --db URL A B [--metric abs_bias] [--estimator stratified]``: print the table."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="textcause compare",
         description="Compare two methods (model or model:estimator) over the seeds of a results database: "
         "corrected resampled t-test per task level, Holm-adjusted across task levels.",

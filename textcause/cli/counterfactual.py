@@ -22,14 +22,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from textcause.cli.parsing import CommandParser
 
-def build_parser(prog: str = "textcause counterfactual") -> argparse.ArgumentParser:
+
+def build_parser(prog: str = "textcause counterfactual") -> CommandParser:
     from textcause.counterfactual.run import MODELS
     from textcause.counterfactual.scoring import MALFORMED, SUBTASKS
 
-    parser = argparse.ArgumentParser(
-        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = CommandParser(prog=prog, description=__doc__)
     sub = parser.add_subparsers(dest="action", required=True, metavar="{baseline,score}")
     base = sub.add_parser("baseline", help="fit a subtask-1 baseline and score it on the test file")
     base.add_argument("--model", required=True, choices=MODELS, help="TF-IDF + linear SVM, or frozen MiniLM + LR")

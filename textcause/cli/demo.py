@@ -14,19 +14,17 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from textcause.cli.parsing import CommandParser
 from textcause.paths import PROJECT_ROOT, config_dir
 
 
 def main(argv: Sequence[str] = ()) -> None:
-    parser = argparse.ArgumentParser(
-        prog="textcause demo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = CommandParser(prog="textcause demo", description=__doc__)
     parser.add_argument("--config", default=str(config_dir() / "benchmark" / "demo.yaml"), help="a benchmark grid YAML")
     parser.add_argument("--out", default=str(PROJECT_ROOT / "runs" / "demo"), help="output folder")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")

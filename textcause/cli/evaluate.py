@@ -1,7 +1,7 @@
 """``evaluate.py`` / ``textcause evaluate``: reload a run's config and best checkpoint, predict, estimate, write, print.
 
     python evaluate.py runs/textcause/version_0
-    python evaluate.py runs/textcause/version_0 --n-boot 2000 --out results/
+    python evaluate.py runs/textcause/version_0 --evaluation.n_boot 2000 --out results/
 
 Writes ``results.json`` (all rows and the run's provenance) into the run folder and appends one CSV
 row per estimator to ``results.csv`` in ``--out`` (default: the run folder), then prints a table.
@@ -15,40 +15,65 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from textcause.cli.parsing import CommandParser
 
-def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
+#: Old spellings of this command's flags (deprecated: they go in the next release).
+RENAMED = {
+    "--split": "--evaluation.split",
+    "--estimators": "--evaluation.estimators",
+    "--n-boot": "--evaluation.n_boot",
+    "--n_boot": "--evaluation.n_boot",
+    "--seed": "--evaluation.seed",
+    "--refit-reps": "--evaluation.refit_reps",
+    "--refit-kind": "--evaluation.refit_kind",
+}
+
+
+def build_parser(prog: str = "evaluate.py") -> CommandParser:
+    """The parser: ``--evaluation.*`` are the run config's evaluation keys (as ``train.py test`` takes them)."""
     from textcause.corpus.types import SPLITS
     from textcause.estimators.registry import DEFAULT_ESTIMATORS, PROPENSITY_ESTIMATORS
 
-    parser = argparse.ArgumentParser(
-        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = CommandParser(prog=prog, description=__doc__, renamed=RENAMED)
     parser.add_argument("run_dir", help="a training run folder (holds config.yaml and checkpoints/)")
     parser.add_argument("--ckpt", default=None, help="checkpoint to evaluate (default: the run's best)")
-    parser.add_argument("--split", default="test", choices=list(SPLITS), help="the users evaluated")
+    parser.add_argument("--out", default=None, help="folder for results.csv (default: the run folder)")
     parser.add_argument(
-        "--estimators",
+        "--evaluation.split", dest="split", default="test", choices=list(SPLITS), help="the users evaluated"
+    )
+    parser.add_argument(
+        "--evaluation.estimators",
+        dest="estimators",
         nargs="+",
         default=list(DEFAULT_ESTIMATORS),
         choices=list(PROPENSITY_ESTIMATORS),
         help="propensity estimators (unadjusted is always reported first)",
     )
-    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates of each interval (0: none)")
     parser.add_argument(
-        "--n_boot", type=int, dest="n_boot", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-    )  # old spelling
-    parser.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the run's seed)")
+        "--evaluation.n_boot",
+        dest="n_boot",
+        type=int,
+        default=1000,
+        help="bootstrap replicates of each interval (0: none)",
+    )
     parser.add_argument(
-        "--refit-reps",
+        "--evaluation.seed", dest="seed", type=int, default=None, help="bootstrap seed (default: the run's seed)"
+    )
+    parser.add_argument(
+        "--evaluation.refit_reps",
+        dest="refit_reps",
         type=int,
         default=0,
         help="replicates of a refitting interval: the propensity model refit on resampled training users "
         "(L-BFGS models only; 0: none)",
     )
     parser.add_argument(
-        "--refit-kind", default="basic", choices=["basic", "percentile"], help="the refitting interval's kind"
+        "--evaluation.refit_kind",
+        dest="refit_kind",
+        default="basic",
+        choices=["basic", "percentile"],
+        help="the refitting interval's kind",
     )
-    parser.add_argument("--out", default=None, help="folder for results.csv (default: the run folder)")
     add_allow_module(parser)
     return parser
 
@@ -109,9 +134,7 @@ def main(argv: Sequence[str], *, prog: str = "evaluate.py") -> dict[str, Any]:
 
 def counterfactual_main(argv: Sequence[str], *, prog: str = "evaluate.py") -> dict[str, Any]:
     """``evaluate.py RUN_DIR`` of a fine-tuned SemEval-2020 Task 5 run: test-set scores and official predictions."""
-    parser = argparse.ArgumentParser(
-        prog=prog, description="Score a fine-tuned SemEval-2020 Task 5 run on its test file."
-    )
+    parser = CommandParser(prog=prog, description="Score a fine-tuned SemEval-2020 Task 5 run on its test file.")
     parser.add_argument("run_dir", help="a training run folder (holds config.yaml and checkpoints/)")
     parser.add_argument("--ckpt", default=None, help="checkpoint to evaluate (default: the run's best)")
     parser.add_argument(

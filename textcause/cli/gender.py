@@ -32,15 +32,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from textcause.cli.parsing import CommandParser
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser() -> CommandParser:
     from textcause.gender.probes import builtin_w_lists
     from textcause.gender.scoring import VARIANT_ALIASES, VARIANTS
     from textcause.gender.stats import UNITS
 
-    parser = argparse.ArgumentParser(
-        prog="textcause gender", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = CommandParser(prog="textcause gender", description=__doc__)
     sub = parser.add_subparsers(dest="action", required=True, metavar="{probe,finetune,experiment}")
     sub.add_parser(
         "finetune",
@@ -63,7 +63,6 @@ def build_parser() -> argparse.ArgumentParser:
         "probe",
         help="score table 1's probes with a masked LM; write table 2 and figure 2",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     probe.add_argument(
         "--model",
@@ -243,6 +242,8 @@ def _probe(args: argparse.Namespace) -> int:
 def finetune_main(argv: Sequence[str]) -> int:
     """``textcause gender finetune OPTIONS``: ``python train.py fit OPTIONS`` (exit code 2: a user's mistake)."""
     from textcause.cli.errors import friendly_errors
+    from textcause.cli.parsing import lightning_help_kwargs, rewrite_config_args
     from textcause.run.lightning_cli import make_cli
 
-    return friendly_errors(lambda: make_cli(["fit", *argv]))
+    args = ["fit", *rewrite_config_args(argv, "textcause gender finetune")]
+    return friendly_errors(lambda: make_cli(args, **lightning_help_kwargs()))

@@ -2,7 +2,7 @@
 
     textcause --version              the installed version
     textcause tasks [--describe]     every task level in a table (or in full sentences)
-    textcause train fit --config configs/lr_bigram_binary.yaml   (same as python train.py ...)
+    textcause train fit --config configs/model/lr_bigram_binary.yaml   (same as python train.py ...)
     textcause evaluate RUN_DIR       (same as python evaluate.py ...)
     textcause predict RUN_DIR --corpus new.csv --out propensities.csv   score new users with a trained run
     textcause demo                   the quick-start job on the real Twitter corpus
@@ -25,6 +25,7 @@ from __future__ import annotations
 import sys
 
 from textcause import startup
+from textcause.cli.parsing import CommandParser, plain_text, rewrite_config_args
 
 USAGE = __doc__
 _MODEL_COMMANDS = ("train", "evaluate", "predict", "demo")  # each imports Lightning to run or load a model
@@ -47,12 +48,10 @@ def package_version() -> str:
 
 def tasks_main(argv: list[str]) -> int:
     """``textcause tasks [TASK ...] [--describe]``: the task levels as a table (or in full sentences)."""
-    import argparse
-
     from textcause.simulation import describe_task, list_tasks
     from textcause.simulation.tasks import get_spec, population_unadjusted, task_label
 
-    parser = argparse.ArgumentParser(prog="textcause tasks", description="List the semi-synthetic task levels.")
+    parser = CommandParser(prog="textcause tasks", description="List the semi-synthetic task levels.")
     parser.add_argument("task", nargs="*", help="only these tasks (default: every registered task)")
     parser.add_argument("--describe", action="store_true", help="one paragraph per level instead of the table")
     args = parser.parse_args(argv)
@@ -105,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     own_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
-        print(USAGE.strip())
+        print(plain_text(USAGE).strip())
         return 0
     if argv[0] in ("-V", "--version"):
         print(f"textcause {package_version()}")
@@ -150,14 +149,16 @@ def main(argv: list[str] | None = None) -> int:
     if cmd == "train":
         from textcause.cli.precheck import early_error
 
+        rest = rewrite_config_args(rest, "textcause train")  # a model config's old place (one release)
         mistake = early_error(rest, prog="textcause train")  # before Lightning is imported (seconds)
         if mistake is not None:
             print(f"error: {mistake}", file=sys.stderr)
             return 2
+        from textcause.cli.parsing import lightning_help_kwargs
         from textcause.run.lightning_cli import make_cli
 
         sys.argv[0] = "textcause train"  # argparse names the program after argv[0] (else "__main__.py")
-        return friendly_errors(lambda: make_cli(rest))
+        return friendly_errors(lambda: make_cli(rest, **lightning_help_kwargs()))
     if cmd == "evaluate":
         from textcause.cli.evaluate import main as evaluate_main
 
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         from textcause.cli.demo import main as demo_main
 
         return friendly_errors(lambda: demo_main(rest))
-    print(f"error: unknown command {cmd!r}.\n\n{USAGE.strip()}", file=sys.stderr)
+    print(f"error: unknown command {cmd!r}.\n\n{plain_text(USAGE).strip()}", file=sys.stderr)
     return 2
 
 

@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from textcause.cli.parsing import CommandParser
+
 
 def observe(
     config: str | Path,
@@ -44,10 +46,8 @@ def observe(
     return write_outputs(ran["spec"], ran["task"], ran["out"])
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="textcause observe", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def build_parser() -> CommandParser:
+    parser = CommandParser(prog="textcause observe", description=__doc__)
     parser.add_argument("--config", required=True, help="an observational study YAML (configs/observational/*.yaml)")
     parser.add_argument("--out", default=None, help="the output folder (default: runs/observe/<name>)")
     parser.add_argument("--models", nargs="+", default=None, help="run only these models of the study")

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from textcause.cli.evaluate import add_allow_module
+from textcause.cli.parsing import CommandParser
 
 
 def _flag(value: str) -> bool:
@@ -25,10 +26,13 @@ def _flag(value: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
 
 
-def build_parser(prog: str = "textcause predict") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+#: Old spellings of this command's flags (deprecated: they go in the next release).
+RENAMED = {"--min-posts": "--data.min_posts", "--max-posts": "--data.max_posts", "--batch-size": "--data.batch_size"}
+
+
+def build_parser(prog: str = "textcause predict") -> CommandParser:
+    """The parser: ``--data.*`` are the run config's data keys, read for the new users."""
+    parser = CommandParser(prog=prog, description=__doc__, renamed=RENAMED)
     parser.add_argument("run_dir", help="a training run folder (holds config.yaml and checkpoints/)")
     parser.add_argument(
         "--corpus", required=True, help="the new users: a history JSONL, CSV / Parquet / NDJSON table or HF dataset"
@@ -49,11 +53,19 @@ def build_parser(prog: str = "textcause predict") -> argparse.ArgumentParser:
         type=_flag,
         help="drop a post whose text and time repeat an earlier post of the same user (true / false)",
     )
-    parser.add_argument("--min-posts", type=int, default=1, help="score users with at least this many posts")
     parser.add_argument(
-        "--max-posts", type=int, default=-1, help="keep each user's first N posts (default: the run's own max_posts)"
+        "--data.min_posts", dest="min_posts", type=int, default=1, help="score users with at least this many posts"
     )
-    parser.add_argument("--batch-size", type=int, default=None, help="users per batch (default: the run's)")
+    parser.add_argument(
+        "--data.max_posts",
+        dest="max_posts",
+        type=int,
+        default=-1,
+        help="keep each user's first N posts (default: the run's own max_posts)",
+    )
+    parser.add_argument(
+        "--data.batch_size", dest="batch_size", type=int, default=None, help="users per batch (default: the run's)"
+    )
     add_allow_module(parser)
     return parser
 
@@ -71,7 +83,8 @@ def predict_main(argv: Sequence[str], *, prog: str = "textcause predict") -> int
     except ValueError as err:  # the corpus readers' parameters, as this command's options
         from textcause.validation import as_typed_options
 
-        typed = as_typed_options(str(err), ("author_col", "text_col", "time_col", "drop_duplicates"), "--data.")
+        names = ("author_col", "text_col", "time_col", "drop_duplicates", "min_posts", "max_posts", "batch_size")
+        typed = as_typed_options(str(err), names, "--data.")
         if typed == str(err):
             raise
         raise ValueError(typed) from err

@@ -11,14 +11,15 @@ one that holds only that experiment gets only those.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from typing import Any
+
+from textcause.cli.parsing import CommandParser
 
 
 def report_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """``textcause report --db URL --out report/``: write the report and print what was written."""
-    parser = argparse.ArgumentParser(prog="textcause report", description=__doc__)
+    parser = CommandParser(prog="textcause report", description=__doc__)
     parser.add_argument(
         "--db", required=True, help="SQLite file, CSV/Parquet export or SQLAlchemy URL (table 'results')"
     )

@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from textcause.cli.parsing import CommandParser
+
 
 def _positive(text: str) -> int:
     try:
@@ -31,11 +33,9 @@ def _positive(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> CommandParser:
     """The command's arguments (imports nothing heavy: ``--help`` stays fast)."""
-    parser = argparse.ArgumentParser(
-        prog="textcause sweep", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = CommandParser(prog="textcause sweep", description=__doc__)
     parser.add_argument("--config", required=True, help="a sweep YAML in wandb's format (configs/sweeps/*.yaml)")
     parser.add_argument(
         "--trials", type=_positive, default=None, help="trials the sweep holds (default: run_cap, or a grid's size)"

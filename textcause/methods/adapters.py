@@ -38,9 +38,9 @@ SKLEARN_LIKE = ("sklearn", "imblearn", "lightgbm", "xgboost", "catboost")
 
 
 def _config_dir() -> Path:
-    from textcause.paths import config_dir
+    from textcause.paths import model_config_dir
 
-    return config_dir()
+    return model_config_dir()
 
 
 class SklearnPropensity:
@@ -210,10 +210,15 @@ class ConfigPropensity:
         self, config: str | os.PathLike, *, name: str | None = None, overrides: Mapping[str, Any] | None = None
     ) -> None:
         text = os.fspath(config)
-        path = Path(text) if text.endswith((".yaml", ".yml")) or os.sep in text else _config_dir() / f"{text}.yaml"
+        if text.endswith((".yaml", ".yml")) or os.sep in text:
+            from textcause.paths import resolve_config_path
+
+            path = resolve_config_path(text)
+        else:
+            path = _config_dir() / f"{text}.yaml"
         if not path.is_file():
             raise FileNotFoundError(
-                f"No model config at '{path}': give a YAML file such as configs/lr_bigram_binary.yaml."
+                f"No model config at '{path}': give a YAML file such as configs/model/lr_bigram_binary.yaml."
             )
         if overrides is not None and (
             not isinstance(overrides, Mapping) or not all(isinstance(k, str) and k for k in overrides)

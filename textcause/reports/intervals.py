@@ -57,7 +57,7 @@ def intervals_section(summary: pd.DataFrame) -> list[Block]:
         return blocks + [
             Para(
                 "No cell of these results has a refitting interval (run a grid with "
-                "`evaluation: {refit_reps: 50}`, or `evaluate.py RUN --refit-reps 50`)."
+                "`evaluation: {refit_reps: 50}`, or `evaluate.py RUN --evaluation.refit_reps 50`)."
             )
         ]
     rows = []

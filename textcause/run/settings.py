@@ -19,6 +19,7 @@ from typing import Any, Optional
 import yaml
 
 from textcause.io import load_yaml
+from textcause.paths import resolve_config_path
 from textcause.run.evaluation import EvaluationSettings
 
 __all__ = [
@@ -68,9 +69,12 @@ class RunSettings:
         configs = (self.configs,) if isinstance(self.configs, (str, Path)) else tuple(self.configs)
         if not configs:
             raise ValueError("The 'configs' parameter of RunSettings must name at least one config file.")
+        configs = tuple(resolve_config_path(p) for p in configs)  # a model config's old place: its new one
         for path in configs:
             if not Path(path).is_file():
-                raise FileNotFoundError(f"No model config at '{path}': give a YAML file such as configs/oracle.yaml.")
+                raise FileNotFoundError(
+                    f"No model config at '{path}': give a YAML file such as configs/model/oracle.yaml."
+                )
         object.__setattr__(self, "configs", tuple(Path(p) for p in configs))
         if self.run_dir is not None:
             object.__setattr__(self, "run_dir", Path(self.run_dir))

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import yaml
 
-from textcause.paths import config_dir
+from textcause.paths import config_dir, resolve_config_path
 from textcause.specs import SpecFile
 
 __all__ = ["ARGS_MACROS", "COMMAND_DOC", "OPTION", "parse_command"]
@@ -23,7 +23,7 @@ OPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _FLOAT = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
 COMMAND_DOC = (
     "the train.py fit command as a list of strings, e.g. [${env}, ${interpreter}, ${program}, fit, "
-    "--config, configs/sherbert_pooled.yaml, ${args}]"
+    "--config, configs/model/sherbert_pooled.yaml, ${args}]"
 )
 
 
@@ -38,7 +38,7 @@ def _yaml_value(text: str) -> Any:
 
 
 def _config_path(value: str, file: SpecFile) -> Path:
-    path = Path(value)
+    path = resolve_config_path(value)  # a model config's old place: its new one, with a FutureWarning
     if path.is_file():
         return path
     parts = path.parts
@@ -91,5 +91,5 @@ def parse_command(command: list[str], program: Optional[str], file: SpecFile) ->
         else:
             overrides[name] = _yaml_value(value)
     if not configs:
-        raise file.fail("'command' must name a model config with --config (e.g. configs/sherbert_pooled.yaml).")
+        raise file.fail("'command' must name a model config with --config (e.g. configs/model/sherbert_pooled.yaml).")
     return configs, overrides

@@ -15,7 +15,7 @@
       - ${program}
       - fit
       - --config
-      - configs/sherbert_pooled.yaml
+      - configs/model/sherbert_pooled.yaml
       - --data.n_users=300
       - ${args}
 
