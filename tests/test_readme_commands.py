@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from textcause.paths import moved_config
-
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 # The pages of the documentation site (docs/reports/ holds generated reports, not commands).
@@ -157,8 +155,6 @@ def test_a_readme_command_parses(number, line, parsed, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     for token in args:  # every config file a command names exists (placeholders aside)
         for path in re.findall(r"(?:^|=)((?:configs|benchmarks|examples)/[\w./-]+\.(?:yaml|yml|py|sh))", token):
-            if not (ROOT / path).is_file() and moved_config(path) is not None and number.startswith("README.md:"):
-                pytest.xfail(f"{number} names {path}, the old place of {moved_config(path)} (README is the lead's)")
             assert (ROOT / path).is_file(), f"{number} names {path}, which does not exist"
     if PLACEHOLDER.search(line) and program in ("train.py",):
         return
