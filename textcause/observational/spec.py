@@ -42,6 +42,7 @@ __all__ = [
     "Evaluation",
     "StudyConfig",
     "ObservationalSpec",
+    "Values",
     "canonical",
     "model_names",
     "spec_from_dict",
@@ -51,6 +52,8 @@ __all__ = [
 _KIND = "Observational config"
 _Scalar = Union[str, int, float, bool]
 _Values = Union[_Scalar, list[_Scalar]]
+#: A treatment value or a list of them, as the study (and ``textcause.advise.spec``) takes it.
+Values = _Values
 _VALUES_DOC = "a value or a non-empty list of values"
 OPTIONS_DOC = "a mapping of train.py options (e.g. trainer.max_epochs: 10)"
 PER_MODEL_DOC = "a mapping from model names of 'models' to train.py options"
