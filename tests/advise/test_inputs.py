@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from advise.advise_corpus import advise_dict, write_study_corpus
 
-from textcause.advise.inputs import cell_seconds, check_budget, prepare
+from textcause.advise.inputs import REFIT_REPS, cell_seconds, check_budget, prepare
 from textcause.advise.spec import advise_from_dict
 
 
@@ -21,6 +22,8 @@ def test_a_good_study_is_prepared_with_its_users_and_a_binary_outcome(tmp_path):
     assert prepared.info["n_treated"] + prepared.info["n_control"] == 240
     assert prepared.info["mean_y"] == pytest.approx(0.5, abs=0.01)  # above the median: half
     assert prepared.users.is_file() and prepared.study.is_file()
+    study = yaml.safe_load(prepared.study.read_text(encoding="utf-8"))
+    assert study["evaluation"]["refit_reps"] == REFIT_REPS  # the real estimates get refitting intervals
 
 
 def test_a_treatment_with_one_class_is_refused(tmp_path):

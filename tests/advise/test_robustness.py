@@ -73,7 +73,7 @@ def test_each_kind_of_model_gets_its_refit(monkeypatch):
     method = plan_for("blind", None, n_train=80)
     assert method.approximated and method.representation == "bigram_binary" and "an outside method" in method.note
     chosen = {"penalty": "l1", "C": 0.5, "feature_scaling": "maxabs"}
-    monkeypatch.setattr(refit_module, "_tuned_choice", lambda checkpoint: chosen)
+    monkeypatch.setattr(refit_module, "_tuned_choice", lambda checkpoint, tuned=None: chosen)
     tuned = plan_for("lr_tuned_unigram_binary", model_config_path("lr_tuned_unigram_binary"), n_train=80)
     assert (tuned.penalty, tuned.solver, tuned.scale, tuned.approximated) == ("l1", "tuned", "maxabs", False)
     model = tuned.learner(160)  # a fold of 160 users: C scaled so the penalty per user is the chosen one
@@ -130,3 +130,36 @@ def test_the_tuned_choice_is_read_from_a_real_checkpoint(tmp_path):
         "penalty": "elasticnet", "C": 0.3, "l1_ratio": 0.5, "feature_scaling": "none",
     }  # fmt: skip
     assert refit_module._tuned_choice(str(tmp_path / "missing.ckpt")) == {}
+
+
+def test_the_tuned_choice_is_read_from_the_row_before_the_checkpoint(tmp_path):
+    import torch
+
+    from textcause.models.components.linear import LogisticRegression
+    from textcause.models.tuned_lr import TunedLogisticRegression
+
+    model = TunedLogisticRegression(LogisticRegression(3), feature_scaling="none")
+    model.set_extra_state({"penalty": "elasticnet", "C": 0.3, "l1_ratio": 0.5})
+    path = tmp_path / "last.ckpt"
+    torch.save({"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams)}, path)
+    record = {"rows": [{"estimator": "unadjusted"}, {"estimator": "ipw", "tuned": '{"C":0.5,"penalty":"l1"}'}]}
+    assert refit_module.tuned_of(record) == '{"C":0.5,"penalty":"l1"}' and refit_module.tuned_of({}) is None
+    assert refit_module._tuned_choice(str(path), refit_module.tuned_of(record)) == {"penalty": "l1", "C": 0.5}
+    assert refit_module._tuned_choice(None, '{"C":2.0,"l1_ratio":0.25,"penalty":"elasticnet"}') == {
+        "penalty": "elasticnet", "C": 2.0, "l1_ratio": 0.25,
+    }  # fmt: skip
+    config = model_config_path("lr_tuned_unigram_binary")
+    plan = plan_for(
+        "lr_tuned_unigram_binary", config, n_train=80, checkpoint=str(path), tuned=refit_module.tuned_of(record)
+    )
+    assert (plan.penalty, plan.c_per_user, plan.scale, plan.approximated) == (
+        "l1",
+        40.0,
+        "maxabs",
+        False,
+    )  # config's scaling
+    own = plan_for("lr_tuned_unigram_binary", config, n_train=80, overrides={"model.init_args.feature_scaling": "none"},
+                   tuned='{"C":0.5,"penalty":"l2"}')  # fmt: skip
+    assert (own.penalty, own.scale) == ("l2", "none")
+    from_ckpt = plan_for("lr_tuned_unigram_binary", config, n_train=80, checkpoint=str(path))  # no row: the checkpoint
+    assert (from_ckpt.penalty, from_ckpt.l1_ratio, from_ckpt.scale) == ("elasticnet", 0.5, "none")

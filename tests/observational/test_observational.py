@@ -520,3 +520,33 @@ def test_evaluate_py_on_an_observational_run(study, monkeypatch, capsys):
     record = json.loads((study["out"] / "models" / "lr_unigram_binary.json").read_text())
     expected = {r["estimator"]: r["ate"] for r in record["rows"]}
     assert rows["ipw"]["ate"] == pytest.approx(expected["ipw"], abs=1e-9)  # the same checkpoint, the same users
+
+
+def test_refit_reps_gives_refitting_intervals_and_rows_keep_the_tuned_choice(study, monkeypatch):
+    """The study's ``evaluation.refit_reps`` reaches the evaluation (refitting intervals for the models
+    that refit), and a tuned model's rows keep its ``tuned`` column (the advise loop reads both)."""
+    spec = base_spec(
+        corpus=str(study["corpus"]),
+        filter={"kind": "human"},
+        models=["unadjusted", "lr_tuned_unigram_binary", "nn_unigram_binary"],
+        overrides={"data.min_users": 2, "trainer.max_epochs": 2},
+        evaluation={"n_boot": 50, "refit_reps": 8},
+        seed=1,
+    )
+    config = study["root"] / "refit.yaml"
+    config.write_text(yaml.safe_dump(spec))
+    monkeypatch.setenv("TEXTCAUSE_CACHE", str(study["root"] / "cache"))
+    out = study["root"] / "refit-out"
+    obs_run.run_study(config, out, echo=lambda line: None)
+    records = {m: json.loads((out / "models" / f"{m}.json").read_text()) for m in spec["models"]}
+    assert all(r["status"] == "ok" and r["refit_reps"] == 8 for r in records.values()), records
+    tuned = {r["estimator"]: r for r in records["lr_tuned_unigram_binary"]["rows"]}
+    chosen = json.loads(tuned["ipw"]["tuned"])  # what it chose on validation, as the run's meta had it
+    assert chosen["penalty"] in ("l1", "l2", "elasticnet") and chosen["C"] > 0
+    for name in ("ipw", "stratified", "matching"):
+        assert tuned[name]["refit_ci_low"] <= tuned[name]["refit_ci_high"] and tuned[name]["refit_reps"] == 8
+    net = {r["estimator"]: r for r in records["nn_unigram_binary"]["rows"]}
+    assert net["ipw"].get("refit_ci_low") is None and "tuned" not in net["ipw"]  # Adam: refits no interval
+    assert "refit_reps" not in obs_run.load_spec(study["config"]).content  # the default keeps earlier keys
+    with pytest.raises(ValueError, match=r"'evaluation.refit_reps' must be 0 \(no refitting interval\) or an int >= 2"):
+        spec_from_dict(base_spec(evaluation={"refit_reps": 1}), source="toy.yaml")

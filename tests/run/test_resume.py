@@ -4,6 +4,7 @@ in its own run folder, with nothing of its log lost."""
 
 from __future__ import annotations
 
+import csv
 import os
 import signal
 import subprocess
@@ -55,6 +56,18 @@ def _fit(folder: Path, corpus: str, *extra: str, kill_at: int | None = None) -> 
     return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=600)
 
 
+def _epoch_train_loss(*paths: Path) -> dict[int, float]:
+    """Each epoch's ``train_loss`` in ``metrics.csv`` files (a resumed run's parts, oldest first)."""
+    out: dict[int, float] = {}
+    for path in paths:
+        with path.open(encoding="utf-8", newline="") as fh:
+            for row in csv.DictReader(fh):
+                if row.get("train_loss"):
+                    out[int(row["epoch"])] = float(row["train_loss"])
+    assert out, paths
+    return out
+
+
 def _weights(path: Path) -> dict[str, torch.Tensor]:
     return torch.load(path, map_location="cpu", weights_only=False)["state_dict"]
 
@@ -74,6 +87,8 @@ def test_a_run_killed_mid_epoch_resumes_to_the_uninterrupted_result(tmp_path):
     assert (run / "metrics.part-1.csv").is_file() and (run / "metrics.csv").is_file()  # nothing lost
 
     base = tmp_path / "plain" / "runs" / "textcause" / "version_0"
+    # the epoch killed mid-way logs the mean over ALL its steps, not over the resumed ones only (issue 43)
+    assert _epoch_train_loss(base / "metrics.csv") == _epoch_train_loss(run / "metrics.part-1.csv", run / "metrics.csv")
     a, b = _weights(base / "checkpoints" / "last.ckpt"), _weights(run / "checkpoints" / "last.ckpt")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     best_a = sorted((base / "checkpoints").glob("best-*.ckpt"))

@@ -32,6 +32,8 @@ from textcause.io import atomic_write_bytes, atomic_write_text
 __all__ = ["Prepared", "cell_seconds", "check_budget", "plan_minutes", "prepare"]
 
 T_FIELD, Y_FIELD = "advise_t", "advise_y"
+#: Refitting replicates of the real estimates (``evaluation.refit_reps`` of the study: the models that refit).
+REFIT_REPS = 50
 
 
 @dataclass(frozen=True)
@@ -177,7 +179,12 @@ def prepare(spec: AdviseSpec, out: str | Path) -> Prepared:
         seed=spec.split_seed,
         overrides={**dict(study.get("overrides") or {}), **dict(spec.overrides)},
         model_overrides={Path(p).stem: dict(spec.model_overrides.get(n, ())) for n, p in spec.candidates},
-        evaluation={"n_boot": spec.n_boot, "split": "test", "estimators": list(spec.estimators)},
+        evaluation={
+            "n_boot": spec.n_boot,
+            "split": "test",
+            "estimators": list(spec.estimators),
+            "refit_reps": REFIT_REPS,
+        },
     )
     study["model_overrides"] = {k: v for k, v in study["model_overrides"].items() if v}
     path = out / "study.yaml"

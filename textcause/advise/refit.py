@@ -12,7 +12,8 @@ study's split for that. :func:`plan_for` reads what the model is and what it cho
   ``C = 1 / (weight_decay x n_train)``, the same per-user penalty (the torch loss is the mean
   log-loss plus ``weight_decay / 2 ||w||^2``); the intercept goes unpenalised (exact up to that);
 * the tuned logistic regression (``TunedLogisticRegression``, ``lr_tuned_*``): the penalty kind, C
-  and l1_ratio it chose on validation (read from its checkpoint), with the same solvers and the
+  and l1_ratio it chose on validation (read from its result rows' ``tuned`` column, else from its
+  checkpoint), with the same solvers and the
   same max-abs feature scaling; C is rescaled to each fold's size so that the penalty per user is
   the one chosen (exact up to that);
 * any other model (a network, a joint model, a hierarchical encoder model) or an outside method:
@@ -38,7 +39,7 @@ import yaml
 from textcause.features.kinds import NGRAM_KINDS
 from textcause.sensitivity import EstimateFn
 
-__all__ = ["FOLDS", "RefitPlan", "folds_of", "plan_for"]
+__all__ = ["FOLDS", "RefitPlan", "folds_of", "plan_for", "tuned_of"]
 
 #: Cross-fitting folds of every refit.
 FOLDS = 5
@@ -168,14 +169,27 @@ def _weight_decay(config: dict[str, Any], overrides: dict[str, Any]) -> float:
     return float(overrides.get("model.init_args.weight_decay", init.get("weight_decay", 0.0)) or 0.0)
 
 
-def _tuned_choice(checkpoint: str | None) -> dict[str, Any]:
-    """What a ``TunedLogisticRegression`` chose (``{"penalty", "C", "l1_ratio", "feature_scaling"}``).
+def tuned_of(record: dict[str, Any]) -> str | None:
+    """The ``tuned`` column of an observe record's rows (what a tuned model chose, JSON), or None."""
+    return next((str(r["tuned"]) for r in record.get("rows") or [] if r.get("tuned")), None)
 
-    Read through :func:`textcause.io.load_torch` (plain values and tensors only): the choice is the
-    module's extra state, its scaling a hyperparameter.
+
+def _tuned_choice(checkpoint: str | None, tuned: str | None = None) -> dict[str, Any]:
+    """What a ``TunedLogisticRegression`` chose (``{"penalty", "C", "l1_ratio"}``, and ``feature_scaling``
+    when read from its checkpoint).
+
+    From ``tuned``, the ``tuned`` column of its result rows (:func:`tuned_of`), when given; else from
+    its checkpoint, read through :func:`textcause.io.load_torch` (plain values and tensors only): the
+    choice is the module's extra state, its scaling a hyperparameter. ``{}`` when neither holds one.
     """
+    import json
+
     from textcause.io import load_torch
 
+    if tuned:
+        row = json.loads(tuned)
+        if isinstance(row, dict) and {"penalty", "C"} <= set(row):
+            return {k: row[k] for k in ("penalty", "C", "l1_ratio") if k in row}
     if not checkpoint or not Path(checkpoint).is_file():
         return {}
     ckpt = load_torch(checkpoint)
@@ -196,6 +210,7 @@ def plan_for(
     overrides: dict[str, Any] | None = None,
     n_train: int,
     checkpoint: str | None = None,
+    tuned: str | None = None,
 ) -> RefitPlan:
     """How to refit the recommended model (see the module docstring).
 
@@ -203,7 +218,9 @@ def plan_for(
         model: its name; config: its model config YAML (None: an outside method, approximated).
         overrides: the study's dotted overrides for it (``model.init_args.weight_decay``, ``data.*``).
         n_train: the users its own run trained on (the study's training split).
-        checkpoint: its run's checkpoint (the tuned LR's choice is read from it).
+        checkpoint: its run's checkpoint (the tuned LR's choice is read from it without ``tuned``).
+        tuned: the tuned LR's choice as its result rows record it (:func:`tuned_of`); its feature
+            scaling is then the config's (``model.init_args.feature_scaling``, default ``maxabs``).
 
     >>> plan_for("unadjusted", None, n_train=100).kind
     'constant'
@@ -222,8 +239,11 @@ def plan_for(
     wd = _weight_decay(cfg, overrides)
     optimizer = str(((cfg.get("model") or {}).get("init_args") or {}).get("optimizer", "adam"))
     if cls.endswith("TunedLogisticRegression"):
-        chosen = _tuned_choice(checkpoint)
+        chosen = _tuned_choice(checkpoint, tuned)
         if chosen:
+            init = (cfg.get("model") or {}).get("init_args") or {}
+            own = overrides.get("model.init_args.feature_scaling", init.get("feature_scaling", "maxabs"))
+            chosen.setdefault("feature_scaling", own)
             c, penalty = float(chosen["C"]), str(chosen["penalty"])
             ratio = float(chosen.get("l1_ratio", 1.0 if penalty == "l1" else 0.0))
             scale = "maxabs" if chosen.get("feature_scaling", "maxabs") == "maxabs" else "none"

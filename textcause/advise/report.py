@@ -57,7 +57,11 @@ def verdict(best: dict[str, Any], support: dict[str, Any], table: pd.DataFrame) 
     if not row.empty and pd.notna(row.iloc[0].get("ate")):
         r = row.iloc[0]
         found = "an effect" if (r["ci_low"] > 0 or r["ci_high"] < 0) else "no effect distinguishable from 0"
-        text += f" On your data it estimates ATE {r['ate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]: {found}."
+        kind = "refitting" if r.get("interval") == "refitting" else "test-sample"
+        text += (
+            f" On your data it estimates ATE {r['ate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] "
+            f"({kind} interval): {found}."
+        )
     return text
 
 
@@ -89,7 +93,7 @@ def _estimate_figure(table: pd.DataFrame, out: Path, name: str) -> list[Path]:
     ax.errorbar(t["ate"], labels, xerr=err, fmt="none", ecolor=colors)
     ax.scatter(t["ate"], labels, c=colors, zorder=3)
     ax.axvline(0, color="k", lw=0.8)
-    ax.set_xlabel("ATE on your data (95% bootstrap interval)")
+    ax.set_xlabel("ATE on your data (95% interval: refitting where the model refits, else test-sample)")
     ax.set_title(f"{name}: estimates in calibration rank order")
     fig.tight_layout()
     return save_figure(fig, out, f"estimates_{name}", formats=("png",))
@@ -111,12 +115,36 @@ def _grades_table(graded: pd.DataFrame) -> Table:
     return Table(["rank", "model", "estimator", "mean abs bias ± se", "coverage", "placebo FD", "usable"], rows)
 
 
+#: What each interval of the estimates table describes (:func:`textcause.advise.estimate.ranked_estimates`).
+INTERVAL_NOTE = (
+    "Each estimate carries one 95% interval, named in the table: the **refitting** interval where the model "
+    "refits (the L-BFGS and tuned logistic regressions: the training users resampled and the model refit on "
+    "each replicate, so it describes the method, fit then estimate, at this training size), else the "
+    "**test-sample** bootstrap over the evaluated users with the fitted propensities held fixed (one fitted "
+    "model's noise only: narrower than what a new draw of training users would give)."
+)
+
+
+def _interval_kind(r: Any) -> str:
+    if r.get("interval") == "refitting":
+        method, reps = r.get("refit_ci_method"), r.get("refit_reps")
+        detail = ", ".join(x for x in (str(method) if isinstance(method, str) else "", _reps(reps)) if x)
+        return f"refitting ({detail})" if detail else "refitting"
+    return "test-sample" if isinstance(r.get("interval"), str) else "-"
+
+
+def _reps(reps: Any) -> str:
+    return f"{int(reps)} refits" if isinstance(reps, (int, float)) and math.isfinite(reps) else ""
+
+
 def _estimates_table(table: pd.DataFrame) -> Table:
     rows = []
     for _, r in table.iterrows():
         ci = "-" if pd.isna(r.get("ate")) else f"{r['ate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
-        rows.append([str(r["rank"]), r["model"], r["estimator"], ci, _f(r.get("treatment_accuracy"), ".3f")])
-    return Table(["rank", "model", "estimator", "ATE [95% CI]", "treatment accuracy"], rows)
+        rows.append(
+            [str(r["rank"]), r["model"], r["estimator"], ci, _interval_kind(r), _f(r.get("treatment_accuracy"), ".3f")]
+        )
+    return Table(["rank", "model", "estimator", "ATE [95% CI]", "interval", "treatment accuracy"], rows)
 
 
 _REFUTERS = {
@@ -218,7 +246,7 @@ def write_report(result: dict[str, Any], out: Path) -> list[Path]:
     ]
     if figs:
         blocks.append(Image(figs[0].name, "calibration grades"))
-    blocks += [Heading(2, "Estimates on your data"), _estimates_table(table)]
+    blocks += [Heading(2, "Estimates on your data"), Para(INTERVAL_NOTE), _estimates_table(table)]
     blocks.append(Bullets(result["disagreement"]) if result["disagreement"] else Para("The usable methods agree."))
     if len(figs) > 1:
         blocks.append(Image(figs[1].name, "real estimates"))

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from textcause.advise.confounding import headline, sensitivity
-from textcause.advise.refit import FOLDS, RefitPlan, folds_of, plan_for
+from textcause.advise.refit import FOLDS, RefitPlan, folds_of, plan_for, tuned_of
 from textcause.reports.figures import save_figure
 from textcause.sensitivity import austen_figure, placebo_treatment, random_common_cause, subsample
 
@@ -83,7 +83,14 @@ def _plan(study: Path, model: str, estimate_dir: Path) -> tuple[RefitPlan, Study
     record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else {}
     features = plan_for(model, config, overrides=overrides, n_train=1).representation  # needs no checkpoint
     data = study_data(study, features, overrides)
-    plan = plan_for(model, config, overrides=overrides, n_train=data.n_train, checkpoint=record.get("checkpoint"))
+    plan = plan_for(
+        model,
+        config,
+        overrides=overrides,
+        n_train=data.n_train,
+        checkpoint=record.get("checkpoint"),
+        tuned=tuned_of(record),
+    )
     return plan, data
 
 

@@ -37,6 +37,7 @@ from textcause.progress import format_seconds
 from textcause.run.fit import error_line
 
 __all__ = [
+    "KEPT_META",
     "KEY_VERSION",
     "load_records",
     "model_key",
@@ -67,8 +68,19 @@ def model_key(spec: ObservationalSpec, model: str, path: Path) -> str:
     return content_key(KEY_VERSION, spec.content, _config_content(path), defaults, model)
 
 
+#: Run columns kept in a record's rows: what a tuned model chose on validation (``tuned``, JSON).
+KEPT_META = ("tuned",)
+
+
 def run_model(spec: ObservationalSpec, model: str, path: Path, config: Path, out_dir: Path) -> dict[str, Any]:
-    """Fit, predict and evaluate one model on the one run path; never raises for the model's own error."""
+    """Fit, predict and evaluate one model on the one run path; never raises for the model's own error.
+
+    The record's rows are the run's result rows without the run's identity columns, except
+    :data:`KEPT_META`. With the study's ``evaluation.refit_reps``, a model that refits (the L-BFGS
+    logistic regressions, the tuned one included: :func:`textcause.run.refitting.refit_unavailable`)
+    also gets the refitting interval (``refit_ci_*``); another keeps empty ``refit_ci_*`` and its
+    ``fit.log`` says why.
+    """
     from textcause.grid.cell import release_memory
     from textcause.metrics.classification import accuracy_interval
     from textcause.run.fit import EvaluationSettings, RunSettings, captured, fit_and_evaluate
@@ -83,23 +95,25 @@ def run_model(spec: ObservationalSpec, model: str, path: Path, config: Path, out
         "split": spec.split,
         "seed": spec.seed,
         "n_boot": spec.n_boot,
+        "refit_reps": spec.refit_reps,
         "run_dir": str(run_dir),
     }
+    overrides = {**dict(spec.overrides_for(model)), "data.observational": str(config), "seed_everything": spec.seed}
     log = io.StringIO()
     try:
         # The warnings that say only that an observational task has no true propensity to compare with.
         with captured(log, ignore=[r"CausalMetricsCallback skipped (iptw_weight_mse|spearman)"]):
             settings = RunSettings(
                 configs=(path,),
-                overrides={
-                    **dict(spec.overrides_for(model)),
-                    "data.observational": str(config),
-                    "seed_everything": spec.seed,
-                },
+                overrides=overrides,
                 run_dir=run_dir,
                 quiet=True,
                 evaluation=EvaluationSettings(
-                    n_boot=spec.n_boot, split=spec.split, estimators=spec.estimators, seed=spec.seed
+                    n_boot=spec.n_boot,
+                    split=spec.split,
+                    estimators=spec.estimators,
+                    seed=spec.seed,
+                    refit_reps=spec.refit_reps,
                 ),
             )
             result = fit_and_evaluate(settings)
@@ -108,7 +122,7 @@ def run_model(spec: ObservationalSpec, model: str, path: Path, config: Path, out
             record["accuracy_ci"] = list(
                 accuracy_interval(pred["t"], pred["propensity"], n_boot=spec.n_boot, seed=spec.seed)
             )
-        rows = [{k: v for k, v in r.items() if k not in result.meta} for r in result.rows]
+        rows = [{k: v for k, v in r.items() if k not in result.meta or k in KEPT_META} for r in result.rows]
         info = result.representation
         record.update(
             status="ok",

@@ -175,14 +175,10 @@ def _seeds_ok(value: int | list[int]) -> bool:
 
 @dataclass(frozen=True, kw_only=True)
 class GridEvaluation(Evaluation):
-    """``evaluation``: a study's block, plus the bootstrap of effect methods that give no interval."""
+    """``evaluation``: a study's block (``refit_reps`` included), plus the bootstrap of effect methods that
+    give no interval."""
 
     effect_n_boot: int = key(ints(low=0), default=0)
-    refit_reps: int = key(
-        holds(lambda v: isinstance(v, int) and not isinstance(v, bool) and (v == 0 or v >= 2)),
-        default=0,
-        doc="0 (no refitting interval) or an int >= 2",
-    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,13 +1,12 @@
 """One benchmark worker: claim cells through Optuna and the ``cells`` ledger, run them, store rows.
 
-:func:`worker_loop` runs cells as trials of the grid's Optuna study (:func:`open_study`) until every
-cell is finished, choosing each next cell from the ledger; a cell runs only after
-:func:`textcause.store.try_claim` succeeds, so no cell
-runs twice at once. :func:`run_cell` fits and evaluates one cell in-process and never raises for
+:func:`worker_loop` runs cells as trials of the grid's Optuna study (:func:`textcause.grid.study.open_study`)
+until every cell is finished, choosing each next cell from the ledger; a cell runs only after
+:func:`textcause.store.try_claim` succeeds, so no cell runs twice at once. :func:`run_cell` fits and evaluates one cell in-process and never raises for
 the cell's own error. A cell whose twin (the same experiment under another task label,
 :func:`textcause.grid.cell.draw_key`) has finished takes the twin's rows instead of fitting again,
-and waits while a live worker runs its twin. :func:`holder_alive` tells a live claim from a dead worker's. ``textcause
-benchmark`` (:mod:`textcause.grid.runner`) starts the workers.
+and waits while a live worker runs its twin (:func:`textcause.grid.study.holder_alive` tells a live
+claim from a dead worker's). ``textcause benchmark`` (:mod:`textcause.grid.runner`) starts the workers.
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ from typing import Any
 from textcause import startup, store
 from textcause.grid.cell import Cell, CellOutcome, code_version, run_config_cell, twin_rows, twins
 from textcause.grid.spec import Grid
+from textcause.grid.study import GRACE_FACTOR, GRACE_PERIOD, HEARTBEAT_INTERVAL, holder_alive, open_study
 
 __all__ = [
     "GRACE_FACTOR",
@@ -49,9 +49,6 @@ __all__ = [
     "worker_loop",
 ]
 
-HEARTBEAT_INTERVAL = 10  # seconds between Optuna heartbeats of a running cell
-GRACE_FACTOR = 6  # heartbeats missed before a cell's worker is presumed dead
-GRACE_PERIOD = GRACE_FACTOR * HEARTBEAT_INTERVAL
 WAIT_FIRST = 0.02  # seconds before a worker waiting on a twin looks again (doubling up to its poll)
 
 
@@ -77,115 +74,6 @@ def run_cell(cell: Cell, out_dir: str | Path, *, version: str = "", attempt: int
 
         return run_method_cell(cell, None, out_dir, version=version, attempt=attempt)
     return run_config_cell(cell, out_dir, version=version, attempt=attempt)
-
-
-# ---------------------------------------------------------------------------------------- claims
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a killed child not yet reaped by its parent is a zombie: dead
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def holder_alive(row: Any, storage: Any) -> bool:
-    """Whether the worker holding a ``running`` cell is alive.
-
-    Dead: a process of this host that no longer exists (or is this very process, which holds no
-    claim while it plans), or an Optuna trial that is no longer RUNNING (Optuna fails a trial whose
-    heartbeat stopped for the grace period).
-    """
-    if row.host == socket.gethostname() and row.pid is not None and (row.pid == os.getpid() or not _pid_alive(row.pid)):
-        return False
-    if row.trial_id is not None:
-        from optuna.trial import TrialState
-
-        try:
-            return storage.get_trial(row.trial_id).state == TrialState.RUNNING
-        except KeyError:
-            return False
-    return True
-
-
-# ---------------------------------------------------------------------------------------- Optuna
-def open_study(
-    grid: Grid,
-    url: str,
-    *,
-    create: bool,
-    heartbeat_interval: int = HEARTBEAT_INTERVAL,
-    grace_period: int = GRACE_PERIOD,
-) -> Any:
-    """The grid's Optuna study in the database at ``url``: created when ``create`` (the runner), else
-    opened as it is (a worker: no table creation, schema check or schema lock)."""
-    import optuna
-
-    engine = store.open_store(url) if create else None  # creates the SQLite file's folder and the ledger tables
-    storage = store.optuna_storage(
-        url,
-        heartbeat_interval=heartbeat_interval,
-        grace_period=grace_period,
-        max_retry=None,
-        lock=engine,
-        create=create,
-    )
-    if engine is not None:
-        engine.dispose()
-    sampler = _grid_sampler(grid)
-    if create:
-        study = optuna.create_study(
-            study_name=grid.study_name, storage=storage, sampler=sampler, direction="minimize", load_if_exists=True
-        )
-        study.set_user_attr("grid", grid.name)
-        study.set_user_attr("n_cells", len(grid.cells))
-        return study
-    return optuna.load_study(study_name=grid.study_name, storage=storage, sampler=sampler)
-
-
-def _grid_sampler(grid: Grid) -> Any:
-    import optuna
-
-    class ChosenCellGridSampler(optuna.samplers.GridSampler):
-        """Optuna's ``GridSampler``, each trial on the grid point its worker chose (``next_params``).
-
-        The worker picks the next cell from the ledger it has just read (:func:`_choose`), so the
-        sampler need not read every trial of the study to find the unvisited points, as
-        ``GridSampler`` does before and after each trial (three reads a cell that grow with the grid).
-        Without a choice, and for a trial created with its point (re-queued by
-        ``RetryHeartbeatStaleTrialCallback``, or enqueued), it behaves as ``GridSampler``. After a
-        trial it does nothing: a worker runs one trial per ``optimize`` call and stops when the
-        ledger has no cell left to run, so ``GridSampler``'s ``study.stop()`` has nothing to stop
-        (and reading a ``grid_id`` that an enqueued trial lacks raised KeyError: optuna/optuna PR
-        #6844).
-        """
-
-        def __init__(self, search_space: dict[str, list[Any]], seed: int) -> None:
-            super().__init__(search_space, seed=seed)
-            self._ids = {point: i for i, point in enumerate(self._all_grids)}
-            self.next_params: dict[str, Any] | None = None
-            self.chosen_trial: int | None = None  # the last trial put on ``next_params``
-
-        def before_trial(self, study: Any, trial: Any) -> None:
-            attrs = trial.system_attrs
-            self.chosen_trial = None
-            if self.next_params is None or "grid_id" in attrs or "fixed_params" in attrs:
-                super().before_trial(study, trial)
-                return
-            self.chosen_trial = trial._trial_id
-            grid_id = self._ids[tuple(self.next_params[name] for name in self._param_names)]
-            study._storage.set_trial_system_attr(trial._trial_id, "search_space", self._search_space)
-            study._storage.set_trial_system_attr(trial._trial_id, "grid_id", grid_id)
-
-        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
-            return None
-
-    return ChosenCellGridSampler(grid.search_space, seed=0)
 
 
 def _choose(

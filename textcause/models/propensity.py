@@ -46,6 +46,10 @@ EPS = 1e-6
 Batch = dict[str, Any]
 
 
+#: The checkpoint key of an epoch's running training loss (:meth:`PropensityModel.on_save_checkpoint`).
+TRAIN_LOSS_KEY = "textcause_train_loss"
+
+
 def world_size(module: L.LightningModule) -> int:
     """The number of processes ``module`` trains or evaluates in (1 when it has no trainer)."""
     trainer = module._trainer
@@ -435,6 +439,23 @@ class PropensityModel(PropensityModule):
         # bookkeeping on every step (each call moves its result object to the device, field by field).
         part = torch.stack([loss.detach().double() * n, loss.new_tensor(n, dtype=torch.float64)])
         self._train_loss = part if self._train_loss is None else self._train_loss + part
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        # A checkpoint saved mid-epoch (last.ckpt) keeps the epoch's running (sum, units) of the training
+        # loss, summed over ranks (every rank saves), so a resumed run logs the whole epoch's mean.
+        total = self._train_loss
+        if total is not None and world_size(self) > 1:
+            total = self.trainer.strategy.reduce(total.clone(), reduce_op="sum")
+        if total is not None:
+            checkpoint[TRAIN_LOSS_KEY] = total.detach().cpu()
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        # Lightning resumes mid-epoch without calling on_train_epoch_start: the sum goes on from here
+        # (rank 0 carries it under DDP); a new epoch's start clears it as usual.
+        saved = checkpoint.get(TRAIN_LOSS_KEY)
+        if isinstance(saved, torch.Tensor) and saved.shape == (2,):
+            part = saved.to(device=self.device, dtype=torch.float64)
+            self._train_loss = part if self.global_rank == 0 else torch.zeros_like(part)
 
     def on_train_epoch_end(self) -> None:
         total = self._train_loss

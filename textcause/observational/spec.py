@@ -42,6 +42,7 @@ __all__ = [
     "Evaluation",
     "StudyConfig",
     "ObservationalSpec",
+    "Values",
     "canonical",
     "model_names",
     "spec_from_dict",
@@ -51,6 +52,8 @@ __all__ = [
 _KIND = "Observational config"
 _Scalar = Union[str, int, float, bool]
 _Values = Union[_Scalar, list[_Scalar]]
+#: A treatment value or a list of them, as the study (and ``textcause.advise.spec``) takes it.
+Values = _Values
 _VALUES_DOC = "a value or a non-empty list of values"
 OPTIONS_DOC = "a mapping of train.py options (e.g. trainer.max_epochs: 10)"
 PER_MODEL_DOC = "a mapping from model names of 'models' to train.py options"
@@ -111,12 +114,19 @@ class Evaluation:
     """``evaluation``: how every fitted model is evaluated (a benchmark grid's block extends it).
 
     ``estimators`` may name the doubly robust ``aipw`` and ``tmle``: they are run for the models that
-    give outcome predictions, and skipped with a warning for the others.
+    give outcome predictions, and skipped with a warning for the others. ``refit_reps`` (0: none, else
+    at least 2) adds the refitting interval (:mod:`textcause.run.refitting`) to the models that refit
+    cheaply (the L-BFGS logistic regressions); the other models' rows keep the test-sample interval only.
     """
 
     n_boot: int = key(ints(low=0), default=1000)
     split: str = key(one_of(SPLITS), default="test")
     estimators: tuple[str, ...] = key(some_of(PROPENSITY_ESTIMATORS + OUTCOME_ESTIMATORS), default=DEFAULT_ESTIMATORS)
+    refit_reps: int = key(
+        holds(lambda v: isinstance(v, int) and not isinstance(v, bool) and (v == 0 or v >= 2)),
+        default=0,
+        doc="0 (no refitting interval) or an int >= 2",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,7 +153,7 @@ class StudyConfig:
     models: [unadjusted, lr_unigram_binary, ...]   # configs/<model>.yaml (or paths); no oracle
     overrides: {trainer.max_epochs: 30}            # any train.py option, for every model
     model_overrides: {order_count: {trainer.max_epochs: 10}}
-    evaluation: {n_boot: 1000, split: test, estimators: [ipw, stratified, matching]}
+    evaluation: {n_boot: 1000, split: test, estimators: [ipw, stratified, matching], refit_reps: 0}
     ```
     """
 
@@ -194,7 +204,7 @@ class ObservationalSpec:
         models: ``(name, config path)`` per propensity model.
         overrides: train.py options for every model, as ``(dotted key, value)`` pairs.
         model_overrides: per model name, more such pairs (applied after ``overrides``).
-        n_boot, split, estimators: the evaluation settings.
+        n_boot, split, estimators, refit_reps: the evaluation settings.
         source: the config file (for messages).
         text: the config file's text.
         content: the parsed config as canonical JSON (part of every result's content key: editing a
@@ -225,6 +235,7 @@ class ObservationalSpec:
     n_boot: int = 1000
     split: str = "test"
     estimators: tuple[str, ...] = DEFAULT_ESTIMATORS
+    refit_reps: int = 0
     source: str = "<dict>"
     text: str = ""
     content: str = ""
@@ -354,6 +365,7 @@ def spec_from_dict(
         n_boot=config.evaluation.n_boot,
         split=config.evaluation.split,
         estimators=config.evaluation.estimators,
+        refit_reps=config.evaluation.refit_reps,
         source=source,
         text=text or yaml.safe_dump(dict(spec), sort_keys=True),
         content=canonical(spec),

@@ -174,6 +174,8 @@ class TextCauseCLI(LightningCLI):
       an ``input_dim`` that the config leaves empty (baselines such as the oracle have no net).
     * LightningCLI's automatic ``--optimizer`` / ``--lr_scheduler`` are off: a model's optimizer is
       part of the model (``model.init_args.optimizer``), so nothing can silently replace it.
+    * ``--trainer.default_root_dir DIR`` moves the run's outputs: loggers at a root the config files
+      give (``runs``) follow it (:mod:`textcause.run.root_dir`).
     * ``fit --ckpt_path last`` resumes the latest run of the same logger that has a ``last.ckpt``,
       in that run's own folder (:func:`resume_in_place`).
     * ``test``, ``validate`` and ``predict`` of a run's checkpoint work in that run's folder
@@ -236,6 +238,7 @@ class TextCauseCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         cfg = self.config[self.subcommand] if self.subcommand else self.config
+        _follow_default_root_dir(cfg, self.subcommand)  # before `last` is looked for under the logger
         if self.subcommand == "fit" and cfg.get("ckpt_path"):
             text = self._parser("fit").dump(cfg, skip_none=False, format="yaml", skip_validation=True)
             self._resume = resume_in_place(cfg, run_settings(load_yaml(text)))
@@ -396,6 +399,14 @@ def _init_args_under_class_path(config: dict[str, Any]) -> dict[str, Any]:
         if isinstance(out.get(sub), dict):
             out[sub] = _init_args_under_class_path(out[sub])
     return out
+
+
+def _follow_default_root_dir(cfg: Any, subcommand: str | None) -> None:
+    """Loggers at a root the config files give follow ``trainer.default_root_dir`` (:mod:`textcause.run.root_dir`)."""
+    from textcause.run.root_dir import config_roots, follow_root
+
+    files = [*default_configs(), *(cfg.get("config") or [])]
+    follow_root(cfg.get("trainer"), config_roots(files, subcommand))
 
 
 def _input_dim(data: CausalTextDataModule) -> int:
