@@ -45,7 +45,9 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -198,6 +200,29 @@ def ab_rounds(args: argparse.Namespace, posts: list[str]) -> dict:
     return {**rates, "workers_over_in_process_best": round(best["workers"] / best["in_process"], 3)}
 
 
+def _ab_rounds(
+    posts: list[str],
+    rounds: int,
+    names: tuple[str, str],
+    tag: str,
+    make_cache: Callable[[str, str], Any],
+    read: Callable[[Any], Any],
+) -> tuple[dict[str, list[float]], dict[str, Any], dict[str, Any]]:
+    """``rounds`` rounds of a cold-cache encode of ``posts`` by each of ``names`` in turn, each into a fresh
+    temporary cache ``make_cache(name, folder)``: each name's posts/s per round, its last vectors and
+    ``read(cache)``."""
+    rates: dict[str, list[float]] = {name: [] for name in names}
+    vectors: dict[str, Any] = {}
+    read_back: dict[str, Any] = {}
+    for _ in range(rounds):
+        for name in names:
+            with tempfile.TemporaryDirectory(prefix=f"bench-encode-{tag}-") as folder:
+                cache = make_cache(name, folder)
+                rates[name].append(round(cache.ensure(posts)["posts_per_s"], 1))
+                vectors[name], read_back[name] = cache.embed(posts), read(cache)
+    return rates, vectors, read_back
+
+
 def attention_rounds(args: argparse.Namespace, posts: list[str]) -> dict:
     """posts/s of a cold-cache encode with the model's own attention (``sdpa``, as before issue 18's
     attention change) and with ``attention="auto"`` (:func:`textcause.features.encoder.short_attention`),
@@ -205,15 +230,14 @@ def attention_rounds(args: argparse.Namespace, posts: list[str]) -> dict:
     the two caches' vectors are apart (cosine)."""
     import numpy as np
 
-    rates: dict[str, list[float]] = {"sdpa": [], "auto": []}
-    vectors: dict[str, np.ndarray] = {}
-    used: dict[str, str | None] = {}
-    for _ in range(args.ab_attention):
-        for name in rates:
-            with tempfile.TemporaryDirectory(prefix="bench-encode-attention-") as folder:
-                cache = _round_cache(args, folder, processes=args.processes, attention=name)
-                rates[name].append(round(cache.ensure(posts)["posts_per_s"], 1))
-                vectors[name], used[name] = cache.embed(posts), cache.encoder.attention_used
+    rates, vectors, used = _ab_rounds(
+        posts,
+        args.ab_attention,
+        ("sdpa", "auto"),
+        "attention",
+        lambda name, folder: _round_cache(args, folder, processes=args.processes, attention=name),
+        lambda cache: cache.encoder.attention_used,
+    )
     a, b = vectors["sdpa"], vectors["auto"]
     cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     best = {k: max(v) for k, v in rates.items()}
@@ -233,16 +257,14 @@ def packed_rounds(args: argparse.Namespace, posts: list[str]) -> dict:
     largest difference between the two caches' vectors."""
     import numpy as np
 
-    rates: dict[str, list[float]] = {"plain": [], "packed": []}
-    vectors: dict[str, np.ndarray] = {}
-    layers: dict[str, int | None] = {}
-    for _ in range(args.ab_packed):
-        for name in rates:
-            with tempfile.TemporaryDirectory(prefix="bench-encode-packed-") as folder:
-                cache = _round_cache(args, folder, processes=args.processes)
-                cache.encoder.packed = name == "packed"  # read when the weights are cast, on the first encode
-                rates[name].append(round(cache.ensure(posts)["posts_per_s"], 1))
-                vectors[name], layers[name] = cache.embed(posts), cache.encoder.packed_layers
+    def packed_cache(name: str, folder: str) -> Any:
+        cache = _round_cache(args, folder, processes=args.processes)
+        cache.encoder.packed = name == "packed"  # read when the weights are cast, on the first encode
+        return cache
+
+    rates, vectors, layers = _ab_rounds(
+        posts, args.ab_packed, ("plain", "packed"), "packed", packed_cache, lambda cache: cache.encoder.packed_layers
+    )
     best = {k: max(v) for k, v in rates.items()}
     return {
         **rates,

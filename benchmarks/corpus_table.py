@@ -29,6 +29,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
+def bias_accuracy_cell(summary, corpus: str, task: str, level: int, model: str) -> str:
+    """``mean bias / mean treatment accuracy (seeds)`` of one row of a seed summary, or ``-`` if none."""
+    row = summary[
+        (summary["corpus"] == corpus)
+        & (summary["task"] == task)
+        & (summary["level"] == level)
+        & (summary["model"] == model)
+    ]
+    if row.empty:
+        return "-"
+    r = row.iloc[0]
+    return f"{r.mean_bias:+.3f} / {r.mean_treatment_accuracy:.3f} ({int(r.n_seeds)})"
+
+
 def main() -> None:
     from textcause.analysis.findings import distinct_levels
     from textcause.analysis.frame import load_results
@@ -67,19 +81,7 @@ def main() -> None:
     print("| :--- | :--- | ---: | ---: |")
     for task, level in levels:
         for model in models:
-            cells = []
-            for corpus in (a, b):
-                row = summary[
-                    (summary["corpus"] == corpus)
-                    & (summary["task"] == task)
-                    & (summary["level"] == level)
-                    & (summary["model"] == model)
-                ]
-                if row.empty:
-                    cells.append("-")
-                    continue
-                r = row.iloc[0]
-                cells.append(f"{r.mean_bias:+.3f} / {r.mean_treatment_accuracy:.3f} ({int(r.n_seeds)})")
+            cells = [bias_accuracy_cell(summary, corpus, task, level, model) for corpus in (a, b)]
             print(f"| {task_label(task)} {level} | {labels[model]} | {cells[0]} | {cells[1]} |")
 
 

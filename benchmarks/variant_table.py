@@ -19,6 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from corpus_table import bias_accuracy_cell
 
 
 def main() -> None:
@@ -49,19 +52,8 @@ def main() -> None:
     order = list(dict.fromkeys(base["task"]))
     for task, level in sorted(levels, key=lambda r: (order.index(r[0]) if r[0] in order else 99, r[1])):
         for model in models:
-            cells = []
-            for frame, corpus in [(base, "twitter")] + [(var, c) for c in variants]:
-                row = frame[
-                    (frame["corpus"] == corpus)
-                    & (frame["task"] == task)
-                    & (frame["level"] == level)
-                    & (frame["model"] == model)
-                ]
-                if row.empty:
-                    cells.append("-")
-                    continue
-                r = row.iloc[0]
-                cells.append(f"{r.mean_bias:+.3f} / {r.mean_treatment_accuracy:.3f} ({int(r.n_seeds)})")
+            columns = [(base, "twitter")] + [(var, c) for c in variants]
+            cells = [bias_accuracy_cell(frame, corpus, task, level, model) for frame, corpus in columns]
             print(f"| {task_label(task)} {level} | {labels[model]} | " + " | ".join(cells) + " |")
     print(f"\n{args.estimator} bias / treatment accuracy (seeds), means over seeds.")
 

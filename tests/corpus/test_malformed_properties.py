@@ -34,10 +34,11 @@ from typing import Any
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
+from corpus_checks import assert_well_formed
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from textcause.corpus import Corpus, load_histories
+from textcause.corpus import load_histories
 
 MARK = "p0st-"  # every post starts with it, so a message quoting one is easy to spot
 NAN = object()  # a time written as NaN: read as missing
@@ -409,14 +410,7 @@ def check(path: Path, case: Case) -> None:
         return
     event(f"loaded ({case.verdict})")
     assert case.verdict != "refuse", f"read instead of refused: {corpus!r}"
-    assert isinstance(corpus, Corpus) and len(corpus) >= 1
-    assert len(set(corpus.user_ids)) == len(corpus)
-    for h in corpus:
-        assert isinstance(h.user_id, str) and h.user_id.strip()
-        assert h.posts and all(isinstance(p, str) and p.strip() for p in h.posts)
-        assert h.times is None or (
-            len(h.times) == len(h.posts) and all(t is None or isinstance(t, str) for t in h.times)
-        )
+    assert_well_formed(corpus)
     if case.verdict in ("same", "same_or_refuse"):
         got = [(h.user_id, list(h.posts), None if h.times is None else list(h.times)) for h in corpus]
         if case.kwargs.get("format") == "hf":  # pyarrow's JSON reader parses dates: the same instants

@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
+from corpus_checks import assert_well_formed
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from textcause.corpus import Corpus, load_histories
+from textcause.corpus import load_histories
 
 #: Post texts are drawn with this prefix, so a message quoting one is easy to spot.
 MARK = "p0st-"
@@ -236,15 +237,7 @@ def check_corpus_or_refusal(path: Path, body: str, expected: object = None, min_
     assert expected is None or expected[0] == "good", (expected, corpus)
     if expected is not None:
         assert [(h.user_id, list(h.posts)) for h in corpus] == [u for u in expected[1] if len(u[1]) >= min_posts]
-    assert isinstance(corpus, Corpus) and len(corpus) >= 1
-    assert len(set(corpus.user_ids)) == len(corpus)
-    for h in corpus:
-        assert isinstance(h.user_id, str) and h.user_id.strip()
-        assert h.posts and all(isinstance(p, str) and p.strip() for p in h.posts)
-        assert h.times is None or (
-            len(h.times) == len(h.posts) and all(t is None or isinstance(t, str) for t in h.times)
-        )
-        assert isinstance(h.meta, dict)
+    assert_well_formed(corpus, meta=True)
 
 
 def _write(folder: Path, name: str, body: str, damage: int) -> Path:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
+from cliargs import fit_args, quiet_trainer
 
 from textcause.data import CausalTextDataModule
 from textcause.features.embeddings import PostEmbeddingCache
 from textcause.run.lightning_cli import make_cli
-
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 def make_dm(corpus: str, encoder: str, representation: str, **kw) -> CausalTextDataModule:
@@ -60,38 +56,10 @@ def test_pooled_only_has_no_tokens(tiny_corpus, tiny_encoder):
 
 @pytest.mark.parametrize("config", ["sherbert.yaml", "order_count.yaml"])
 def test_hierarchical_models_train_through_the_cli(config, tiny_corpus, tiny_encoder, tmp_path):
-    cli = make_cli(
-        [
-            "fit",
-            "--config",
-            str(CONFIGS / "model" / config),
-            "--data.corpus",
-            tiny_corpus,
-            "--data.encoder",
-            tiny_encoder,
-            "--data.max_tokens",
-            "16",
-            "--data.token_cap",
-            "8",
-            "--data.task",
-            "order_of_text",
-            "--model.init_args.net.init_args.hidden_size",
-            "16",
-            "--trainer.max_epochs",
-            "1",
-            "--trainer.enable_progress_bar",
-            "false",
-            "--trainer.default_root_dir",
-            str(tmp_path),
-            "--trainer.logger",
-            json.dumps(
-                {
-                    "class_path": "lightning.pytorch.loggers.CSVLogger",
-                    "init_args": {"save_dir": str(tmp_path), "name": "h"},
-                }
-            ),
-        ]
-    )
+    data = ["--data.encoder", tiny_encoder, "--data.max_tokens", "16", "--data.token_cap", "8"]
+    data += ["--data.task", "order_of_text"]
+    model = ["--model.init_args.net.init_args.hidden_size", "16", "--trainer.max_epochs", "1"]
+    cli = make_cli(fit_args(config, tiny_corpus, *data, *model, *quiet_trainer(tmp_path, "h")))
     assert cli.model.net.input_dim == 32  # sized from the data module, not the 384 default
     metrics = cli.trainer.callback_metrics
     assert torch.isfinite(metrics["val_loss"]) and "val/ate_stratified" in metrics

@@ -11,13 +11,13 @@ in ``tests/conftest.py`` derandomises hypothesis.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import event, given, settings
+import strategies
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from textcause.estimators import ESTIMATORS, Estimate, bootstrap_ci, propensity_strata
@@ -43,7 +43,6 @@ HOSTILE = [
     -1e308,
     1.7976931348623157e308,
 ]
-NON_FINITE = [float("nan"), float("inf"), float("-inf")]
 
 #: Outcome-like values in three regimes: ordinary, wide (within the estimators' limits, denormals
 #: included) and hostile (any finite float, the edges of float64).
@@ -55,14 +54,7 @@ numbers = st.sampled_from(["ordinary", "ordinary", "wide", "hostile"]).flatmap(
     }[regime]
 )
 #: Propensity-like values: inside the weight limits, anywhere in [0, 1], or at the edges.
-probabilities = st.sampled_from(["ordinary", "ordinary", "unit", "hostile"]).flatmap(
-    lambda regime: {
-        "ordinary": st.floats(min_value=1e-8, max_value=1 - 1e-8),
-        "unit": st.floats(min_value=0.0, max_value=1.0, allow_subnormal=True),
-        "hostile": st.sampled_from(HOSTILE),
-    }[regime]
-)
-sizes = st.integers(min_value=0, max_value=12)
+probabilities = strategies.probabilities(HOSTILE)
 
 
 def _not_arrays() -> st.SearchStrategy:
@@ -81,38 +73,21 @@ def _not_arrays() -> st.SearchStrategy:
     )
 
 
-@st.composite
-def per_unit(draw: st.DrawFn, n: int, elements: st.SearchStrategy) -> object:
+def per_unit(n: int, elements: st.SearchStrategy) -> st.SearchStrategy:
     """Mostly an array of ``n`` values; sometimes of another length, with a NaN or inf, or not an array."""
-    kind = draw(st.integers(min_value=0, max_value=19))
-    if kind == 0:
-        return draw(_not_arrays())
-    if kind == 1:
-        n = draw(sizes)
-    values = draw(st.lists(elements, min_size=n, max_size=n))
-    if kind == 2 and values:
-        values[draw(st.integers(0, len(values) - 1))] = draw(st.sampled_from(NON_FINITE))
-    return np.asarray(values, dtype=np.float64) if draw(st.booleans()) else values
+    return strategies.per_unit(n, elements, not_arrays=_not_arrays())
 
 
-@st.composite
-def treatments(draw: st.DrawFn, n: int) -> object:
-    kind = draw(st.integers(min_value=0, max_value=19))
-    if kind == 0:
-        return draw(per_unit(n, numbers))
-    if kind == 1:
-        return np.full(n, draw(st.integers(0, 1)))  # one class
-    t = draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
-    if n >= 2 and draw(st.integers(0, 3)):  # mostly both arms, somewhere
-        i = draw(st.integers(0, n - 2))
-        t[i : i + 2] = draw(st.sampled_from([[0, 1], [1, 0]]))
-    return np.asarray(t, dtype=draw(st.sampled_from([np.int64, np.int8, bool, np.float64])))
+def treatments(n: int) -> st.SearchStrategy:
+    return strategies.treatments(
+        n, junk=per_unit(n, numbers), orders=([0, 1], [1, 0]), dtypes=(np.int64, np.int8, bool, np.float64)
+    )
 
 
 @st.composite
 def estimator_inputs(draw: st.DrawFn, names: tuple[str, ...] | None = None) -> tuple[str, tuple, dict]:
     name = draw(st.sampled_from(sorted(names or ESTIMATORS)))
-    n = draw(sizes)
+    n = draw(strategies.sizes)
     t = draw(treatments(n))
     y = draw(per_unit(n, numbers))
     args: tuple = (t, y)
@@ -147,17 +122,7 @@ def assert_finite(est: Estimate) -> None:
 
 def finite_or_value_error(call) -> Estimate | None:
     """Run ``call``: its result must be a finite Estimate, or it must raise ValueError (with one sentence)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)  # an overflow or 0/0 inside is a bug too
-        try:
-            est = call()
-        except ValueError as e:
-            assert str(e) and "\n" not in str(e)
-            event("refused")
-            return None
-    assert_finite(est)
-    event("estimate")
-    return est
+    return strategies.finite_or_value_error(call, assert_finite, "estimate")
 
 
 @settings(max_examples=300)

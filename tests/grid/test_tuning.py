@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-import yaml
+from tinygrid import grid_spec, write_grid_spec
 
 from textcause import store
 from textcause.cli.benchmark import benchmark_main
@@ -71,16 +71,14 @@ def test_tune_errors(tune, message):
 
 
 def _tiny_cell(tmp_path, corpus, values=(0.0001, 1.0)):
-    spec = {
-        "name": "tiny",
-        "corpora": {"tiny": corpus},
-        "tasks": {"linguistic_complexity": [2]},
-        "models": ["lr_unigram_binary"],
-        "seeds": [0],
-        "overrides": {"trainer.max_epochs": 2},
-        "evaluation": {"n_boot": 20},
-        "tune": {"lr_unigram_binary": {WD: list(values)}},
-    }
+    spec = grid_spec(
+        corpus,
+        tasks={"linguistic_complexity": [2]},
+        models=["lr_unigram_binary"],
+        epochs=2,
+        threads=None,
+        tune={"lr_unigram_binary": {WD: list(values)}},
+    )
     return grid_from_dict(spec).cells[0]
 
 
@@ -121,19 +119,14 @@ def test_selection_picks_the_lowest_validation_loss_and_refuses_an_empty_space(t
 
 
 def test_a_tuned_grid_through_the_benchmark_command(tmp_path, tiny_corpus):
-    spec = {
-        "name": "tiny",
-        "corpora": {"tiny": tiny_corpus},
-        "tasks": {"linguistic_complexity": [2]},
-        "models": ["unadjusted", "lr_unigram_binary"],
-        "seeds": [0],
-        "overrides": {"trainer.max_epochs": 1},
-        "evaluation": {"n_boot": 10},
-        "threads": 1,
-        "tune": {"lr_unigram_binary": {WD: [0.001, 0.1]}},
-    }
-    config = tmp_path / "tiny.yaml"
-    config.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    spec = grid_spec(
+        tiny_corpus,
+        tasks={"linguistic_complexity": [2]},
+        models=["unadjusted", "lr_unigram_binary"],
+        n_boot=10,
+        tune={"lr_unigram_binary": {WD: [0.001, 0.1]}},
+    )
+    config = write_grid_spec(tmp_path, spec)
     assert benchmark_main(["--config", str(config), "--out", str(tmp_path / "out")]) == 0
     engine = store.open_store(store.default_url(tmp_path / "out"))
     with engine.begin() as conn:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
+from tinygrid import grid_spec, write_grid_spec
 
 from textcause import store
 from textcause.cli.benchmark import benchmark_main
@@ -47,18 +47,9 @@ def test_another_configuration_is_another_experiment():
 
 
 def test_a_twin_copies_the_rows_fitting_would_give(tmp_path, tiny_corpus):
-    spec = {
-        "name": "twins",
-        "corpora": {"tiny": tiny_corpus},
-        "tasks": {"linguistic_complexity": [2], "selection_strength": [1], "order_of_text": [2]},
-        "models": ["lr_unigram_binary"],
-        "seeds": [0],
-        "overrides": {"trainer.max_epochs": 1},
-        "evaluation": {"n_boot": 20},
-        "threads": 1,
-    }
-    config = tmp_path / "twins.yaml"
-    config.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    tasks = {"linguistic_complexity": [2], "selection_strength": [1], "order_of_text": [2]}
+    spec = grid_spec(tiny_corpus, name="twins", tasks=tasks, models=["lr_unigram_binary"])
+    config = write_grid_spec(tmp_path, spec)
     out = tmp_path / "out"
     assert benchmark_main(["--config", str(config), "--out", str(out)]) == 0
     df = store.read_results(store.open_store(store.default_url(out)), "twins")

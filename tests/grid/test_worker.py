@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tinygrid import grid_spec, write_grid_spec
 
 from textcause import store
 from textcause.grid.spec import load_grid
@@ -21,18 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _grid(tmp_path: Path, corpus: str) -> Path:
-    spec = {
-        "name": "budget",
-        "corpora": {"tiny": corpus},
-        "tasks": {"linguistic_complexity": [1]},
-        "models": ["unadjusted"],
-        "seeds": [0],
-        "evaluation": {"n_boot": 5},
-        "threads": 1,
-    }
-    path = tmp_path / "budget.yaml"
-    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
-    return path
+    return write_grid_spec(tmp_path, grid_spec(corpus, name="budget", epochs=None, n_boot=5))
 
 
 def _claim_then_sigkill(url: str, cell_id: str, config_hash: str) -> int:

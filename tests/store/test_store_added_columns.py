@@ -6,10 +6,21 @@ from __future__ import annotations
 import sqlite3
 
 import sqlalchemy as sa
+from storerows import weld_row
 
 from textcause import store
 from textcause.analysis.frame import load_results
 from textcause.metrics.schema import ADDED_COLUMNS, RESULT_COLUMNS
+
+IPW_ROW = {
+    "estimator": "ipw",
+    "ate": 0.01,
+    "ci_low": -0.05,
+    "ci_high": 0.07,
+    "true_ate": 0.0,
+    "covers_truth": True,
+    "ci_method": "percentile bootstrap over evaluation units",
+}
 
 
 def old_store(path) -> None:
@@ -23,25 +34,7 @@ def old_store(path) -> None:
     with engine.begin() as conn:
         conn.execute(
             sa.insert(old),
-            [
-                dict(
-                    cell_id="weld/twitter/placebo-1/oracle/s0",
-                    grid="weld",
-                    status="ok",
-                    model="oracle",
-                    corpus="twitter",
-                    task="placebo",
-                    level=1,
-                    seed=0,
-                    estimator="ipw",
-                    ate=0.01,
-                    ci_low=-0.05,
-                    ci_high=0.07,
-                    true_ate=0.0,
-                    covers_truth=True,
-                    ci_method="percentile bootstrap over evaluation units",
-                )
-            ],
+            [weld_row("placebo", "placebo", IPW_ROW)],
         )
     engine.dispose()
 

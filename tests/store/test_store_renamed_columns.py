@@ -9,6 +9,7 @@ import sqlite3
 
 import pytest
 import sqlalchemy as sa
+from storerows import weld_row
 
 from textcause import store
 from textcause.analysis.frame import load_results
@@ -17,17 +18,7 @@ from textcause.run.evaluation import append_csv
 from textcause.store.migration import rename_old_columns
 
 OLD_NAMES = {new: old for old, new in RENAMED_COLUMNS.items()}
-CELL = dict(
-    cell_id="weld/twitter/ls-1/oracle/s0",
-    grid="weld",
-    status="ok",
-    model="oracle",
-    corpus="twitter",
-    task="linguistic_complexity",
-    level=1,
-    seed=0,
-    true_ate=0.4,
-)
+CELL = weld_row("ls", "linguistic_complexity", {"true_ate": 0.4})
 #: estimator -> (ate, ci_low, ci_high, bound_low, bound_high, ci_tighter_than_bound), as older code wrote them
 OLD_ROWS = {
     "unadjusted": (0.55, 0.50, 0.60, 0.125, 0.625, True),

@@ -178,68 +178,50 @@ def sensitivity(
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(1, user_api="blas"):  # many small fits: a threaded BLAS only waits on a shared machine
-        return _sensitivity(
-            plan, t, y, X, terms, folds, bias=bias, binary=binary, e_value_asked=e_value_asked, seed=seed
+        t = np.asarray(t, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if X is not None and X.shape[1] == 0:
+            X = None
+        g = plan.propensity(t, X, folds, seed)
+        strength = outcome_strength(X, t, y, binary)
+        q, mu0, mu1 = crossfit_outcome(X, t, y, folds, binary=binary, strength=strength)
+        groups = feature_groups(X, terms, seed=seed) if X is not None else {}
+        benchmarks: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for name, cols in groups.items():
+            x_j = _drop(X, cols)
+            q_j = crossfit_outcome(x_j, t, y, folds, binary=binary, strength=strength)[0]
+            benchmarks[name] = (plan.propensity(t, x_j, folds, seed), q_j)
+        if X is not None:
+            const = RefitPlan(plan.model, "none", "constant")
+            benchmarks[ALL_TEXT] = (
+                const.propensity(t, None, folds),
+                crossfit_outcome(None, t, y, folds, binary=binary, strength=strength)[0],
+            )
+        curve = austen_curve(t, y, g, q, bias, benchmarks=benchmarks)
+        z = summary(X, t.size)
+        ols = ols_coefficient(t, y, z)
+        rv = robustness_value(ols.t_statistic, ols.dof)
+        rr = ev = None
+        if e_value_asked and binary:
+            rr = risk_ratio(t, y, g, mu0, mu1)
+            ev = e_value(rr.rr, rr.low, rr.high)
+        kind = (
+            f"L2 logistic regression of Y on the features and T (C = {strength:g}, by 3-fold cross-validated log-loss)"
+            if binary
+            else f"ridge regression of Y on the features and T (alpha = {strength:g}, by 3-fold cross-validation)"
         )
-
-
-def _sensitivity(
-    plan: RefitPlan,
-    t: Any,
-    y: Any,
-    X: Any,
-    terms: list[str] | None,
-    folds: list,
-    *,
-    bias: float,
-    binary: bool,
-    e_value_asked: bool,
-    seed: int,
-) -> dict[str, Any]:
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if X is not None and X.shape[1] == 0:
-        X = None
-    g = plan.propensity(t, X, folds, seed)
-    strength = outcome_strength(X, t, y, binary)
-    q, mu0, mu1 = crossfit_outcome(X, t, y, folds, binary=binary, strength=strength)
-    groups = feature_groups(X, terms, seed=seed) if X is not None else {}
-    benchmarks: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for name, cols in groups.items():
-        x_j = _drop(X, cols)
-        q_j = crossfit_outcome(x_j, t, y, folds, binary=binary, strength=strength)[0]
-        benchmarks[name] = (plan.propensity(t, x_j, folds, seed), q_j)
-    if X is not None:
-        const = RefitPlan(plan.model, "none", "constant")
-        benchmarks[ALL_TEXT] = (
-            const.propensity(t, None, folds),
-            crossfit_outcome(None, t, y, folds, binary=binary, strength=strength)[0],
-        )
-    curve = austen_curve(t, y, g, q, bias, benchmarks=benchmarks)
-    z = summary(X, t.size)
-    ols = ols_coefficient(t, y, z)
-    rv = robustness_value(ols.t_statistic, ols.dof)
-    rr = ev = None
-    if e_value_asked and binary:
-        rr = risk_ratio(t, y, g, mu0, mu1)
-        ev = e_value(rr.rr, rr.low, rr.high)
-    kind = (
-        f"L2 logistic regression of Y on the features and T (C = {strength:g}, by 3-fold cross-validated log-loss)"
-        if binary
-        else f"ridge regression of Y on the features and T (alpha = {strength:g}, by 3-fold cross-validation)"
-    )
-    return {
-        "curve": curve,
-        "ols": ols,
-        "rv": rv,
-        "risk_ratio": rr,
-        "e_value": ev,
-        "groups": {name: int(cols.size) for name, cols in groups.items()},
-        "outcome_model": kind + (", no features (the method adjusts for none)" if X is None else ""),
-        "rv_summary": "no features (the method adjusts for none)"
-        if z is None
-        else f"the features' first {z.shape[1]} singular directions (TruncatedSVD)",
-    }
+        return {
+            "curve": curve,
+            "ols": ols,
+            "rv": rv,
+            "risk_ratio": rr,
+            "e_value": ev,
+            "groups": {name: int(cols.size) for name, cols in groups.items()},
+            "outcome_model": kind + (", no features (the method adjusts for none)" if X is None else ""),
+            "rv_summary": "no features (the method adjusts for none)"
+            if z is None
+            else f"the features' first {z.shape[1]} singular directions (TruncatedSVD)",
+        }
 
 
 def headline(ate: float, low: float, high: float, curve: AustenCurve, rv: RobustnessValue) -> str:

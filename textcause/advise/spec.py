@@ -38,10 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
-import yaml
-
 from textcause.estimators.registry import PROPENSITY_ESTIMATORS
-from textcause.observational.spec import Values, options, options_ok, per_model_ok
+from textcause.observational.spec import Values, is_oracle_config, model_configs, options, options_ok, per_model_ok
 from textcause.paths import config_dir, model_config_names, model_config_path
 from textcause.specs import NAME_DOC, SpecFile, holds, ints, key, one_of, read_yaml, reals, some_of
 
@@ -184,29 +182,20 @@ class AdviseSpec:
         return [m for m, _ in self.candidates]
 
 
-def _is_oracle(path: Path) -> bool:
-    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    model = config.get("model") if isinstance(config, dict) else None
-    return isinstance(model, dict) and str(model.get("class_path", "")).endswith("OracleModel")
-
-
 def default_candidates() -> list[str]:
     """Every model config of ``configs/model/`` that needs no true propensity (the oracle is left out)."""
-    return [name for name in model_config_names() if not _is_oracle(model_config_path(name))]
+    return [name for name in model_config_names() if not is_oracle_config(model_config_path(name))]
 
 
 def _candidates(names: Optional[list[str]], file: SpecFile) -> tuple[tuple[str, Path], ...]:
-    out = []
-    for name in names if names is not None else default_candidates():
-        path = model_config_path(name)
-        if not path.is_file():
-            raise file.fail(f"no model config {name!r} for 'candidates': expected a YAML file at {path}.")
-        if _is_oracle(path):
-            raise file.fail(f"the candidate {name!r} reads the true propensity, which the real study does not have.")
-        out.append((path.stem, path))
-    if len({n for n, _ in out}) != len(out):
-        raise file.fail(f"'candidates' must be distinct. Got {[n for n, _ in out]} instead.")
-    return tuple(out)
+    return model_configs(
+        names if names is not None else default_candidates(),
+        file,
+        role="candidate",
+        where=" for 'candidates'",
+        study="the real study",
+        distinct="'candidates'",
+    )
 
 
 def _study_path(value: str, file: SpecFile) -> Path:

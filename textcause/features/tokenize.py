@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from array import array
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -152,25 +152,29 @@ def encode(texts: Sequence[Sequence[str]], index: dict[str, int] | None = None) 
     ids = array("i")
     post_lengths = array("q")
     user_posts = array("q")
+    post_ids: Callable[[list[str]], Iterator[int]]
     if index is None:
         grow: defaultdict[str, int] = defaultdict()
         grow.default_factory = grow.__len__  # a new token gets the next id
         lookup = grow.__getitem__
-        for posts in texts:
-            user_posts.append(len(posts))
-            for post in posts:
-                toks = tokenize(post)
-                post_lengths.append(len(toks))
-                ids.extend(map(lookup, toks))
-        tokens = list(grow)
+
+        def post_ids(toks: list[str]) -> Iterator[int]:
+            return map(lookup, toks)
     else:
         get = index.get
-        for posts in texts:
-            user_posts.append(len(posts))
-            for post in posts:
-                toks = tokenize(post)
-                post_lengths.append(len(toks))
-                ids.extend(map(get, toks, repeat(-1, len(toks))))
+
+        def post_ids(toks: list[str]) -> Iterator[int]:
+            return map(get, toks, repeat(-1, len(toks)))
+
+    for posts in texts:
+        user_posts.append(len(posts))
+        for post in posts:
+            toks = tokenize(post)
+            post_lengths.append(len(toks))
+            ids.extend(post_ids(toks))
+    if index is None:
+        tokens = list(grow)
+    else:
         tokens = [""] * len(index)
         for tok, i in index.items():
             tokens[i] = tok

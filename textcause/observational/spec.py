@@ -15,7 +15,7 @@ names the config file and the key.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
@@ -45,15 +45,16 @@ __all__ = [
     "Values",
     "canonical",
     "model_names",
+    "model_configs",
+    "is_oracle_config",
     "spec_from_dict",
     "load_spec",
 ]
 
 _KIND = "Observational config"
 _Scalar = Union[str, int, float, bool]
-_Values = Union[_Scalar, list[_Scalar]]
-#: A treatment value or a list of them, as the study (and ``textcause.advise.spec``) takes it.
-Values = _Values
+#: A value of a column, or a list of values (a treatment arm, a filter).
+Values = Union[_Scalar, list[_Scalar]]
 _VALUES_DOC = "a value or a non-empty list of values"
 OPTIONS_DOC = "a mapping of train.py options (e.g. trainer.max_epochs: 10)"
 PER_MODEL_DOC = "a mapping from model names of 'models' to train.py options"
@@ -85,8 +86,8 @@ class Treatment:
     """``treatment``: the meta field and its values meaning T = 1 and T = 0 (other values are dropped)."""
 
     field: str = key(holds(bool), doc="the name of a meta field")
-    treated: _Values = key(holds(_nonempty), doc=_VALUES_DOC)
-    control: _Values = key(holds(_nonempty), doc=_VALUES_DOC)
+    treated: Values = key(holds(_nonempty), doc=_VALUES_DOC)
+    control: Values = key(holds(_nonempty), doc=_VALUES_DOC)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,7 +164,7 @@ class StudyConfig:
     models: Union[str, list[str]] = key(holds(lambda v: model_names(v) is not None), doc=MODELS_DOC)
     name: Optional[str] = key(default=None, doc=NAME_DOC)
     description: str = key(default="")
-    filter: dict[str, _Values] = key(
+    filter: dict[str, Values] = key(
         holds(lambda v: options_ok(v) and all(map(_nonempty, v.values()))),
         default={},
         doc="a mapping {meta field: value or non-empty list of values}",
@@ -265,7 +266,9 @@ def model_names(value: Any) -> list[str] | None:
     return value
 
 
-def _is_oracle(path: Path) -> bool:
+def is_oracle_config(path: Path) -> bool:
+    """Whether the model config at ``path`` is the oracle (it reads the true propensity); a malformed
+    file is not (train.py reports it when the model runs)."""
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError:
@@ -275,18 +278,38 @@ def _is_oracle(path: Path) -> bool:
     return str(class_path).endswith("OracleModel")
 
 
-def _models(value: Any, file: SpecFile) -> tuple[tuple[str, Path], ...]:
+def model_configs(
+    names: Iterable[str],
+    file: SpecFile,
+    *,
+    role: str = "model",
+    where: str = "",
+    study: str = "an observational study",
+    distinct: str = "model names",
+) -> tuple[tuple[str, Path], ...]:
+    """The ``(name, path)`` of each model config ``names`` lists, for a study without true propensities.
+
+    Args:
+        names: model config names (or paths).
+        file: the spec file whose ``fail`` words each mistake.
+        role, where, study, distinct: how the sentences name a model (``model``), where it was
+            listed (`` for 'candidates'``), the study (``an observational study``) and the list
+            (``model names``).
+
+    Raises:
+        ValueError: a name with no config file, the oracle, or a name given twice.
+    """
     out = []
-    for m in model_names(value) or ():
-        path = model_config_path(m)
+    for name in names:
+        path = model_config_path(name)
         if not path.is_file():
-            raise file.fail(f"no model config {m!r}: expected a YAML file at {path}.")
-        if _is_oracle(path):
-            raise file.fail(f"the model {m!r} reads the true propensity, which an observational study does not have.")
+            raise file.fail(f"no model config {name!r}{where}: expected a YAML file at {path}.")
+        if is_oracle_config(path):
+            raise file.fail(f"the {role} {name!r} reads the true propensity, which {study} does not have.")
         out.append((path.stem, path))
-    names = [n for n, _ in out]
-    if len(set(names)) != len(names):
-        raise file.fail(f"model names must be distinct. Got {names} instead.")
+    stems = [n for n, _ in out]
+    if len(set(stems)) != len(stems):
+        raise file.fail(f"{distinct} must be distinct. Got {stems} instead.")
     return tuple(out)
 
 
@@ -343,7 +366,7 @@ def spec_from_dict(
     both = set(treated) & set(control)
     if both:
         raise file.fail(f"a value cannot be both treated and control: {sorted(map(str, both))}.")
-    models = _models(config.models, file)
+    models = model_configs(model_names(config.models) or (), file)
     per_model = config.model_overrides
     file.check(check_that, set(per_model) <= {m for m, _ in models}, per_model, "model_overrides", None, PER_MODEL_DOC)
     return ObservationalSpec(

@@ -307,50 +307,17 @@ def draw_figures(
     tasks = [t for t in task_order(data["task"]) if t != "order_of_text"]
     written: dict[str, list[Path]] = {}
     tag = corpus.replace("/", "_")
+    figures = []  # (stem, tasks, columns, title)
     if tasks:
-        written[f"fig4_tasks_{tag}"] = save_figure(
-            grid_figure(
-                data,
-                tasks,
-                FIG4_COLUMNS,
-                interval=interval,
-                compact=compact,
-                title=f"Treatment accuracy and bias by task ({corpus})",
-            ),
-            out_dir,
-            f"fig4_tasks_{tag}",
-            formats,
-        )
+        figures.append(("fig4_tasks", tasks, FIG4_COLUMNS, "Treatment accuracy and bias by task"))
         cols = estimator_columns(data["estimator"])
         if cols:
-            written[f"fig6_estimators_{tag}"] = save_figure(
-                grid_figure(
-                    data, tasks, cols, interval=interval, compact=compact, title=f"Bias by estimator ({corpus})"
-                ),
-                out_dir,
-                f"fig6_estimators_{tag}",
-                formats,
-            )
-        written[f"fig7_propensity_{tag}"] = save_figure(
-            grid_figure(
-                data, tasks, FIG7_COLUMNS, interval=interval, compact=compact, title=f"Propensity quality ({corpus})"
-            ),
-            out_dir,
-            f"fig7_propensity_{tag}",
-            formats,
-        )
+            figures.append(("fig6_estimators", tasks, cols, "Bias by estimator"))
+        figures.append(("fig7_propensity", tasks, FIG7_COLUMNS, "Propensity quality"))
     if "order_of_text" in set(data["task"]):
-        written[f"fig11_order_of_text_{tag}"] = save_figure(
-            grid_figure(
-                data,
-                ["order_of_text"],
-                FIG4_COLUMNS,
-                interval=interval,
-                compact=compact,
-                title=f"Order of Text ({corpus})",
-            ),
-            out_dir,
-            f"fig11_order_of_text_{tag}",
-            formats,
-        )
+        figures.append(("fig11_order_of_text", ["order_of_text"], FIG4_COLUMNS, "Order of Text"))
+    for stem, shown, columns, title in figures:
+        name = f"{stem}_{tag}"
+        figure = grid_figure(data, shown, columns, interval=interval, compact=compact, title=f"{title} ({corpus})")
+        written[name] = save_figure(figure, out_dir, name, formats)
     return written

@@ -47,3 +47,13 @@ def binary_outcome(y: np.ndarray, owner: str) -> np.ndarray:
             f"scale. Got values {shown} instead."
         )
     return y
+
+
+def covariate_numbers(X: Any, owner: str) -> np.ndarray:
+    """``X`` as a float64 array (any shape); else the one sentence that covariates must be numbers."""
+    try:
+        return np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"The 'X' parameter of {owner} must be a 2-D array of numbers. Got {type(X).__name__} instead."
+        ) from None

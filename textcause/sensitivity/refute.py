@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from textcause.sensitivity._inputs import covariate_numbers
 from textcause.validation import as_bounded_float, check_consistent_length, check_int, check_real, check_treatment
 
 __all__ = ["EstimateFn", "Refutation", "placebo_treatment", "random_common_cause", "refute", "subsample"]
@@ -79,12 +80,7 @@ def _inputs(owner: str, estimate: Any, t: Any, y: Any, X: Any) -> tuple[np.ndarr
     if hasattr(X, "tocsr"):  # a scipy sparse matrix (n-gram counts): kept sparse
         x = X.tocsr().astype(np.float64)
     else:
-        try:
-            x = np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"The 'X' parameter of {owner} must be a 2-D array of numbers. Got {type(X).__name__} instead."
-            ) from None
+        x = covariate_numbers(X, owner)
         if x.ndim != 2:
             raise ValueError(
                 f"The 'X' parameter of {owner} must be a 2-D array (units x covariates). Got shape {x.shape} instead."

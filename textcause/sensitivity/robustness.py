@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from textcause.sensitivity._inputs import unit_arrays
+from textcause.sensitivity._inputs import covariate_numbers, unit_arrays
 from textcause.validation import check_int, check_real
 
 __all__ = ["OLSCoefficient", "RobustnessValue", "ols_coefficient", "partial_r2", "robustness_value"]
@@ -174,12 +174,7 @@ def ols_coefficient(t: Any, y: Any, X: Any = None) -> OLSCoefficient:
     n = t.size
     design = np.ones((n, 1))
     if X is not None:
-        try:
-            x = np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"The 'X' parameter of {owner} must be a 2-D array of numbers. Got {type(X).__name__} instead."
-            ) from None
+        x = covariate_numbers(X, owner)
         x = x.reshape(-1, 1) if x.ndim == 1 else x
         if x.ndim != 2 or x.shape[0] != n:
             raise ValueError(

@@ -37,6 +37,7 @@ __all__ = [
     "SQLITE_TIMEOUT",
     "add_missing_columns",
     "_check_writable",
+    "database_url",
     "default_url",
     "make_sqlite_transactional",
     "open_store",
@@ -222,14 +223,20 @@ def optuna_storage(
     return storage
 
 
-def parse_url(url: str) -> Any:
-    """``url`` parsed by SQLAlchemy, its dialect and driver checked (one ``ValueError`` sentence if not)."""
+def database_url(url: str, example: str = "results.db") -> Any:
+    """``url`` parsed by SQLAlchemy; one ``ValueError`` sentence (suggesting ``sqlite:///runs/<example>``)
+    if it is not a database URL. Neither its dialect nor its driver is checked (:func:`parse_url` does)."""
     try:
-        parsed = sa.engine.make_url(url)
+        return sa.engine.make_url(url)
     except sa.exc.ArgumentError:
         raise ValueError(
-            f"'{url}' is not a database URL: give e.g. sqlite:///runs/results.db or postgresql://host/db."
+            f"'{url}' is not a database URL: give e.g. sqlite:///runs/{example} or postgresql://host/db."
         ) from None
+
+
+def parse_url(url: str) -> Any:
+    """``url`` parsed by SQLAlchemy, its dialect and driver checked (one ``ValueError`` sentence if not)."""
+    parsed = database_url(url)
     try:
         parsed.get_dialect()
     except sa.exc.NoSuchModuleError:

@@ -48,6 +48,16 @@ def _result_type(name: str) -> Any:
     return _SQL_TYPES.get(RESULT_SCHEMA[name], _KEY)
 
 
+def _nullable(sql_type: Any, *names: str) -> list[sa.Column[Any]]:
+    """A nullable column of ``sql_type`` for each name, in order."""
+    return [sa.Column(name, sql_type) for name in names]
+
+
+def _host_and_times() -> list[sa.Column[Any]]:
+    """Where and when a row was made: ``host``, ``started_at``, ``finished_at``."""
+    return [sa.Column("host", _KEY), *_nullable(sa.DateTime, "started_at", "finished_at")]
+
+
 metadata = sa.MetaData()
 
 cells = sa.Table(
@@ -95,11 +105,8 @@ results = sa.Table(
     sa.Column("n_boot", sa.Integer),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("attempt", sa.Integer),
-    sa.Column("host", _KEY),
-    sa.Column("started_at", sa.DateTime),
-    sa.Column("finished_at", sa.DateTime),
-    sa.Column("train_seconds", sa.Float),
-    sa.Column("eval_seconds", sa.Float),
+    *_host_and_times(),
+    *_nullable(sa.Float, "train_seconds", "eval_seconds"),
     *[sa.Column(name, _result_type(name), nullable=name != "estimator") for name in RESULT_COLUMNS],
     sa.UniqueConstraint("cell_id", "estimator", name="uq_results_cell_estimator"),
 )
@@ -119,39 +126,14 @@ gender_selection = sa.Table(
     sa.Column("unit", sa.String(16)),
     sa.Column("w_name", _KEY),
     sa.Column("w_values", sa.Text),
-    sa.Column("slope", sa.Float),
-    sa.Column("slope_lo", sa.Float),
-    sa.Column("slope_hi", sa.Float),
-    sa.Column("intercept", sa.Float),
-    sa.Column("r", sa.Float),
-    sa.Column("r_lo", sa.Float),
-    sa.Column("r_hi", sa.Float),
-    sa.Column("p_value", sa.Float),
+    *_nullable(sa.Float, "slope", "slope_lo", "slope_hi", "intercept", "r", "r_lo", "r_hi", "p_value"),
     sa.Column("curve", sa.Text),
     sa.Column("n_probes", sa.Integer),
-    sa.Column("expected_slope", sa.Float),
-    sa.Column("unit_slope", sa.Float),
-    sa.Column("unit_r", sa.Float),
-    sa.Column("unit_corr", sa.Float),
-    sa.Column("label_slope", sa.Float),
-    sa.Column("label_r", sa.Float),
-    sa.Column("label_corr", sa.Float),
+    *_nullable(sa.Float, "expected_slope", "unit_slope", "unit_r", "unit_corr", "label_slope", "label_r", "label_corr"),
     sa.Column("label_curve", sa.Text),
-    sa.Column("n_pool", sa.Integer),
-    sa.Column("n_units", sa.Integer),
-    sa.Column("n_selected", sa.Integer),
-    sa.Column("n_examples", sa.Integer),
-    sa.Column("n_train", sa.Integer),
-    sa.Column("n_masks", sa.Integer),
-    sa.Column("female_share", sa.Float),
-    sa.Column("val_loss", sa.Float),
-    sa.Column("val_acc", sa.Float),
-    sa.Column("train_seconds", sa.Float),
-    sa.Column("probe_seconds", sa.Float),
-    sa.Column("unit_seconds", sa.Float),
-    sa.Column("host", _KEY),
-    sa.Column("started_at", sa.DateTime),
-    sa.Column("finished_at", sa.DateTime),
+    *_nullable(sa.Integer, "n_pool", "n_units", "n_selected", "n_examples", "n_train", "n_masks"),
+    *_nullable(sa.Float, "female_share", "val_loss", "val_acc", "train_seconds", "probe_seconds", "unit_seconds"),
+    *_host_and_times(),
     sa.UniqueConstraint("unit_id", "probe", name="uq_gender_selection_unit_probe"),
 )
 
@@ -169,16 +151,9 @@ cfr_results = sa.Table(
     sa.Column("method", sa.String(64), nullable=False),
     sa.Column("metric", sa.String(64), nullable=False),
     sa.Column("klass", _KEY),
-    sa.Column("value", sa.Float),
-    sa.Column("lo", sa.Float),
-    sa.Column("hi", sa.Float),
-    sa.Column("n_units", sa.Integer),
-    sa.Column("n_train", sa.Integer),
-    sa.Column("n_test", sa.Integer),
+    *_nullable(sa.Float, "value", "lo", "hi"),
+    *_nullable(sa.Integer, "n_units", "n_train", "n_test"),
     sa.Column("encoder", _KEY),
-    sa.Column("encode_seconds", sa.Float),
-    sa.Column("seconds", sa.Float),
-    sa.Column("host", _KEY),
-    sa.Column("started_at", sa.DateTime),
-    sa.Column("finished_at", sa.DateTime),
+    *_nullable(sa.Float, "encode_seconds", "seconds"),
+    *_host_and_times(),
 )

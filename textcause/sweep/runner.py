@@ -44,6 +44,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from textcause import store
 from textcause.run.fit import EvaluationSettings, RunSettings, captured, fit_and_evaluate
+from textcause.store.db import database_url
 from textcause.sweep.spec import Objective, Param, Sweep
 
 __all__ = [
@@ -158,12 +159,7 @@ def open_study(
     """
     import sqlalchemy as sa
 
-    try:
-        parsed = sa.engine.make_url(url)
-    except sa.exc.ArgumentError:
-        raise ValueError(
-            f"'{url}' is not a database URL: give e.g. sqlite:///runs/sweep.db or postgresql://host/db."
-        ) from None
+    parsed = database_url(url, "sweep.db")
     shown = parsed.render_as_string(hide_password=True)
     sqlite = parsed.get_backend_name() == "sqlite"
     if sqlite and parsed.database and parsed.database != ":memory:":
