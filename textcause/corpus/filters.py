@@ -54,10 +54,10 @@ def filter_meta(corpus: Corpus, meta: Mapping[str, Any]) -> Corpus:
     histories = corpus.histories
     for key in wanted:
         if not any(key in h.meta for h in histories):
-            present = sorted({k for h in histories for k in h.meta})
+            keys = sorted({k for h in histories for k in h.meta})
             raise ValueError(
                 f"No user of the corpus '{corpus.source}' has the meta key {key!r} asked for by meta_filter; "
-                f"the meta keys present are {present}."
+                f"the meta keys present are {keys}."
             )
     kept = tuple(h for h in histories if all(_matches(h.meta, k, v) for k, v in wanted.items()))
     if not kept:

@@ -28,13 +28,13 @@ Record = tuple[str, list[Any], "list[str | None] | None", dict[str, Any]]
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def is_gzip(path: str | os.PathLike) -> bool:
+def is_gzip(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` starts with the gzip magic bytes (whatever its name)."""
     with open(path, "rb") as f:
         return f.read(2) == _GZIP_MAGIC
 
 
-def iter_json_lines(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for every non-blank line of a (gzipped) JSON Lines file.
 
     Raises:
@@ -74,7 +74,7 @@ def iter_json_lines(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, An
         raise ValueError(f"'{path}' could not be read: {e.strerror or type(e).__name__}.") from None
 
 
-def bad_utf8_line(path: str | os.PathLike) -> int | None:
+def bad_utf8_line(path: str | os.PathLike[str]) -> int | None:
     """The number of the first line of a (gzipped) file that is not valid UTF-8, or None (error path only)."""
     try:
         opener = gzip.open if is_gzip(path) else open
@@ -89,18 +89,21 @@ def bad_utf8_line(path: str | os.PathLike) -> int | None:
     return None
 
 
-def first_json_line(path: str | os.PathLike) -> dict[str, Any] | None:
+def first_json_line(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The first record of a JSON Lines file, or None if it has no records."""
     for _, obj in iter_json_lines(path):
         return obj
     return None
 
 
-def unix_to_iso(value: float) -> str:
+def unix_to_iso(value: float | Real) -> str:
     """A UNIX timestamp in seconds as an ISO 8601 UTC string, e.g. ``2016-02-17T04:22:47+00:00``.
 
     Raises:
         OverflowError, ValueError, OSError: a timestamp no date can hold (callers report it).
+
+    >>> unix_to_iso(1455682967)
+    '2016-02-17T04:22:47+00:00'
     """
     return datetime.fromtimestamp(float(value), tz=timezone.utc).isoformat()
 

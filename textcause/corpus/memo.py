@@ -35,7 +35,7 @@ SAMPLE_CACHE = "corpus-sample/v1"  # the sample cache's format, part of its key
 
 
 def read_corpus(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     *,
     min_posts: int = 10,
     max_posts: Optional[int] = 60,
@@ -183,7 +183,7 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     if isinstance(a, float) and a != a:
-        return b != b
+        return bool(b != b)
     return bool(a == b)
 
 

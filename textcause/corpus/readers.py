@@ -61,7 +61,7 @@ _SUFFIXES = {
 
 
 def load_histories(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     *,
     min_posts: int = 10,
     max_posts: int | None = 60,

@@ -19,7 +19,7 @@ text of a post.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection
 from datetime import date
 from numbers import Integral, Real
 from typing import Any
@@ -39,7 +39,7 @@ _SHOWN_TIME_CHARS = 40
 _TIME_RANGE = "1677-09-21 to 2262-04-11"
 
 
-def check_columns(columns: Sequence[str], where: str, author_col: str, text_col: str, time_col: str | None) -> None:
+def check_columns(columns: Collection[str], where: str, author_col: str, text_col: str, time_col: str | None) -> None:
     """Raise a ValueError naming the first of the three columns that ``columns`` lacks."""
     for param, value in zip(("author_col", "text_col", "time_col"), (author_col, text_col, time_col)):
         if value is not None and value not in columns:
@@ -50,7 +50,9 @@ def check_columns(columns: Sequence[str], where: str, author_col: str, text_col:
             )
 
 
-def read_table(path: str | os.PathLike, fmt: str, author_col: str, text_col: str, time_col: str | None) -> pd.DataFrame:
+def read_table(
+    path: str | os.PathLike[str], fmt: str, author_col: str, text_col: str, time_col: str | None
+) -> pd.DataFrame:
     """Read the author, text and time columns of a CSV, Parquet or NDJSON comment table.
 
     CSV text and author fields are read as strings, so a comment or user called ``NA`` or ``null``
@@ -69,7 +71,7 @@ def read_table(path: str | os.PathLike, fmt: str, author_col: str, text_col: str
         try:
             header = pd.read_csv(path, nrows=0).columns
             check_columns(header, where, author_col, text_col, time_col)
-            df = pd.read_csv(
+            df: pd.DataFrame = pd.read_csv(
                 path,
                 usecols=list(dict.fromkeys(wanted)),
                 dtype={author_col: str, text_col: str},
@@ -98,7 +100,8 @@ def read_table(path: str | os.PathLike, fmt: str, author_col: str, text_col: str
             raise ValueError(f"'{path}' could not be read as a Parquet table ({type(e).__name__}).") from None
         check_columns(names, where, author_col, text_col, time_col)
         try:
-            return pd.read_parquet(path, columns=list(dict.fromkeys(wanted)))
+            table: pd.DataFrame = pd.read_parquet(path, columns=list(dict.fromkeys(wanted)))
+            return table
         except Exception as e:  # pyarrow and pandas errors on damaged data or unsupported types
             raise ValueError(f"'{path}' could not be read as a Parquet table ({type(e).__name__}).") from None
     if fmt == "ndjson":
@@ -124,7 +127,9 @@ def _first_line(e: BaseException) -> str:
     return text[0][:200] if text else type(e).__name__
 
 
-def _ndjson_row(obj: dict[str, Any], where: str, author_col: str, text_col: str, time_col: str | None) -> dict:
+def _ndjson_row(
+    obj: dict[str, Any], where: str, author_col: str, text_col: str, time_col: str | None
+) -> dict[str, Any]:
     """Check one NDJSON comment's author, text and time types; integer authors become strings."""
     author = obj.get(author_col)
     if author is not None:
@@ -186,7 +191,8 @@ def author_strings(col: pd.Series, df: pd.DataFrame, where: str, author_col: str
     if pd.api.types.is_bool_dtype(dtype):
         bad = int(np.flatnonzero(present)[0]) if present.any() else None
     elif pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_string_dtype(dtype) and not _is_object(dtype):
-        return col.where(col.notna(), "").astype(str)
+        spelled: pd.Series = col.where(col.notna(), "").astype(str)
+        return spelled
     elif pd.api.types.is_float_dtype(dtype):  # integers with missing values, as pandas stores them
         values = col.to_numpy(dtype=np.float64, na_value=np.nan)
         whole = present & np.isfinite(values)
@@ -214,7 +220,9 @@ def author_strings(col: pd.Series, df: pd.DataFrame, where: str, author_col: str
                 bad = i
                 break
         if bad is None:
-            return pd.Series(out, index=col.index, dtype=object)
+            authors: pd.Series = pd.Series(out, index=col.index, dtype=object)
+            return authors
+    assert bad is not None  # each branch above returned or found a bad row
     value = col.iloc[bad]
     raise ValueError(
         f"{_position(df, bad, where)} has an author ({author_col!r}) of type {type_name(value)}: authors must be "
@@ -244,7 +252,8 @@ def _blank(values: pd.Series) -> np.ndarray:
     """True where a value is missing or only whitespace."""
     na = values.isna().to_numpy()
     text = values.where(~na, "").astype(str)
-    return na | (text.str.strip() == "").to_numpy()
+    blank: np.ndarray = na | (text.str.strip() == "").to_numpy()
+    return blank
 
 
 def _shown(value: Any) -> str:
@@ -280,9 +289,11 @@ def _us_key(parsed: pd.Series) -> np.ndarray:
 def _numbers(col: pd.Series) -> pd.Series:
     """The values as float seconds (NaN where a value is missing or not a number)."""
     try:
-        return pd.to_numeric(col, errors="coerce").astype(float)
+        seconds: pd.Series = pd.to_numeric(col, errors="coerce").astype(float)
+        return seconds
     except (TypeError, ValueError):  # an object pandas cannot even coerce (e.g. a date): one by one
-        return pd.Series([_number(v) for v in col], index=col.index, dtype=float)
+        seconds = pd.Series([_number(v) for v in col], index=col.index, dtype=float)
+        return seconds
 
 
 def _number(value: Any) -> float:
@@ -299,12 +310,13 @@ def _number(value: Any) -> float:
 def _parse_dates(col: pd.Series) -> pd.Series:
     """Date strings as UTC timestamps (NaT where a value is not a date)."""
     try:
-        parsed = pd.to_datetime(col, errors="coerce", utc=True, format="ISO8601")
+        parsed: pd.Series = pd.to_datetime(col, errors="coerce", utc=True, format="ISO8601")
         if (parsed.isna() & col.notna()).any():
             parsed = pd.to_datetime(col, errors="coerce", utc=True, format="mixed")
         return parsed
     except (ValueError, TypeError, OverflowError):  # a value pandas cannot even coerce: one by one
-        return pd.Series([_parse_one(v) for v in col], index=col.index, dtype="datetime64[us, UTC]")
+        parsed = pd.Series([_parse_one(v) for v in col], index=col.index, dtype="datetime64[us, UTC]")
+        return parsed
 
 
 def _parse_one(value: Any) -> Any:
@@ -321,14 +333,14 @@ def _iso(stamp: Any) -> str | None:
     if pd.isna(stamp):
         return None
     try:
-        return stamp.isoformat()
+        return str(stamp.isoformat())
     except (ValueError, NotImplementedError, OverflowError):
         raise ValueError("outside years 1 to 9999") from None
 
 
 def _sort_times(
     col: pd.Series, where: str, time_col: str, df: pd.DataFrame, rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, list]:
+) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
     """Return (sort key, missing mask, ISO/original time strings) for a time column.
 
     ``rows`` maps each position of ``col`` to its row in ``df`` (for messages). Numbers are UNIX

@@ -104,4 +104,5 @@ class Split:
     def __getitem__(self, name: str) -> np.ndarray:
         if name not in SPLITS:
             raise ValueError(f"Unknown split {name!r}: choose 'train', 'val' or 'test'.")
-        return getattr(self, name)
+        rows: np.ndarray = getattr(self, name)
+        return rows
