@@ -31,8 +31,15 @@ from textcause.corpus.csvfile import csv_lines, csv_na_options
 from textcause.corpus.jsonl import IdSpellings, Record, is_integer_id, iter_json_lines, type_name
 from textcause.corpus.types import DELETED_AUTHORS
 
+__all__ = [
+    "check_columns",
+    "check_texts",
+    "read_table",
+    "table_records",
+]
+
 #: The key of ``DataFrame.attrs`` holding each row's line in its file (CSV, NDJSON).
-LINES = "textcause_line_numbers"
+_LINES = "textcause_line_numbers"
 #: Longer time fields are not shown in messages (they are not times, and could be a post's text).
 _SHOWN_TIME_CHARS = 40
 #: The range of UNIX timestamps a table's numeric times may take (pandas' nanosecond timestamps).
@@ -89,7 +96,7 @@ def read_table(
                 f"'{path}' could not be read as a CSV table ({type(e).__name__}: {_first_line(e)})."
             ) from None
         if len(lines) == len(df):
-            df.attrs[LINES] = np.frombuffer(lines, dtype=np.int64) if len(lines) else np.empty(0, np.int64)
+            df.attrs[_LINES] = np.frombuffer(lines, dtype=np.int64) if len(lines) else np.empty(0, np.int64)
         return df
     if fmt == "parquet":
         import pyarrow.parquet as pq
@@ -116,7 +123,7 @@ def read_table(
         columns = list(dict.fromkeys(k for row in rows for k in row))
         check_columns(columns, where, author_col, text_col, time_col)
         df = pd.DataFrame.from_records(rows, columns=columns)[list(dict.fromkeys(wanted))]
-        df.attrs[LINES] = np.asarray(numbers, dtype=np.int64)
+        df.attrs[_LINES] = np.asarray(numbers, dtype=np.int64)
         return df
     raise ValueError(f"Unknown table format {fmt!r}.")  # pragma: no cover - guarded by the reader
 
@@ -153,7 +160,7 @@ def _ndjson_row(
 
 def _place(df: pd.DataFrame, row: int) -> str:
     """How a message names row ``row`` of ``df``: its line in the file ("line 7"), else its 0-based row."""
-    lines = df.attrs.get(LINES)
+    lines = df.attrs.get(_LINES)
     if lines is not None and row < len(lines):
         return f"line {int(lines[row])}"
     return f"row {row}"
@@ -179,7 +186,7 @@ def _object_values(col: pd.Series) -> np.ndarray:
     return col.to_numpy(dtype=object)
 
 
-def author_strings(col: pd.Series, df: pd.DataFrame, where: str, author_col: str) -> pd.Series:
+def _author_strings(col: pd.Series, df: pd.DataFrame, where: str, author_col: str) -> pd.Series:
     """The author column as strings ("" where missing); integers become their decimal strings.
 
     Raises:
@@ -398,7 +405,7 @@ def _sort_times(
     return np.where(missing, 0, keys), missing, iso
 
 
-def check_time_types(col: pd.Series, df: pd.DataFrame, where: str, time_col: str) -> None:
+def _check_time_types(col: pd.Series, df: pd.DataFrame, where: str, time_col: str) -> None:
     """Refuse a time of the wrong type on any row, kept or not (as the NDJSON reader does)."""
     if pd.api.types.is_bool_dtype(col) and _present(col).any():
         raise ValueError(f"Column {time_col!r} of {where} holds booleans, not times.")
@@ -437,10 +444,10 @@ def table_records(df: pd.DataFrame, where: str, author_col: str, text_col: str, 
             that is not a string, or a time that does not parse (named by line or row).
     """
     check_columns(list(df.columns), where, author_col, text_col, time_col)
-    author_text = author_strings(df[author_col], df, where, author_col)
+    author_text = _author_strings(df[author_col], df, where, author_col)
     check_texts(df[text_col], df, where, text_col)
     if time_col is not None:
-        check_time_types(df[time_col], df, where, time_col)
+        _check_time_types(df[time_col], df, where, time_col)
     keep = ~_blank(df[text_col]) & ~_blank(author_text) & ~author_text.isin(DELETED_AUTHORS).to_numpy()
     idx = np.flatnonzero(keep)
     if idx.size == 0:
