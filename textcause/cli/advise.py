@@ -22,8 +22,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "advise_main",
+    "build_parser",
+]
+
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``textcause advise`` arguments."""
     p = argparse.ArgumentParser(
         prog="textcause advise", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -15,8 +15,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+__all__ = [
+    "benchmark_main",
+    "build_parser",
+]
+
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``textcause benchmark`` arguments."""
     from textcause.grid.runner import WORKER_STARTS
     from textcause.grid.worker import HEARTBEAT_INTERVAL
 

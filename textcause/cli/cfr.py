@@ -21,8 +21,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+__all__ = [
+    "build_parser",
+    "cfr_main",
+]
+
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``textcause cfr`` arguments."""
     parser = argparse.ArgumentParser(
         prog="textcause cfr", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

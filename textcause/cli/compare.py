@@ -6,6 +6,10 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+__all__ = [
+    "compare_main",
+]
+
 
 def compare_main(argv: Sequence[str] | None = None) -> Any:
     """``textcause compare --db URL A B [--metric abs_bias] [--estimator stratified]``: print the table."""

@@ -22,8 +22,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+__all__ = [
+    "build_parser",
+    "counterfactual_main",
+]
+
 
 def build_parser(prog: str = "textcause counterfactual") -> argparse.ArgumentParser:
+    """The ``textcause counterfactual`` arguments; ``prog`` names the command in usage lines."""
     from textcause.counterfactual.run import MODELS
     from textcause.counterfactual.scoring import MALFORMED, SUBTASKS
 

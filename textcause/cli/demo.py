@@ -22,8 +22,13 @@ from pathlib import Path
 
 from textcause.paths import PROJECT_ROOT, config_dir
 
+__all__ = [
+    "main",
+]
+
 
 def main(argv: Sequence[str] = ()) -> None:
+    """The ``textcause demo`` command: parse ``argv`` and run the demo."""
     parser = argparse.ArgumentParser(
         prog="textcause demo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

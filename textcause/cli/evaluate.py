@@ -15,8 +15,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "add_allow_module",
+    "build_parser",
+    "counterfactual_main",
+    "main",
+]
+
 
 def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
+    """The ``evaluate.py`` / ``textcause evaluate`` arguments; ``prog`` names the command in usage lines."""
     from textcause.corpus.types import SPLITS
     from textcause.estimators.registry import DEFAULT_ESTIMATORS, PROPENSITY_ESTIMATORS
 

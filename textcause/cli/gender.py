@@ -32,8 +32,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+__all__ = [
+    "build_parser",
+    "finetune_main",
+    "gender_main",
+    "run_probe",
+]
+
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``textcause gender`` arguments."""
     from textcause.gender.probes import builtin_w_lists
     from textcause.gender.scoring import VARIANT_ALIASES, VARIANTS
     from textcause.gender.stats import UNITS

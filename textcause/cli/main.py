@@ -26,6 +26,10 @@ import sys
 
 from textcause import startup
 
+__all__ = [
+    "main",
+]
+
 USAGE = __doc__
 _MODEL_COMMANDS = ("train", "evaluate", "predict", "demo")  # each imports Lightning to run or load a model
 

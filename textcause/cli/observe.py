@@ -23,6 +23,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "build_parser",
+    "observe",
+    "observe_main",
+]
+
 
 def observe(
     config: str | Path,
@@ -45,6 +51,7 @@ def observe(
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``textcause observe`` arguments."""
     parser = argparse.ArgumentParser(
         prog="textcause observe", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

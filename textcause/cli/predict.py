@@ -16,6 +16,11 @@ from typing import Any
 
 from textcause.cli.evaluate import add_allow_module
 
+__all__ = [
+    "build_parser",
+    "predict_main",
+]
+
 
 def _flag(value: str) -> bool:
     if str(value).lower() in ("true", "1", "yes"):
@@ -26,6 +31,7 @@ def _flag(value: str) -> bool:
 
 
 def build_parser(prog: str = "textcause predict") -> argparse.ArgumentParser:
+    """The ``textcause predict`` arguments; ``prog`` names the command in usage lines."""
     parser = argparse.ArgumentParser(
         prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -15,6 +15,10 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+__all__ = [
+    "report_main",
+]
+
 
 def report_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """``textcause report --db URL --out report/``: write the report and print what was written."""

@@ -20,6 +20,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "build_parser",
+    "progress",
+    "summary",
+    "sweep_main",
+]
+
 
 def _positive(text: str) -> int:
     try:
