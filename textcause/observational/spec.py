@@ -36,6 +36,7 @@ __all__ = [
     "options_ok",
     "per_model_ok",
     "options",
+    "Values",
     "Treatment",
     "History",
     "Outcome",
@@ -50,7 +51,7 @@ __all__ = [
 
 _KIND = "Observational config"
 _Scalar = Union[str, int, float, bool]
-_Values = Union[_Scalar, list[_Scalar]]
+Values = Union[_Scalar, list[_Scalar]]
 _VALUES_DOC = "a value or a non-empty list of values"
 OPTIONS_DOC = "a mapping of train.py options (e.g. trainer.max_epochs: 10)"
 PER_MODEL_DOC = "a mapping from model names of 'models' to train.py options"
@@ -82,8 +83,8 @@ class Treatment:
     """``treatment``: the meta field and its values meaning T = 1 and T = 0 (other values are dropped)."""
 
     field: str = key(holds(bool), doc="the name of a meta field")
-    treated: _Values = key(holds(_nonempty), doc=_VALUES_DOC)
-    control: _Values = key(holds(_nonempty), doc=_VALUES_DOC)
+    treated: Values = key(holds(_nonempty), doc=_VALUES_DOC)
+    control: Values = key(holds(_nonempty), doc=_VALUES_DOC)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,7 +154,7 @@ class StudyConfig:
     models: Union[str, list[str]] = key(holds(lambda v: model_names(v) is not None), doc=MODELS_DOC)
     name: Optional[str] = key(default=None, doc=NAME_DOC)
     description: str = key(default="")
-    filter: dict[str, _Values] = key(
+    filter: dict[str, Values] = key(
         holds(lambda v: options_ok(v) and all(map(_nonempty, v.values()))),
         default={},
         doc="a mapping {meta field: value or non-empty list of values}",
