@@ -26,7 +26,8 @@ demo: $(STAMP)
 
 # The public API's docstring examples, run as tests (deterministic, a few seconds in all).
 DOCTEST_PATHS := textcause/io.py textcause/paths.py textcause/validation.py textcause/progress.py textcause/specs.py \
-	textcause/estimators textcause/metrics textcause/simulation textcause/observational
+	textcause/estimators textcause/metrics textcause/simulation textcause/observational textcause/sensitivity \
+	textcause/corpus
 
 # The test suite (fast tests and the slow ones that fit CI's budget) and the docstring examples: what CI runs.
 test: $(STAMP)

@@ -14,7 +14,7 @@ tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 ROOT = Path(__file__).resolve().parents[1]
 LOWER_ROOMS = ("io", "paths", "validation", "progress", "startup", "version", "specs")
-LOWER_PACKAGES = ("estimators", "metrics", "simulation", "observational")
+LOWER_PACKAGES = ("estimators", "metrics", "simulation", "observational", "sensitivity", "corpus")
 
 
 def _mypy_config() -> dict:

@@ -2,3 +2,5 @@
 
 Pure functions of result tables (pandas / scipy); nothing here trains or draws.
 """
+
+__all__: list[str] = []

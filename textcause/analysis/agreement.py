@@ -12,8 +12,17 @@ from textcause.analysis.findings import distinct_levels
 from textcause.analysis.frame import load_results, task_order
 from textcause.analysis.names import MODEL_FREE, estimator_order, model_family, model_order
 
+__all__ = [
+    "MIN_PAIRS_FOR_R",
+    "PAIR_COLUMNS",
+    "agreement_pairs",
+    "cross_corpus_agreement",
+    "largest_disagreements",
+    "narrower_than_ad",
+]
+
 #: Appendix G's quantities: (label, estimator or None for a cell-level metric, column).
-AGREEMENT_QUANTITIES = (
+_AGREEMENT_QUANTITIES = (
     ("Treatment accuracy", None, "treatment_accuracy"),
     ("ATE (stratified)", "stratified", "ate"),
     ("ATE (IPTW)", "ipw", "ate"),
@@ -65,7 +74,7 @@ def _cell_means(data: pd.DataFrame) -> pd.DataFrame:
     keys = ["corpus", "task", "level", "model"]
     ok = data[data["usable"]]
     parts = []
-    for label, est, col in AGREEMENT_QUANTITIES:
+    for label, est, col in _AGREEMENT_QUANTITIES:
         if est is None:  # one value per cell (the same on each estimator row): average cells, then seeds
             per_cell = ok.groupby(keys + ["seed"], as_index=False)[col].mean()
         else:
@@ -156,7 +165,7 @@ def cross_corpus_agreement(df: Any, corpus_a: str | None = None, corpus_b: str |
         pairs themselves in ``attrs["pairs"]``.
     """
     pairs = agreement_pairs(df, corpus_a, corpus_b)
-    labels = [q[0] for q in AGREEMENT_QUANTITIES]
+    labels = [q[0] for q in _AGREEMENT_QUANTITIES]
     models, free = pairs[~pairs["model_free"]], pairs[pairs["model_free"]]
     families = list(dict.fromkeys(model_family(m) for m in model_order(models["model"])))
     rows = []

@@ -1,72 +1,14 @@
 """The paper's findings checked against our results: one verdict per (finding, corpus) by a stated rule.
 
-Weld et al. ("Adjusting for confounders with text", sections 6-7, 8 and appendix H) draw the
-conclusions of :data:`FINDINGS`; :data:`PAPER` quotes the sentence each one comes from.
-:func:`findings_table` judges each on every corpus of the results on its own (``twitter``, ``blogs``,
-a grid's variants ``twitter_<variant>``): one row per (finding, corpus) with ``evidence`` (our
-numbers, to 3 decimals), the ``rule`` and a ``verdict``: ``reproduced``, ``refuted``, ``mixed``,
-``not judged`` (the seeds cannot decide it: the evidence starts with why, "3 seeds cannot support
-...") or ``no data`` (the finding's models or task levels have no usable rows in that corpus). No
-verdict is written by hand: each is its rule applied to the seed summary
+Weld et al. draw the conclusions of :data:`FINDINGS`; :data:`PAPER` quotes the sentence each comes
+from. :func:`findings_table` judges each on every corpus of the results on its own: one row per
+(finding, corpus) with ``evidence`` (our numbers), the ``rule`` and a ``verdict``: ``reproduced``,
+``refuted``, ``mixed``, ``not judged`` (the seeds cannot decide it; the evidence says why) or
+``no data``. No verdict is written by hand: each is its rule applied to the seed summary
 (:func:`textcause.analysis.inference.seed_summary`) and to paired comparisons over seeds
-(:func:`textcause.analysis.inference.compare`).
-
-Shared ground:
-
-* Twin levels (one task spec, so one draw per seed: Linguistic Complexity 2 = Strength of Selection
-  Effect 1 = Sample Size 1 = Order of Text 1) count once, under the first of their names in the
-  task registry's order (:func:`distinct_levels`).
-* Estimators: IPTW (``ipw``) and stratification (``stratified``), the two whose bias the paper plots.
-* The paper's models (:data:`PAPER_MODELS`): logistic regression and the simple NN on 1-gram,
-  1,2-gram, 1,2-gram count and LDA features, and SHERBERT (``sherbert``, else ``sherbert_pooled``).
-  The oracle and the unadjusted estimate are references; models of ours (OrderCountNet, the joint
-  models) are shown in the evidence where they matter but never decide a verdict on the paper's models.
-* A method (model and estimator) enters only with at least ``MIN_SEEDS`` = 2 usable seeds on a level.
-* Across-seed interval: the 95% interval of a seed mean with the corrected variance
-  ``(1/J + n_test/n_train) sd^2`` (:func:`textcause.analysis.inference.corrected_interval`).
-* Significantly ahead (smaller \\|bias\\|): the corrected resampled t-test of ``compare`` on \\|bias\\|,
-  paired on the seeds both methods ran, Holm-adjusted over the task levels of one comparison, at
-  ``ALPHA`` = 0.05. A comparison that is not significant counts as "no difference" only when the
-  across-seed interval of the difference lies within ±``BIAS_TOLERANCE`` = ±0.05 (within -0.05 and
-  above for "no better"); otherwise its seeds cannot decide it. A sign test over J seeds cannot
-  reject at 0.05 before J = 6 (its smallest two-sided p is 2^(1-J): 0.25 with 3 seeds, 0.0625 with 5).
-* Placebo rates: a false discovery is a seed whose per-cell 95% interval excludes the true ATE 0; a
-  method fails when the exact binomial (Clopper-Pearson) 95% interval of its rate lies wholly above
-  ``NOMINAL_RATE`` = 0.05, and passes when it does not fail and its seeds give that test power 0.8
-  against a rate of 1/2 (5 seeds: 0.81; 3 seeds: 0.50; :func:`textcause.analysis.verdicts.rate_power`);
-  otherwise its seeds cannot decide it.
-* Not judged: each rule counts decided units (levels, comparisons, methods); when the units the
-  seeds cannot decide could change the verdict, whichever way they fall, the verdict is ``not judged``
-  (:func:`textcause.analysis.verdicts.decide`).
-
-Rules:
-
-* (a) For each distinct level and estimator, the oracle's seed-mean bias. Reproduced: every mean lies
-  within ±0.05; refuted: some across-seed interval lies wholly outside ±0.05; not judged: a mean lies
-  outside ±0.05 and its interval straddles the bound.
-* (b) For each LDA model (LR LDA, Simple NN LDA) and estimator, \\|bias\\| against the same model's
-  unadjusted estimate, level by level, Signal Intensity aside (the paper finds LDA slightly better
-  there; those levels are shown, not judged). Reproduced: significantly smaller in none of these
-  (model, estimator, level) comparisons; refuted: in more than half; mixed: otherwise.
-* (c) On the Signal Intensity levels, each n-gram model (LR and simple NN, LDA aside) against
-  SHERBERT with the same estimator, on \\|bias\\|. Reproduced: some n-gram model is significantly ahead
-  and none behind; refuted: none ahead (SHERBERT ahead of some, or no difference anywhere); mixed:
-  n-gram models both ahead and behind.
-* (d) On Order of Text 2, each of the paper's models and estimators against its unadjusted estimate,
-  on \\|bias\\|. Reproduced: significantly smaller in none; refuted: in more than half; mixed: otherwise.
-  OrderCountNet is built to read post order, that is to break this finding: its numbers are in the
-  evidence, not in the count.
-* (e) On the placebo level, each of the paper's methods (model with IPTW or stratification), fails or
-  passes by its false-discovery rate. Reproduced: more than half (``MOST``) fail; refuted: at most a
-  quarter (``FEW``) do; mixed: otherwise.
-* (f) On the placebo level, SHERBERT with stratification against the paper's other methods.
-  Reproduced: SHERBERT's stratified estimate passes and no other method does; refuted: it fails, or
-  more than half of the others pass; mixed: otherwise.
-* (g) SHERBERT against each n-gram model with the same estimator, on \\|bias\\|, with the full training
-  set (Sample Size 1, the draw of Linguistic Complexity 2) and with a quarter of it (Sample Size 3).
-  Reproduced: SHERBERT significantly ahead of some n-gram model with the full set and behind some with
-  a quarter, and never the other way; refuted: either half reversed (significant differences only the
-  other way), or neither half shown; mixed: otherwise.
+(:func:`textcause.analysis.inference.compare`), with the thresholds of
+:mod:`textcause.analysis.findings_base` and :mod:`textcause.analysis.verdicts`. The rules, finding
+by finding: docs/results.md, "The paper's findings, by rule".
 """
 
 from __future__ import annotations

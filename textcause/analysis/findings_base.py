@@ -14,6 +14,42 @@ from textcause.analysis.verdicts import decide, rate_min_seeds, rate_power, sign
 from textcause.estimators.registry import ESTIMATOR_LABELS
 from textcause.simulation.tasks import list_tasks, spec_key, task_label
 
+__all__ = [
+    "ALPHA",
+    "BIAS_TOLERANCE",
+    "COLUMNS",
+    "ESTIMATORS",
+    "FEW",
+    "LDA_MODELS",
+    "MIN_SEEDS",
+    "MOST",
+    "NGRAM_MODELS",
+    "NOMINAL_RATE",
+    "ORDER_MODEL",
+    "PAPER_MODELS",
+    "RATE_SEEDS",
+    "REFERENCES",
+    "SEEDS",
+    "SHERBERT_MODELS",
+    "SIGN_TEST_SEEDS",
+    "VERDICTS",
+    "classify",
+    "concat_tables",
+    "distinct_levels",
+    "est_label",
+    "level_name",
+    "models_present",
+    "paired",
+    "placebo_rates",
+    "rate_cells",
+    "rate_why",
+    "seed_interval",
+    "seed_span",
+    "span",
+    "verdict_with",
+    "why_open",
+]
+
 #: The paper's n-gram models (LDA aside), its LDA models and SHERBERT (the first present is used).
 NGRAM_MODELS = (
     "lr_tuned_unigram_binary",
@@ -92,10 +128,16 @@ def seed_span(counts: Any) -> str:
 
 
 def level_name(task: str, level: int) -> str:
+    """A task level as a reader sees it, e.g. the task's label followed by the level number."""
     return f"{task_label(task)} {int(level)}"
 
 
 def span(values: Any, fmt: str = "+.3f") -> str:
+    """The range of the finite ``values`` as ``low to high`` (one number when they agree, ``-`` when none).
+
+    >>> span([0.1, -0.2, float("nan")])
+    '-0.200 to +0.100'
+    """
     v = [float(x) for x in values if np.isfinite(x)]
     if not v:
         return "-"
@@ -111,6 +153,7 @@ def seed_interval(row: Any) -> tuple[float, float]:
 
 
 def models_present(summary: pd.DataFrame, names: Any) -> list[str]:
+    """The models of ``names`` (in that order) that have at least one seed in ``summary``."""
     have = set(summary.loc[summary["n_seeds"] > 0, "model"])
     return [m for m in names if m in have]
 
@@ -123,6 +166,7 @@ def concat_tables(tables: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def est_label(name: str) -> str:
+    """An estimator's label for prose (its name when it has none)."""
     return ESTIMATOR_LABELS.get(name, name)
 
 
@@ -156,7 +200,7 @@ def classify(table: pd.DataFrame, *, a_ahead: str, one_sided: bool = False) -> l
     return out
 
 
-def open_tests(table: pd.DataFrame, states: list[str], what: str) -> str:
+def _open_tests(table: pd.DataFrame, states: list[str], what: str) -> str:
     """Why open comparisons cannot be decided: how many, over how many seeds, what a sign test could do."""
     seeds = table.loc[[s == "open" for s in states], "n_seeds"]
     n = int(seeds.min())
@@ -170,12 +214,14 @@ def open_tests(table: pd.DataFrame, states: list[str], what: str) -> str:
 
 
 def verdict_with(units: dict[str, list[str]], rule: Any, why: str, text: str) -> tuple[str, str]:
+    """The verdict of ``rule`` on ``units`` and its sentence (``why`` is prefixed when the verdict is "not judged")."""
     verdict = decide(units, rule)
     return verdict, (f"{why}; {text}" if verdict == "not judged" else text)
 
 
 def why_open(table: pd.DataFrame, states: list[str], what: str) -> str:
-    return open_tests(table, states, what) if "open" in states else ""
+    """Why the open comparisons of ``table`` cannot be decided; empty when none is open."""
+    return _open_tests(table, states, what) if "open" in states else ""
 
 
 def placebo_rates(summary: pd.DataFrame) -> pd.DataFrame:
@@ -196,6 +242,7 @@ def placebo_rates(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def rate_why(rates: pd.DataFrame) -> str:
+    """Why the open placebo rates cannot be decided (seeds and the test's power); empty when none is open."""
     opened = rates.loc[rates["state"] == "open", "n"]
     if opened.empty:
         return ""
@@ -209,6 +256,7 @@ def rate_why(rates: pd.DataFrame) -> str:
 
 
 def rate_cells(rates: pd.DataFrame) -> str:
+    """The placebo rates of every model as one line of text: ``k/n = rate [low, high]`` per estimator."""
     models = model_order(rates["model"].unique())
     labels = model_labels(models)
     cells = []

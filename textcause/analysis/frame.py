@@ -20,15 +20,26 @@ import pandas as pd
 
 from textcause.metrics.schema import AD_COLUMNS, AD_ESTIMATORS, RENAMED_COLUMNS, RESULT_SCHEMA
 
+__all__ = [
+    "CELL",
+    "INFLUENCE_LABEL",
+    "METHOD",
+    "PAPER_TRAIN_PER_TEST",
+    "ci_label",
+    "load_results",
+    "normalise",
+    "task_order",
+]
+
 #: The columns a results table must have.
-REQUIRED_COLUMNS = ("corpus", "task", "level", "model", "seed", "estimator", "ate", "ci_low", "ci_high", "true_ate")
+_REQUIRED_COLUMNS = ("corpus", "task", "level", "model", "seed", "estimator", "ate", "ci_low", "ci_high", "true_ate")
 #: Numeric columns (missing ones are added as NaN): every int / float column of the result schema
 #: but the ``level`` and ``seed`` keys, and the store's timing and split sizes.
-NUMERIC_COLUMNS = tuple(
+_NUMERIC_COLUMNS = tuple(
     c for c, kind in RESULT_SCHEMA.items() if kind in (int, float) and c not in ("level", "seed")
 ) + ("train_seconds", "n_train", "n_test")
 #: Yes / no columns (the schema's bool columns), kept as floats 1.0 / 0.0 / NaN so that a mean is a share.
-FLAG_COLUMNS = tuple(c for c, kind in RESULT_SCHEMA.items() if kind is bool)
+_FLAG_COLUMNS = tuple(c for c, kind in RESULT_SCHEMA.items() if kind is bool)
 #: A cell: one model trained and evaluated on one draw of one task level of one corpus.
 CELL = ["corpus", "task", "level", "model", "seed"]
 #: A method on a task level, summarised over seeds.
@@ -163,9 +174,9 @@ def normalise(df: pd.DataFrame) -> pd.DataFrame:
     if not isinstance(df, pd.DataFrame):
         raise ValueError(f"Expected a pandas DataFrame of result rows. Got {type(df).__name__} instead.")
     present = set(df.columns) | ({"model"} if "config" in df.columns else set())
-    missing = [c for c in REQUIRED_COLUMNS if c not in present]
+    missing = [c for c in _REQUIRED_COLUMNS if c not in present]
     if missing:
-        raise ValueError(f"The results table lacks the columns {missing}; it needs {list(REQUIRED_COLUMNS)}.")
+        raise ValueError(f"The results table lacks the columns {missing}; it needs {list(_REQUIRED_COLUMNS)}.")
     if len(df) == 0:
         raise ValueError("The results table is empty: run the grid first.")
     out = _renamed(df)
@@ -182,9 +193,9 @@ def normalise(df: pd.DataFrame) -> pd.DataFrame:
         if values.isna().any():
             raise ValueError(f"The '{col}' column of the results table must hold integers; some rows have none.")
         out[col] = values.astype(np.int64)
-    for col in NUMERIC_COLUMNS:
+    for col in _NUMERIC_COLUMNS:
         out[col] = pd.to_numeric(out[col], errors="coerce").astype(np.float64) if col in out else np.nan
-    for col in FLAG_COLUMNS:
+    for col in _FLAG_COLUMNS:
         out[col] = _as_flag(out[col]) if col in out else np.nan
     out.loc[~out["estimator"].isin(AD_ESTIMATORS), list(AD_COLUMNS)] = np.nan
     out["error"] = out["error"].fillna("").astype(str) if "error" in out else ""

@@ -24,6 +24,18 @@ from textcause.analysis.names import estimator_order, model_labels, model_order
 from textcause.estimators.registry import ESTIMATOR_LABELS
 from textcause.simulation.tasks import task_label
 
+__all__ = [
+    "CHANCE_ACCURACY",
+    "REFERENCES",
+    "bias_rows",
+    "bias_table",
+    "cell_flags",
+    "cell_table",
+    "format_cells",
+    "format_headline",
+    "placebo_table",
+]
+
 
 def _levels(summary: pd.DataFrame) -> list[tuple[str, int]]:
     seen: dict[tuple[str, int], None] = {}

@@ -23,6 +23,19 @@ from scipy import stats
 from textcause.analysis.frame import METHOD, PAPER_TRAIN_PER_TEST, load_results, task_order
 from textcause.validation import check_options, check_real
 
+__all__ = [
+    "METRICS",
+    "TTest",
+    "binomial_ci",
+    "compare",
+    "corrected_interval",
+    "corrected_resampled_ttest",
+    "format_comparison",
+    "holm",
+    "parse_method",
+    "seed_summary",
+]
+
 #: Metrics a comparison can use, and whether higher is better (None: two-sided, no "better").
 METRICS = {
     "abs_bias": False,
@@ -37,7 +50,7 @@ METRICS = {
 
 
 #: The columns of :func:`seed_summary`.
-SUMMARY_COLUMNS = METHOD + [
+_SUMMARY_COLUMNS = METHOD + [
     "n_seeds",
     "n_failed",
     "true_ate",
@@ -84,10 +97,10 @@ SUMMARY_COLUMNS = METHOD + [
     "paired_ci_width",
 ]
 #: The level of the binomial intervals of the summary's rates (coverage, false discoveries).
-RATE_LEVEL = 0.95
+_RATE_LEVEL = 0.95
 
 
-def binomial_ci(k: float, n: float, level: float = RATE_LEVEL) -> tuple[float, float]:
+def binomial_ci(k: float, n: float, level: float = _RATE_LEVEL) -> tuple[float, float]:
     """The exact (Clopper-Pearson) interval of a rate of ``k`` successes in ``n`` trials (scipy.stats).
 
     A rate over 5 seeds moves in steps of 0.2, and 1 false discovery in 5 is compatible with a true
@@ -297,7 +310,9 @@ def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
         row["mean_ci_width"] = (ok["ci_high"] - ok["ci_low"]).mean()
         row["mean_refit_ci_width"] = (refit["refit_ci_high"] - refit["refit_ci_low"]).mean() if len(refit) else np.nan
         rows.append(row)
-    return _paper_sorted(pd.DataFrame(rows, columns=SUMMARY_COLUMNS), ["corpus", "task", "level", "model", "estimator"])
+    return _paper_sorted(
+        pd.DataFrame(rows, columns=_SUMMARY_COLUMNS), ["corpus", "task", "level", "model", "estimator"]
+    )
 
 
 def _paper_sorted(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:

@@ -12,8 +12,17 @@ import pandas as pd
 
 from textcause.estimators.registry import ESTIMATOR_LABELS
 
+__all__ = [
+    "ESTIMATOR_ORDER",
+    "MODEL_FREE",
+    "estimator_order",
+    "model_family",
+    "model_labels",
+    "model_order",
+]
+
 #: Config name -> the paper's name (section 6.1), in the paper's order.
-MODEL_LABELS = {
+_MODEL_LABELS = {
     "oracle": "Oracle",
     "unadjusted": "Unadjusted",
     # The paper's LR baselines, tuned as a reviewer tunes them (penalty kind and strength on validation).
@@ -45,15 +54,15 @@ def model_order(models: Iterable[str]) -> list[str]:
     """Models in the paper's order (Oracle, Unadjusted, LR..., NN..., SHERBERT, ours), then the joint
     propensity + outcome models, others last."""
     models = set(models)
-    known = [m for m in MODEL_LABELS if m in models]
+    known = [m for m in _MODEL_LABELS if m in models]
     return known + sorted(models - set(known))
 
 
 def model_labels(models: Iterable[str]) -> dict[str, str]:
     """Paper names for config names; names that would collide keep their config name in brackets."""
-    labels = {m: MODEL_LABELS.get(m, m) for m in models}
+    labels = {m: _MODEL_LABELS.get(m, m) for m in models}
     counts = pd.Series(list(labels.values()), dtype=object).value_counts()
-    return {m: (f"{lab} ({m})" if counts[lab] > 1 and m in MODEL_LABELS else lab) for m, lab in labels.items()}
+    return {m: (f"{lab} ({m})" if counts[lab] > 1 and m in _MODEL_LABELS else lab) for m, lab in labels.items()}
 
 
 def estimator_order(estimators: Iterable[str]) -> list[str]:
@@ -69,7 +78,7 @@ MODEL_FREE = ("oracle", "unadjusted")
 def model_family(model: str) -> str:
     """The family of a model, from its paper name: ``model-free`` (:data:`MODEL_FREE`), ``n-gram LR``,
     ``n-gram NN``, ``LDA``, ``SHERBERT``, ``joint`` (a propensity and outcome model), else its label."""
-    label = MODEL_LABELS.get(model, model)
+    label = _MODEL_LABELS.get(model, model)
     if model in MODEL_FREE:
         return "model-free"
     if "outcome" in label or label.startswith("Joint"):

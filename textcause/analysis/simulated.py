@@ -16,8 +16,12 @@ import pandas as pd
 from textcause.estimators.registry import DEFAULT_ESTIMATORS
 from textcause.validation import check_int
 
+__all__ = [
+    "simulate_results",
+]
+
 #: The paper's task levels (section 5.2 and Appendix H).
-PAPER_TASK_LEVELS = {
+_PAPER_TASK_LEVELS = {
     "linguistic_complexity": 4,
     "signal_intensity": 2,
     "selection_strength": 2,
@@ -26,7 +30,7 @@ PAPER_TASK_LEVELS = {
     "order_of_text": 2,
 }
 #: Simulated quality of each model's propensities (1: the truth).
-QUALITY = {
+_QUALITY = {
     "oracle": 1.0,
     "unadjusted": 0.0,
     "lr_unigram_binary": 0.7,
@@ -42,10 +46,10 @@ QUALITY = {
     "order_count": 0.75,
 }
 #: Simulated sampling noise (sd of the ATE over test units) per estimator.
-ESTIMATOR_SE = {"unadjusted": 0.02, "ipw": 0.05, "stratified": 0.03, "matching": 0.035, "aipw": 0.03, "tmle": 0.03}
+_ESTIMATOR_SE = {"unadjusted": 0.02, "ipw": 0.05, "stratified": 0.03, "matching": 0.035, "aipw": 0.03, "tmle": 0.03}
 #: The doubly robust estimators: their simulated outcome model removes most of the confounding bias a
 #: poor propensity model leaves, and their rows carry an influence-function interval too.
-DOUBLY_ROBUST = {"aipw": 0.3, "tmle": 0.25}
+_DOUBLY_ROBUST = {"aipw": 0.3, "tmle": 0.25}
 
 
 def simulate_results(
@@ -79,7 +83,7 @@ def simulate_results(
     n_seeds = check_int(n_seeds, "n_seeds", "simulate_results", low=1)
     n_test = check_int(n_test, "n_test", "simulate_results", low=2)
     n_failed = check_int(n_failed, "n_failed", "simulate_results", low=0)
-    levels = dict(PAPER_TASK_LEVELS if task_levels is None else task_levels)
+    levels = dict(_PAPER_TASK_LEVELS if task_levels is None else task_levels)
     rng = np.random.default_rng(seed)
     rows = []
     for corpus in corpora:
@@ -91,10 +95,10 @@ def simulate_results(
                 confounding = -0.3 if task == "placebo" else 0.3 + 0.1 * (task == "selection_strength") * difficulty
                 keep = {1: 1.0, 2: 0.5, 3: 0.25}.get(level, 1.0) if task == "sample_size" else 1.0
                 for s in range(n_seeds):
-                    naive = truth + confounding + ESTIMATOR_SE["unadjusted"] * rng.standard_normal()
+                    naive = truth + confounding + _ESTIMATOR_SE["unadjusted"] * rng.standard_normal()
                     for model in models:
                         q = (
-                            QUALITY.get(model, 0.5)
+                            _QUALITY.get(model, 0.5)
                             * (1.0 - 0.35 * difficulty)
                             * (task != "order_of_text" or level == 1)
                         )
@@ -105,10 +109,10 @@ def simulate_results(
                             if name == "unadjusted":
                                 ate = naive
                             else:
-                                scale = {"ipw": 0.9, "matching": 1.05, **DOUBLY_ROBUST}.get(name, 1.0)
-                                noise = ESTIMATOR_SE.get(name, 0.03) * rng.standard_normal()
+                                scale = {"ipw": 0.9, "matching": 1.05, **_DOUBLY_ROBUST}.get(name, 1.0)
+                                noise = _ESTIMATOR_SE.get(name, 0.03) * rng.standard_normal()
                                 ate = truth + scale * confounding * (1.0 - q) + noise
-                            half = 1.96 * ESTIMATOR_SE.get(name, 0.03) * (1.0 + 0.2 * rng.random())
+                            half = 1.96 * _ESTIMATOR_SE.get(name, 0.03) * (1.0 + 0.2 * rng.random())
                             wide = 0.05 + 0.6 * rng.random()  # drawn for every estimator: the stream stays as it was
                             ad = {}
                             if name == "ipw":  # the Arbour-Dimmery interval is centred on IPW: its rows only
@@ -118,7 +122,7 @@ def simulate_results(
                                     "ci_narrower_than_ad": bool(half < wide),
                                 }
                             influence = {}
-                            if name in DOUBLY_ROBUST:
+                            if name in _DOUBLY_ROBUST:
                                 if_half = half * (0.8 + 0.4 * rng.random())
                                 influence = {
                                     "influence_ci_low": ate - if_half,

@@ -16,6 +16,12 @@ import numpy as np
 
 from textcause.analysis.names import model_labels, model_order
 
+__all__ = [
+    "RESULT_COLUMNS",
+    "disagreement",
+    "result_rows",
+]
+
 RESULT_COLUMNS = [
     "study",
     "corpus",

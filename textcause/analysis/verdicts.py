@@ -27,12 +27,21 @@ from scipy import stats
 
 from textcause.analysis.inference import binomial_ci
 
-STATES = ("for", "against", "neutral")
+__all__ = [
+    "Rule",
+    "decide",
+    "rate_min_seeds",
+    "rate_power",
+    "sign_test_min_p",
+    "total",
+]
+
+_STATES = ("for", "against", "neutral")
 #: Beyond this many ways of deciding the open units, only the extremes (all open units alike) are tried.
-MAX_SPLITS = 20_000
+_MAX_SPLITS = 20_000
 #: A rate judged over seeds must be able to catch a method that makes a false discovery in half the draws.
-ALT_RATE = 0.5
-POWER = 0.8
+_ALT_RATE = 0.5
+_POWER = 0.8
 
 
 def sign_test_min_p(n: int) -> float:
@@ -42,7 +51,7 @@ def sign_test_min_p(n: int) -> float:
     return float(stats.binomtest(n, n, 0.5).pvalue)
 
 
-def rate_power(n: int, nominal: float = 0.05, rate: float = ALT_RATE) -> float:
+def rate_power(n: int, nominal: float = 0.05, rate: float = _ALT_RATE) -> float:
     """The chance that ``n`` seeds' exact binomial interval lies wholly above ``nominal`` when the true rate is ``rate``."""
     if n < 1:
         return 0.0
@@ -50,7 +59,7 @@ def rate_power(n: int, nominal: float = 0.05, rate: float = ALT_RATE) -> float:
     return float(stats.binom.pmf(ks, n, rate).sum()) if ks else 0.0
 
 
-def rate_min_seeds(nominal: float = 0.05, rate: float = ALT_RATE, power: float = POWER, cap: int = 200) -> int:
+def rate_min_seeds(nominal: float = 0.05, rate: float = _ALT_RATE, power: float = _POWER, cap: int = 200) -> int:
     """The fewest seeds with which :func:`rate_power` reaches ``power``."""
     return next(n for n in range(1, cap + 1) if rate_power(n, nominal, rate) >= power)
 
@@ -66,21 +75,21 @@ def decide(units: Mapping[str, list[str]], rule: Rule) -> str:
     """``rule`` applied to the counts of each group's states; ``not judged`` when the open units could change it.
 
     Args:
-        units: group -> the state of each unit (one of :data:`STATES` or ``open``).
+        units: group -> the state of each unit (one of :data:`_STATES` or ``open``).
         rule: counts (group -> state -> count) -> a verdict.
 
     Returns:
         The verdict every way of deciding the open units gives, else ``not judged``.
     """
-    fixed = {g: {s: states.count(s) for s in STATES} for g, states in units.items()}
+    fixed = {g: {s: states.count(s) for s in _STATES} for g, states in units.items()}
     opens = {g: states.count("open") for g, states in units.items()}
     groups = list(units)
     options = [_splits(opens[g]) for g in groups]
-    if np.prod([float(len(o)) for o in options]) > MAX_SPLITS:  # the rules are monotone in each count
+    if np.prod([float(len(o)) for o in options]) > _MAX_SPLITS:  # the rules are monotone in each count
         options = [[(m, 0, 0), (0, m, 0), (0, 0, m)] for m in (opens[g] for g in groups)]
     seen = set()
     for choice in itertools.product(*options):
-        counts = {g: {s: fixed[g][s] + add for s, add in zip(STATES, c)} for g, c in zip(groups, choice)}
+        counts = {g: {s: fixed[g][s] + add for s, add in zip(_STATES, c)} for g, c in zip(groups, choice)}
         seen.add(rule(counts))
         if len(seen) > 1:
             return "not judged"

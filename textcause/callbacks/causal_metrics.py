@@ -1,32 +1,15 @@
 """ATE estimates, their bias and propensity metrics after every validation (and test) epoch.
 
-The model collects ``index, propensity, t, y, p_true`` per unit (its ``val_outputs`` /
-``test_outputs``, a :class:`~textcause.metrics.torch.PredictionCollector`); at the end of the epoch
-this callback gathers them across DDP ranks, de-duplicated by unit index, evaluates them with
-:func:`textcause.metrics.evaluation.evaluate_propensities` (``n_boot=0``: the function ``evaluate.py``
-and every run use, so the numbers agree by construction) and logs, with the same value on every
-rank (so a 2-process run logs the numbers of a 1-process run):
-
-- ``<prefix>/ate_<estimator>`` and, when the true ATE is known, ``<prefix>/bias_<estimator>``;
-- ``<prefix>/treatment_accuracy``, ``<prefix>/ece``, ``<prefix>/brier``,
-  ``<prefix>/iptw_weight_mse`` and ``<prefix>/spearman`` (the last two against the true propensity).
-
-The doubly robust AIPW and TMLE are added when the model gives outcome predictions
-(``predict_outcomes`` -> ``mu0, mu1``); they also log their influence-function interval,
-``<prefix>/influence_ci_low_<estimator>`` and ``<prefix>/influence_ci_high_<estimator>``. TMLE needs the
-outcome's kind: the ``outcome`` argument, else the data module's ``outcome_kind`` (binary when it
-has none). With ``n_boot > 0`` every estimator also logs its percentile bootstrap interval
-(``<prefix>/ci_low_<estimator>``, ``<prefix>/ci_high_<estimator>``). The result rows themselves (the
-columns of :mod:`textcause.metrics.schema`, both intervals labelled) are kept in ``last_rows``.
-A quantity that is undefined on the data (one treatment class in a tiny validation split, no
-match within the caliper, ...) is skipped with a warning that names it; training never stops and
-NaN is never logged.
-
-An evaluation whose collected outputs (and true ATE and outcome kind) are identical to the last
-one of the same prefix is not computed again: its numbers, a deterministic function of those
-inputs (the bootstrap is seeded), are logged again as they were. A converged full-batch L-BFGS
-fit (:class:`~textcause.models.propensity.ConvergedLBFGS`) no longer moves the weights, so its
-later validation epochs cost a forward pass and this comparison instead of the estimators.
+:class:`CausalMetricsCallback` gathers the model's collected ``index, propensity, t, y, p_true``
+(``val_outputs`` / ``test_outputs``) across DDP ranks, de-duplicated by unit index, evaluates them
+with :func:`textcause.metrics.evaluation.evaluate_propensities` (the function ``evaluate.py`` uses,
+so the numbers agree by construction) and logs the same values on every rank:
+``<prefix>/ate_<estimator>``, ``<prefix>/bias_<estimator>`` (when the true ATE is known), the
+propensity metrics, and, for a model with outcome predictions, AIPW and TMLE with their
+influence-function intervals (and bootstrap intervals with ``n_boot > 0``). The result rows are
+kept in ``last_rows``. A quantity undefined on the data is skipped with a warning that names it:
+training never stops and NaN is never logged. An evaluation whose inputs are identical to the last
+one of the same prefix is logged again without being recomputed.
 """
 
 from __future__ import annotations
@@ -51,8 +34,12 @@ from textcause.metrics.evaluation import (
 from textcause.metrics.torch import PredictionCollector
 from textcause.validation import check_int, check_options, check_real
 
+__all__ = [
+    "CausalMetricsCallback",
+]
+
 #: The interval ends a result row may carry, logged as ``<column>_<estimator>`` when present.
-INTERVAL_COLUMNS = ("ci_low", "ci_high", "influence_ci_low", "influence_ci_high")
+_INTERVAL_COLUMNS = ("ci_low", "ci_high", "influence_ci_low", "influence_ci_high")
 
 
 class CausalMetricsCallback(L.Callback):
@@ -223,7 +210,7 @@ class CausalMetricsCallback(L.Callback):
                 out[f"ate_{name}"] = row["ate"]
                 if row["bias"] is not None:
                     out[f"bias_{name}"] = row["bias"]
-                for column in INTERVAL_COLUMNS:
+                for column in _INTERVAL_COLUMNS:
                     value = row.get(column)
                     if value is not None and _finite(f"{column}_{name}", value):
                         out[f"{column}_{name}"] = value

@@ -1,14 +1,11 @@
 """Checkpoints written to local disk in 1 MiB writes: :class:`ChunkedCheckpointIO`.
 
-Lightning's :class:`~lightning.fabric.plugins.io.torch_io.TorchCheckpointIO` serialises a checkpoint
-into memory and writes it with one ``write()`` call, through an fsspec transaction (a temporary file
-in the system's temporary folder, then moved into place). On this project's 2-core VM one write of
-several MiB into a new file took 7.5-10.4 ms a MiB, against 0.2-0.4 ms a MiB in writes of 1 MiB
-(:data:`textcause.io.WRITE_CHUNK`): a SHERBERT cell of the smoke grid writes two 4.7 MB checkpoints,
-which at the first rate comes to about 0.09 s of its 0.26 s. :class:`ChunkedCheckpointIO` writes the same bytes (the same
-``torch.save``) in 1 MiB writes, to a temporary file beside the checkpoint that is renamed onto it
-(:func:`textcause.io.atomic_write_bytes`): a killed run leaves the old checkpoint or the new one, never
-half of one. Remote paths and ``storage_options`` go to Lightning's own implementation.
+:class:`ChunkedCheckpointIO` writes the bytes Lightning's
+:class:`~lightning.fabric.plugins.io.torch_io.TorchCheckpointIO` would (the same ``torch.save``) in
+writes of :data:`textcause.io.WRITE_CHUNK`, to a temporary file beside the checkpoint that is renamed
+onto it (:func:`textcause.io.atomic_write_bytes`): a killed run leaves the old checkpoint or the new
+one, never half of one. Remote paths and ``storage_options`` go to Lightning's own implementation.
+Why (one large ``write()`` into a new file is slow on some hosts): benchmarks/README.md.
 
 :class:`~textcause.run.lightning_cli.TextCauseCLI` gives it to every Trainer whose strategy has the
 default ``TorchCheckpointIO``; a ``CheckpointIO`` plugin named in a config is kept.
@@ -24,6 +21,11 @@ import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 
 from textcause.io import atomic_write_bytes
+
+__all__ = [
+    "ChunkedCheckpointIO",
+    "use_chunked_checkpoints",
+]
 
 
 class ChunkedCheckpointIO(TorchCheckpointIO):

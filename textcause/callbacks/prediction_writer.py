@@ -23,6 +23,11 @@ from lightning.pytorch.callbacks import BasePredictionWriter
 from textcause.callbacks.predictions import _numpy, all_gather_objects, concatenate
 from textcause.io import atomic_write_text
 
+__all__ = [
+    "COLUMNS",
+    "UserPredictionWriter",
+]
+
 #: The output columns, in order (those a model does not give are left out).
 COLUMNS = ("user_id", "index", "propensity", "t", "y", "p_true", "mu0", "mu1")
 

@@ -21,6 +21,13 @@ import torch
 
 from textcause.io import load_npy
 
+__all__ = [
+    "FILE",
+    "PredictionGather",
+    "all_gather_objects",
+    "concatenate",
+]
+
 FILE = "predictions.npz"
 
 

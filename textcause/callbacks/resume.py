@@ -19,10 +19,14 @@ import numpy as np
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
-RNG_KEY = "textcause_rng_states"
+__all__ = [
+    "ResumeCheckpoint",
+]
+
+_RNG_KEY = "textcause_rng_states"
 
 
-def rng_states() -> dict[str, Any]:
+def _rng_states() -> dict[str, Any]:
     """The process's torch, numpy and Python random states, in types a ``weights_only`` load accepts."""
     kind, keys, pos, has_gauss, gauss = np.random.get_state()
     version, internal, _ = random.getstate()
@@ -39,8 +43,8 @@ def rng_states() -> dict[str, Any]:
     }
 
 
-def set_rng_states(states: dict[str, Any]) -> None:
-    """Restore what :func:`rng_states` recorded."""
+def _set_rng_states(states: dict[str, Any]) -> None:
+    """Restore what :func:`_rng_states` recorded."""
     torch.set_rng_state(states["torch"])
     n = states["numpy"]
     np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["gauss"]))
@@ -66,11 +70,11 @@ class ResumeCheckpoint(ModelCheckpoint):
         return "ResumeCheckpoint"
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
-        checkpoint[RNG_KEY] = rng_states()
+        checkpoint[_RNG_KEY] = _rng_states()
 
     def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
-        if RNG_KEY in checkpoint:
-            set_rng_states(checkpoint[RNG_KEY])
+        if _RNG_KEY in checkpoint:
+            _set_rng_states(checkpoint[_RNG_KEY])
 
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
         from lightning.pytorch.utilities.exceptions import SIGTERMException

@@ -24,8 +24,14 @@ from typing import Any
 
 from textcause.cli.parsing import CommandParser
 
+__all__ = [
+    "advise_main",
+    "build_parser",
+]
+
 
 def build_parser() -> CommandParser:
+    """The ``textcause advise`` arguments."""
     p = CommandParser(prog="textcause advise", description=__doc__)
     p.add_argument("--config", default=None, help="an advise YAML (configs/advise/*.yaml)")
     p.add_argument("--name", default=None, help="the run's name (default: the config's, else 'advise')")

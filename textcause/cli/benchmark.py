@@ -17,8 +17,14 @@ from collections.abc import Sequence
 
 from textcause.cli.parsing import CommandParser
 
+__all__ = [
+    "benchmark_main",
+    "build_parser",
+]
+
 
 def build_parser() -> CommandParser:
+    """The ``textcause benchmark`` arguments."""
     from textcause.grid.runner import WORKER_STARTS
     from textcause.grid.worker import HEARTBEAT_INTERVAL
 

@@ -23,8 +23,14 @@ from pathlib import Path
 
 from textcause.cli.parsing import CommandParser
 
+__all__ = [
+    "build_parser",
+    "cfr_main",
+]
+
 
 def build_parser() -> CommandParser:
+    """The ``textcause cfr`` arguments."""
     parser = CommandParser(prog="textcause cfr", description=__doc__)
     parser.add_argument(
         "--config", required=True, help="the CFR YAML (configs/cfr/blogs.yaml, configs/cfr/templates.yaml)"

@@ -7,6 +7,10 @@ from typing import Any
 
 from textcause.cli.parsing import CommandParser
 
+__all__ = [
+    "compare_main",
+]
+
 
 def compare_main(argv: Sequence[str] | None = None) -> Any:
     """``textcause compare --db URL A B [--metric abs_bias] [--estimator stratified]``: print the table."""

@@ -24,8 +24,14 @@ from pathlib import Path
 
 from textcause.cli.parsing import CommandParser
 
+__all__ = [
+    "build_parser",
+    "counterfactual_main",
+]
+
 
 def build_parser(prog: str = "textcause counterfactual") -> CommandParser:
+    """The ``textcause counterfactual`` arguments; ``prog`` names the command in usage lines."""
     from textcause.counterfactual.run import MODELS
     from textcause.counterfactual.scoring import MALFORMED, SUBTASKS
 

@@ -22,8 +22,13 @@ from pathlib import Path
 from textcause.cli.parsing import CommandParser
 from textcause.paths import PROJECT_ROOT, config_dir
 
+__all__ = [
+    "main",
+]
+
 
 def main(argv: Sequence[str] = ()) -> None:
+    """The ``textcause demo`` command: parse ``argv`` and run the demo."""
     parser = CommandParser(prog="textcause demo", description=__doc__)
     parser.add_argument("--config", default=str(config_dir() / "benchmark" / "demo.yaml"), help="a benchmark grid YAML")
     parser.add_argument("--out", default=str(PROJECT_ROOT / "runs" / "demo"), help="output folder")

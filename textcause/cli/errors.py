@@ -28,6 +28,13 @@ from typing import Any
 from textcause.io import damaged_sentence, is_damaged_torch_file
 from textcause.validation import option_error_sentence
 
+__all__ = [
+    "command",
+    "friendly_errors",
+    "package_warnings",
+    "user_error_line",
+]
+
 #: What Ctrl-C tells the user of a resumable command.
 RESUME = "rerun the same command to resume."
 

@@ -17,6 +17,13 @@ from typing import Any
 
 from textcause.cli.parsing import CommandParser
 
+__all__ = [
+    "add_allow_module",
+    "build_parser",
+    "counterfactual_main",
+    "main",
+]
+
 #: Old spellings of this command's flags (deprecated: they go in the next release).
 RENAMED = {
     "--split": "--evaluation.split",

@@ -34,8 +34,16 @@ from pathlib import Path
 
 from textcause.cli.parsing import CommandParser
 
+__all__ = [
+    "build_parser",
+    "finetune_main",
+    "gender_main",
+    "run_probe",
+]
+
 
 def build_parser() -> CommandParser:
+    """The ``textcause gender`` arguments."""
     from textcause.gender.probes import builtin_w_lists
     from textcause.gender.scoring import VARIANT_ALIASES, VARIANTS
     from textcause.gender.stats import UNITS

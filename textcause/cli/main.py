@@ -27,6 +27,10 @@ import sys
 from textcause import startup
 from textcause.cli.parsing import CommandParser, plain_text, rewrite_config_args
 
+__all__ = [
+    "main",
+]
+
 USAGE = __doc__
 _MODEL_COMMANDS = ("train", "evaluate", "predict", "demo")  # each imports Lightning to run or load a model
 

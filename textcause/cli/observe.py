@@ -25,6 +25,12 @@ from typing import Any
 
 from textcause.cli.parsing import CommandParser
 
+__all__ = [
+    "build_parser",
+    "observe",
+    "observe_main",
+]
+
 
 def observe(
     config: str | Path,
@@ -47,6 +53,7 @@ def observe(
 
 
 def build_parser() -> CommandParser:
+    """The ``textcause observe`` arguments."""
     parser = CommandParser(prog="textcause observe", description=__doc__)
     parser.add_argument("--config", required=True, help="an observational study YAML (configs/observational/*.yaml)")
     parser.add_argument("--out", default=None, help="the output folder (default: runs/observe/<name>)")

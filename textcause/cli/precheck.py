@@ -25,6 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "TOP_LEVEL",
+    "early_error",
+]
+
 #: The top-level options of each subcommand (besides ``--help``), as LightningCLI builds them.
 TOP_LEVEL = {
     "fit": ("config", "print_config", "seed_everything", "trainer", "model", "data", "ckpt_path", "weights_only"),

@@ -17,6 +17,11 @@ from typing import Any
 from textcause.cli.evaluate import add_allow_module
 from textcause.cli.parsing import CommandParser
 
+__all__ = [
+    "build_parser",
+    "predict_main",
+]
+
 
 def _flag(value: str) -> bool:
     if str(value).lower() in ("true", "1", "yes"):

@@ -16,6 +16,10 @@ from typing import Any
 
 from textcause.cli.parsing import CommandParser
 
+__all__ = [
+    "report_main",
+]
+
 
 def report_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """``textcause report --db URL --out report/``: write the report and print what was written."""

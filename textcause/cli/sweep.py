@@ -22,6 +22,13 @@ from typing import Any
 
 from textcause.cli.parsing import CommandParser
 
+__all__ = [
+    "build_parser",
+    "progress",
+    "summary",
+    "sweep_main",
+]
+
 
 def _positive(text: str) -> int:
     try:

@@ -31,7 +31,7 @@ def csv_na_options(time_col: str | None, as_written: Sequence[str] = ()) -> dict
     return {**options, "converters": {c: str for c in as_written}} if as_written else options
 
 
-def csv_lines(path: str | os.PathLike, columns: Sequence[str] = ()) -> array:
+def csv_lines(path: str | os.PathLike[str], columns: Sequence[str] = ()) -> array[int]:
     """The line (1-based, in the file) where each data row of a CSV starts; refuse ragged rows.
 
     Reads the file once with :mod:`csv` (the dialect ``pandas.read_csv`` uses by default, the same

@@ -15,8 +15,14 @@ import numpy as np
 
 from textcause.corpus.types import Corpus
 
+__all__ = [
+    "check_meta_filter",
+    "filter_meta",
+    "sample_indices",
+]
+
 #: The types a meta filter's values may take (what a YAML scalar or a JSON meta value is).
-SCALARS = (str, int, float, bool)
+_SCALARS = (str, int, float, bool)
 
 
 def check_meta_filter(meta: Any, owner: str = "filter_meta") -> dict[str, tuple[Any, ...]]:
@@ -30,7 +36,7 @@ def check_meta_filter(meta: Any, owner: str = "filter_meta") -> dict[str, tuple[
     out: dict[str, tuple[Any, ...]] = {}
     for key, value in meta.items():
         values = tuple(value) if isinstance(value, (list, tuple)) else (value,)
-        if not isinstance(key, str) or not key or not values or not all(isinstance(v, SCALARS) for v in values):
+        if not isinstance(key, str) or not key or not values or not all(isinstance(v, _SCALARS) for v in values):
             raise ValueError(f"The 'meta_filter' parameter of {owner} must be {doc}. Got {meta!r} instead.")
         out[key] = values
     return out
@@ -54,10 +60,10 @@ def filter_meta(corpus: Corpus, meta: Mapping[str, Any]) -> Corpus:
     histories = corpus.histories
     for key in wanted:
         if not any(key in h.meta for h in histories):
-            present = sorted({k for h in histories for k in h.meta})
+            keys = sorted({k for h in histories for k in h.meta})
             raise ValueError(
                 f"No user of the corpus '{corpus.source}' has the meta key {key!r} asked for by meta_filter; "
-                f"the meta keys present are {present}."
+                f"the meta keys present are {keys}."
             )
     kept = tuple(h for h in histories if all(_matches(h.meta, k, v) for k, v in wanted.items()))
     if not kept:

@@ -15,8 +15,16 @@ from typing import Any
 from textcause.corpus.jsonl import IdSpellings, Record, history_record, is_integer_id, iter_json_lines, unique_users
 from textcause.paths import cache_root
 
+__all__ = [
+    "DataFiles",
+    "dataset_records",
+    "is_saved_dataset",
+    "json_data_files",
+    "load_hf_dataset",
+]
+
 #: Files that mark a ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk`` folder.
-SAVED_MARKERS = ("dataset_info.json", "state.json", "dataset_dict.json")
+_SAVED_MARKERS = ("dataset_info.json", "state.json", "dataset_dict.json")
 
 #: The builder that reads a local file of each extension.
 _BUILDERS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json", ".parquet": "parquet"}
@@ -32,7 +40,7 @@ def is_saved_dataset(path: Path) -> bool:
     )
 
 
-def builder_for(path: str) -> str | None:
+def _builder_for(path: str) -> str | None:
     """The packaged builder (``csv``, ``json``, ``parquet``) for a local file name, if any."""
     name = path.lower()
     if name.endswith(".gz"):
@@ -69,7 +77,7 @@ def load_hf_dataset(
     path = Path(source)
     saved = builder is None and is_saved_dataset(path)
     if builder is None and not saved and path.is_file():
-        builder = builder_for(str(path))
+        builder = _builder_for(str(path))
         if builder is None:
             raise ValueError(
                 f"Cannot tell which Hugging Face builder reads '{source}': pass hf_builder='json', 'csv' or 'parquet'."
@@ -145,7 +153,7 @@ def _check_id_type(ds: Any, key: str, where: str, json_files: Sequence[str]) -> 
 
 def json_data_files(source: str, builder: str | None, data_files: DataFiles | None) -> list[str]:
     """The local files a ``json`` builder reads for ``source`` (empty when unknown or not json)."""
-    if builder is None and data_files is None and Path(source).is_file() and builder_for(source) == "json":
+    if builder is None and data_files is None and Path(source).is_file() and _builder_for(source) == "json":
         return [source]
     if builder != "json":
         return []

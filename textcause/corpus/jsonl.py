@@ -22,19 +22,31 @@ from datetime import date, datetime, timezone
 from numbers import Integral, Real
 from typing import Any
 
+__all__ = [
+    "IdSpellings",
+    "Record",
+    "bad_utf8_line",
+    "first_json_line",
+    "history_record",
+    "is_integer_id",
+    "iter_json_lines",
+    "type_name",
+    "unique_users",
+]
+
 #: (user_id, texts, times or None, meta)
 Record = tuple[str, list[Any], "list[str | None] | None", dict[str, Any]]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def is_gzip(path: str | os.PathLike) -> bool:
+def _is_gzip(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` starts with the gzip magic bytes (whatever its name)."""
     with open(path, "rb") as f:
         return f.read(2) == _GZIP_MAGIC
 
 
-def iter_json_lines(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for every non-blank line of a (gzipped) JSON Lines file.
 
     Raises:
@@ -43,7 +55,7 @@ def iter_json_lines(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, An
     """
     n = 0
     try:
-        opener = gzip.open if is_gzip(path) else open
+        opener = gzip.open if _is_gzip(path) else open
         with opener(path, "rt", encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
                 if not line.strip():
@@ -74,10 +86,10 @@ def iter_json_lines(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, An
         raise ValueError(f"'{path}' could not be read: {e.strerror or type(e).__name__}.") from None
 
 
-def bad_utf8_line(path: str | os.PathLike) -> int | None:
+def bad_utf8_line(path: str | os.PathLike[str]) -> int | None:
     """The number of the first line of a (gzipped) file that is not valid UTF-8, or None (error path only)."""
     try:
-        opener = gzip.open if is_gzip(path) else open
+        opener = gzip.open if _is_gzip(path) else open
         with opener(path, "rb") as f:
             for n, raw in enumerate(f, 1):
                 try:
@@ -89,14 +101,14 @@ def bad_utf8_line(path: str | os.PathLike) -> int | None:
     return None
 
 
-def first_json_line(path: str | os.PathLike) -> dict[str, Any] | None:
+def first_json_line(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The first record of a JSON Lines file, or None if it has no records."""
     for _, obj in iter_json_lines(path):
         return obj
     return None
 
 
-def unix_to_iso(value: float) -> str:
+def _unix_to_iso(value: float | Real) -> str:
     """A UNIX timestamp in seconds as an ISO 8601 UTC string, e.g. ``2016-02-17T04:22:47+00:00``.
 
     Raises:
@@ -106,7 +118,11 @@ def unix_to_iso(value: float) -> str:
 
 
 def type_name(value: Any) -> str:
-    """The JSON name of a value's type, for messages (never the value itself)."""
+    """The JSON name of a value's type, for messages (never the value itself).
+
+    >>> [type_name(v) for v in ({}, [1], "a", True, None, 3, 2.5)]
+    ['object', 'array', 'string', 'boolean', 'null', 'integer', 'number']
+    """
     names = {dict: "object", list: "array", tuple: "array", str: "string", bool: "boolean", type(None): "null"}
     for kind, name in names.items():
         if isinstance(value, kind):
@@ -118,7 +134,7 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def user_id_text(value: Any, where: str, key: str) -> str:
+def _user_id_text(value: Any, where: str, key: str) -> str:
     """A user id as a string: strings as they are, integers as their decimal string.
 
     Raises:
@@ -139,7 +155,7 @@ def _time_text(value: Any, where: str) -> str | None:
         return None
     if isinstance(value, Real) and not isinstance(value, bool):
         try:
-            return unix_to_iso(value)
+            return _unix_to_iso(value)
         except (OverflowError, ValueError, OSError):
             raise ValueError(
                 f"{where} has a 'time' of {value!r}, which is not a UNIX timestamp in seconds that a date can hold "
@@ -174,7 +190,7 @@ def history_record(obj: dict[str, Any], where: str, id_key: str = "user_id") -> 
     uid = obj.get(id_key)
     if uid is None:
         raise ValueError(f"{where} has no '{id_key}': every history needs a user id.")
-    uid = user_id_text(uid, where, id_key)
+    uid = _user_id_text(uid, where, id_key)
     posts = obj.get("posts")
     if not isinstance(posts, (list, tuple)):
         raise ValueError(

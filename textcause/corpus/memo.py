@@ -1,19 +1,16 @@
 """One memoised corpus reader for the whole process.
 
-A benchmark worker, a sweep and an observational study build many tasks from the same corpus: the
-corpus (an immutable :class:`~textcause.corpus.types.Corpus`) is read once per process and setting.
-The memo is keyed by the resolved path, the file's modification time and the reading settings, so a
-changed file or data root is read again.
+:func:`read_corpus` reads a corpus (an immutable :class:`~textcause.corpus.types.Corpus`) once per
+process and setting, keyed by the resolved path, the file's modification time and the reading
+settings, so a changed file or data root is read again.
 
 What a local corpus file reads to (a sample of ``n_users`` users, or all of them) is also kept on
-disk, under the cache root's ``corpora/`` (:func:`textcause.paths.cache_root`), keyed the same way
+disk under the cache root's ``corpora/`` (:func:`textcause.paths.cache_root`), keyed the same way
 plus the file's size and the reading code (this package's sources, the versions of numpy, pandas
-and pyarrow): a new process then reads the users it needs from that file instead of parsing the
-corpus again (the smoke grid's 300 Twitter users: 0.59 s to parse the corpus, milliseconds from the
-cache; all 4,120 Twitter users: 1.15-1.2 s to parse, 0.27-0.38 s from the 30 MB cache file). The file is
-written atomically and checked against its SHA-256 when read; one that fails is reported in one
-warning and read anew from the corpus. A sample whose metadata JSON cannot hold exactly is not
-cached, and without a cache root the corpus is read as before.
+and pyarrow). The file is written atomically and checked against its SHA-256 when read; one that
+fails is reported in one warning and read anew from the corpus. A sample whose metadata JSON cannot
+hold exactly is not cached, and without a cache root the corpus is read as before. Parse and cache
+times: benchmarks/README.md, ``bench_startup.py``.
 """
 
 from __future__ import annotations
@@ -31,11 +28,16 @@ from textcause.corpus.types import Corpus, History
 from textcause.io import atomic_write_bytes, content_key
 from textcause.paths import cache_root, resolve_corpus
 
-SAMPLE_CACHE = "corpus-sample/v1"  # the sample cache's format, part of its key
+__all__ = [
+    "read_corpus",
+    "sample_file",
+]
+
+_SAMPLE_CACHE = "corpus-sample/v1"  # the sample cache's format, part of its key
 
 
 def read_corpus(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     *,
     min_posts: int = 10,
     max_posts: Optional[int] = 60,
@@ -130,7 +132,7 @@ def _reader_version() -> str:
         except importlib.metadata.PackageNotFoundError:
             versions.append(f"{package} -")
     sources = [p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py"))]
-    return content_key(SAMPLE_CACHE, versions, *sources)
+    return content_key(_SAMPLE_CACHE, versions, *sources)
 
 
 def sample_file(
@@ -183,7 +185,7 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     if isinstance(a, float) and a != a:
-        return b != b
+        return bool(b != b)
     return bool(a == b)
 
 

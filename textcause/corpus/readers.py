@@ -1,24 +1,14 @@
 """Read real user histories from any supported source into a :class:`Corpus`.
 
-Sources (``format=None`` infers them):
+:func:`load_histories` reads (``format=None`` infers it) history JSON Lines, plain or gzipped (one
+user per line, posts oldest first; ``../shared/data/README.md``), flat comment tables (CSV, Parquet,
+NDJSON: one comment per row, grouped by author and ordered by time; :mod:`textcause.corpus.tables`)
+and Hugging Face datasets (:mod:`textcause.corpus.hf`). Every source then goes through the same
+steps: drop blank posts, drop users with fewer than ``min_posts`` posts, keep each user's first
+``max_posts`` posts, and with ``n_users`` keep a seeded random sample of users in corpus order.
 
-* history JSON Lines, plain or gzipped (``.jsonl``, ``.jsonl.gz``): one user per line,
-  ``{"user_id", "posts": [{"text", "time"}, ...], "meta"}``, posts oldest first (see
-  ``../shared/data/README.md``). Streamed line by line; the file order of posts is kept.
-* flat comment tables: CSV, Parquet, or NDJSON (``.ndjson``, or a ``.jsonl`` whose records have no
-  ``posts`` key): one comment per row, grouped by author and ordered by time
-  (:mod:`textcause.corpus.tables`; deleted authors such as ``[deleted]`` are skipped).
-* Hugging Face datasets: a ``save_to_disk`` folder, or a builder (``hf_builder="json"``, ``"csv"``,
-  ``"parquet"``) on local ``data_files`` (:mod:`textcause.corpus.hf`).
-
-Every source then goes through the same steps: drop empty or blank posts; drop users with fewer
-than ``min_posts`` posts; keep each user's first (oldest) ``max_posts`` posts; if ``n_users`` is
-given, keep a seeded random sample of that many users, in the corpus's order.
-
-Values are checked for their types, never coerced (ids are strings or integers, texts strings, times
-numbers or dates, ``meta`` a mapping; a user id appears once in a history file; a CSV row has one
-field per column): a file that breaks a rule, or cannot be read at all, is refused with one
-``ValueError`` sentence naming the file and its line or row, never the text of a post.
+Values are checked for their types, never coerced: a file that breaks a rule, or cannot be read, is
+refused with one ``ValueError`` sentence naming the file and its line or row, never a post's text.
 """
 
 from __future__ import annotations
@@ -46,6 +36,12 @@ from textcause.corpus.types import Corpus, History
 from textcause.paths import resolve_corpus
 from textcause.validation import check_int
 
+__all__ = [
+    "FORMATS",
+    "corpus_summary",
+    "load_histories",
+]
+
 #: The formats ``load_histories`` reads: history JSONL, flat NDJSON / CSV / Parquet, Hugging Face.
 FORMATS = ("jsonl", "ndjson", "csv", "parquet", "hf")
 
@@ -61,7 +57,7 @@ _SUFFIXES = {
 
 
 def load_histories(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     *,
     min_posts: int = 10,
     max_posts: int | None = 60,

@@ -19,7 +19,7 @@ text of a post.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection
 from datetime import date
 from numbers import Integral, Real
 from typing import Any
@@ -31,15 +31,22 @@ from textcause.corpus.csvfile import csv_lines, csv_na_options
 from textcause.corpus.jsonl import IdSpellings, Record, is_integer_id, iter_json_lines, type_name
 from textcause.corpus.types import DELETED_AUTHORS
 
+__all__ = [
+    "check_columns",
+    "check_texts",
+    "read_table",
+    "table_records",
+]
+
 #: The key of ``DataFrame.attrs`` holding each row's line in its file (CSV, NDJSON).
-LINES = "textcause_line_numbers"
+_LINES = "textcause_line_numbers"
 #: Longer time fields are not shown in messages (they are not times, and could be a post's text).
 _SHOWN_TIME_CHARS = 40
 #: The range of UNIX timestamps a table's numeric times may take (pandas' nanosecond timestamps).
 _TIME_RANGE = "1677-09-21 to 2262-04-11"
 
 
-def check_columns(columns: Sequence[str], where: str, author_col: str, text_col: str, time_col: str | None) -> None:
+def check_columns(columns: Collection[str], where: str, author_col: str, text_col: str, time_col: str | None) -> None:
     """Raise a ValueError naming the first of the three columns that ``columns`` lacks."""
     for param, value in zip(("author_col", "text_col", "time_col"), (author_col, text_col, time_col)):
         if value is not None and value not in columns:
@@ -50,7 +57,9 @@ def check_columns(columns: Sequence[str], where: str, author_col: str, text_col:
             )
 
 
-def read_table(path: str | os.PathLike, fmt: str, author_col: str, text_col: str, time_col: str | None) -> pd.DataFrame:
+def read_table(
+    path: str | os.PathLike[str], fmt: str, author_col: str, text_col: str, time_col: str | None
+) -> pd.DataFrame:
     """Read the author, text and time columns of a CSV, Parquet or NDJSON comment table.
 
     CSV text and author fields are read as strings, so a comment or user called ``NA`` or ``null``
@@ -69,7 +78,7 @@ def read_table(path: str | os.PathLike, fmt: str, author_col: str, text_col: str
         try:
             header = pd.read_csv(path, nrows=0).columns
             check_columns(header, where, author_col, text_col, time_col)
-            df = pd.read_csv(
+            df: pd.DataFrame = pd.read_csv(
                 path,
                 usecols=list(dict.fromkeys(wanted)),
                 dtype={author_col: str, text_col: str},
@@ -87,7 +96,7 @@ def read_table(path: str | os.PathLike, fmt: str, author_col: str, text_col: str
                 f"'{path}' could not be read as a CSV table ({type(e).__name__}: {_first_line(e)})."
             ) from None
         if len(lines) == len(df):
-            df.attrs[LINES] = np.frombuffer(lines, dtype=np.int64) if len(lines) else np.empty(0, np.int64)
+            df.attrs[_LINES] = np.frombuffer(lines, dtype=np.int64) if len(lines) else np.empty(0, np.int64)
         return df
     if fmt == "parquet":
         import pyarrow.parquet as pq
@@ -98,7 +107,8 @@ def read_table(path: str | os.PathLike, fmt: str, author_col: str, text_col: str
             raise ValueError(f"'{path}' could not be read as a Parquet table ({type(e).__name__}).") from None
         check_columns(names, where, author_col, text_col, time_col)
         try:
-            return pd.read_parquet(path, columns=list(dict.fromkeys(wanted)))
+            table: pd.DataFrame = pd.read_parquet(path, columns=list(dict.fromkeys(wanted)))
+            return table
         except Exception as e:  # pyarrow and pandas errors on damaged data or unsupported types
             raise ValueError(f"'{path}' could not be read as a Parquet table ({type(e).__name__}).") from None
     if fmt == "ndjson":
@@ -113,7 +123,7 @@ def read_table(path: str | os.PathLike, fmt: str, author_col: str, text_col: str
         columns = list(dict.fromkeys(k for row in rows for k in row))
         check_columns(columns, where, author_col, text_col, time_col)
         df = pd.DataFrame.from_records(rows, columns=columns)[list(dict.fromkeys(wanted))]
-        df.attrs[LINES] = np.asarray(numbers, dtype=np.int64)
+        df.attrs[_LINES] = np.asarray(numbers, dtype=np.int64)
         return df
     raise ValueError(f"Unknown table format {fmt!r}.")  # pragma: no cover - guarded by the reader
 
@@ -124,7 +134,9 @@ def _first_line(e: BaseException) -> str:
     return text[0][:200] if text else type(e).__name__
 
 
-def _ndjson_row(obj: dict[str, Any], where: str, author_col: str, text_col: str, time_col: str | None) -> dict:
+def _ndjson_row(
+    obj: dict[str, Any], where: str, author_col: str, text_col: str, time_col: str | None
+) -> dict[str, Any]:
     """Check one NDJSON comment's author, text and time types; integer authors become strings."""
     author = obj.get(author_col)
     if author is not None:
@@ -148,7 +160,7 @@ def _ndjson_row(obj: dict[str, Any], where: str, author_col: str, text_col: str,
 
 def _place(df: pd.DataFrame, row: int) -> str:
     """How a message names row ``row`` of ``df``: its line in the file ("line 7"), else its 0-based row."""
-    lines = df.attrs.get(LINES)
+    lines = df.attrs.get(_LINES)
     if lines is not None and row < len(lines):
         return f"line {int(lines[row])}"
     return f"row {row}"
@@ -174,7 +186,7 @@ def _object_values(col: pd.Series) -> np.ndarray:
     return col.to_numpy(dtype=object)
 
 
-def author_strings(col: pd.Series, df: pd.DataFrame, where: str, author_col: str) -> pd.Series:
+def _author_strings(col: pd.Series, df: pd.DataFrame, where: str, author_col: str) -> pd.Series:
     """The author column as strings ("" where missing); integers become their decimal strings.
 
     Raises:
@@ -186,7 +198,8 @@ def author_strings(col: pd.Series, df: pd.DataFrame, where: str, author_col: str
     if pd.api.types.is_bool_dtype(dtype):
         bad = int(np.flatnonzero(present)[0]) if present.any() else None
     elif pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_string_dtype(dtype) and not _is_object(dtype):
-        return col.where(col.notna(), "").astype(str)
+        spelled: pd.Series = col.where(col.notna(), "").astype(str)
+        return spelled
     elif pd.api.types.is_float_dtype(dtype):  # integers with missing values, as pandas stores them
         values = col.to_numpy(dtype=np.float64, na_value=np.nan)
         whole = present & np.isfinite(values)
@@ -214,7 +227,9 @@ def author_strings(col: pd.Series, df: pd.DataFrame, where: str, author_col: str
                 bad = i
                 break
         if bad is None:
-            return pd.Series(out, index=col.index, dtype=object)
+            authors: pd.Series = pd.Series(out, index=col.index, dtype=object)
+            return authors
+    assert bad is not None  # each branch above returned or found a bad row
     value = col.iloc[bad]
     raise ValueError(
         f"{_position(df, bad, where)} has an author ({author_col!r}) of type {type_name(value)}: authors must be "
@@ -244,7 +259,8 @@ def _blank(values: pd.Series) -> np.ndarray:
     """True where a value is missing or only whitespace."""
     na = values.isna().to_numpy()
     text = values.where(~na, "").astype(str)
-    return na | (text.str.strip() == "").to_numpy()
+    blank: np.ndarray = na | (text.str.strip() == "").to_numpy()
+    return blank
 
 
 def _shown(value: Any) -> str:
@@ -280,9 +296,11 @@ def _us_key(parsed: pd.Series) -> np.ndarray:
 def _numbers(col: pd.Series) -> pd.Series:
     """The values as float seconds (NaN where a value is missing or not a number)."""
     try:
-        return pd.to_numeric(col, errors="coerce").astype(float)
+        seconds: pd.Series = pd.to_numeric(col, errors="coerce").astype(float)
+        return seconds
     except (TypeError, ValueError):  # an object pandas cannot even coerce (e.g. a date): one by one
-        return pd.Series([_number(v) for v in col], index=col.index, dtype=float)
+        seconds = pd.Series([_number(v) for v in col], index=col.index, dtype=float)
+        return seconds
 
 
 def _number(value: Any) -> float:
@@ -299,12 +317,13 @@ def _number(value: Any) -> float:
 def _parse_dates(col: pd.Series) -> pd.Series:
     """Date strings as UTC timestamps (NaT where a value is not a date)."""
     try:
-        parsed = pd.to_datetime(col, errors="coerce", utc=True, format="ISO8601")
+        parsed: pd.Series = pd.to_datetime(col, errors="coerce", utc=True, format="ISO8601")
         if (parsed.isna() & col.notna()).any():
             parsed = pd.to_datetime(col, errors="coerce", utc=True, format="mixed")
         return parsed
     except (ValueError, TypeError, OverflowError):  # a value pandas cannot even coerce: one by one
-        return pd.Series([_parse_one(v) for v in col], index=col.index, dtype="datetime64[us, UTC]")
+        parsed = pd.Series([_parse_one(v) for v in col], index=col.index, dtype="datetime64[us, UTC]")
+        return parsed
 
 
 def _parse_one(value: Any) -> Any:
@@ -321,14 +340,14 @@ def _iso(stamp: Any) -> str | None:
     if pd.isna(stamp):
         return None
     try:
-        return stamp.isoformat()
+        return str(stamp.isoformat())
     except (ValueError, NotImplementedError, OverflowError):
         raise ValueError("outside years 1 to 9999") from None
 
 
 def _sort_times(
     col: pd.Series, where: str, time_col: str, df: pd.DataFrame, rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, list]:
+) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
     """Return (sort key, missing mask, ISO/original time strings) for a time column.
 
     ``rows`` maps each position of ``col`` to its row in ``df`` (for messages). Numbers are UNIX
@@ -386,7 +405,7 @@ def _sort_times(
     return np.where(missing, 0, keys), missing, iso
 
 
-def check_time_types(col: pd.Series, df: pd.DataFrame, where: str, time_col: str) -> None:
+def _check_time_types(col: pd.Series, df: pd.DataFrame, where: str, time_col: str) -> None:
     """Refuse a time of the wrong type on any row, kept or not (as the NDJSON reader does)."""
     if pd.api.types.is_bool_dtype(col) and _present(col).any():
         raise ValueError(f"Column {time_col!r} of {where} holds booleans, not times.")
@@ -425,10 +444,10 @@ def table_records(df: pd.DataFrame, where: str, author_col: str, text_col: str, 
             that is not a string, or a time that does not parse (named by line or row).
     """
     check_columns(list(df.columns), where, author_col, text_col, time_col)
-    author_text = author_strings(df[author_col], df, where, author_col)
+    author_text = _author_strings(df[author_col], df, where, author_col)
     check_texts(df[text_col], df, where, text_col)
     if time_col is not None:
-        check_time_types(df[time_col], df, where, time_col)
+        _check_time_types(df[time_col], df, where, time_col)
     keep = ~_blank(df[text_col]) & ~_blank(author_text) & ~author_text.isin(DELETED_AUTHORS).to_numpy()
     idx = np.flatnonzero(keep)
     if idx.size == 0:

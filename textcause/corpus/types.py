@@ -10,6 +10,14 @@ import numpy as np
 
 from textcause.io import content_key
 
+__all__ = [
+    "Corpus",
+    "DELETED_AUTHORS",
+    "History",
+    "SPLITS",
+    "Split",
+]
+
 #: Author names that stand for many deleted accounts, never one user (rows of a comment table
 #: with such an author are dropped: :mod:`textcause.corpus.tables`).
 DELETED_AUTHORS = frozenset({"[deleted]", "[removed]"})
@@ -104,4 +112,5 @@ class Split:
     def __getitem__(self, name: str) -> np.ndarray:
         if name not in SPLITS:
             raise ValueError(f"Unknown split {name!r}: choose 'train', 'val' or 'test'.")
-        return getattr(self, name)
+        rows: np.ndarray = getattr(self, name)
+        return rows

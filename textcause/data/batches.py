@@ -15,6 +15,12 @@ import scipy.sparse as sp
 import torch
 from torch.utils.data import Dataset
 
+__all__ = [
+    "FeatureCollate",
+    "HistoryCollate",
+    "IndexDataset",
+]
+
 
 class IndexDataset(Dataset):
     """A dataset of unit (or example) indices; a collate function turns a list of them into a batch."""

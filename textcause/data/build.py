@@ -32,6 +32,19 @@ from textcause.features.kinds import EMBEDDING_KINDS, NGRAM_KINDS, REPRESENTATIO
 from textcause.io import content_key
 from textcause.validation import check_int, check_options, check_real
 
+__all__ = [
+    "BuiltData",
+    "DataSettings",
+    "OUTCOME_KINDS",
+    "SCALES",
+    "SIMULATION_FIELDS",
+    "build_data",
+    "build_task",
+    "clear_built",
+    "embed_texts",
+    "outcome_kind",
+]
+
 log = logging.getLogger(__name__)
 
 #: How n-gram / topic features may be rescaled before training (None: as they are).
@@ -55,7 +68,7 @@ SIMULATION_FIELDS = (
 )
 #: Settings added after grids had run, left out of :meth:`DataSettings.key` at their defaults (so
 #: every setting that existed before keeps its key) and recorded in the task's info when set.
-ROBUSTNESS_DEFAULTS: dict[str, Any] = {"meta_filter": None, "held_out_bank": 0.0}
+_ROBUSTNESS_DEFAULTS: dict[str, Any] = {"meta_filter": None, "held_out_bank": 0.0}
 _MEMO_SIZE = 4
 
 
@@ -152,7 +165,7 @@ class DataSettings:
     def key(self) -> str:
         """A key of everything that decides the build (a study config counts by its content)."""
         fields = dataclasses.asdict(self)
-        for name, default in ROBUSTNESS_DEFAULTS.items():
+        for name, default in _ROBUSTNESS_DEFAULTS.items():
             if fields[name] == default:
                 del fields[name]
         parts: list[Any] = [fields]
@@ -262,7 +275,7 @@ def outcome_kind(task: Any) -> str:
     return OUTCOME_KINDS[kind]
 
 
-def scale_features(x: Any, train: np.ndarray, how: Optional[str]) -> Any:
+def _scale_features(x: Any, train: np.ndarray, how: Optional[str]) -> Any:
     """Rescale a sparse or dense feature matrix (``maxabs`` fitted on the training rows only)."""
     return apply_scale(x, how, maxabs_factor(x, train) if how == "maxabs" else None)
 

@@ -32,6 +32,10 @@ from textcause.data.resumable import resumable_loader
 from textcause.features.kinds import EMBEDDING_KINDS
 from textcause.validation import check_int, check_options
 
+__all__ = [
+    "CausalTextDataModule",
+]
+
 _D = DataSettings()
 
 

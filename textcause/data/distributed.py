@@ -30,6 +30,12 @@ from typing import Any, Optional
 
 from torch.utils.data import Sampler
 
+__all__ = [
+    "evaluation_sampler",
+    "launched_world_size",
+    "one_build_at_a_time",
+]
+
 
 def launched_world_size() -> int:
     """The number of processes of the job this process was launched in (1 outside a distributed launch).

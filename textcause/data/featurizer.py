@@ -1,28 +1,21 @@
 """The featurizer a trained model carries: how NEW users' text becomes the model's input, saved safely.
 
-:func:`build_data` records, beside the features of a task's users, a featurizer state
-(:func:`featurizer_state`): plain values and torch tensors only (no pickled code), so that a
-checkpoint holding it still loads with ``torch.load(..., weights_only=True)``.
-:class:`~textcause.data.CausalTextDataModule` saves it in every checkpoint (its ``state_dict``,
-which Lightning stores under the data module's class name) and :func:`featurize` applies it to new
-text exactly as training did, without refitting anything:
+:func:`featurizer_state` records, beside the features of a task's users, plain values and torch
+tensors only (no pickled code), so a checkpoint holding it loads with
+``torch.load(..., weights_only=True)``; :class:`~textcause.data.CausalTextDataModule` saves it in
+every checkpoint and :func:`featurize` applies it to new text exactly as training did, refitting
+nothing. It holds, per representation kind:
 
-* n-gram kinds: the vocabulary (the n-grams in column order) and, for ``lda``, the fitted topics
-  (:meth:`textcause.features.NgramFeaturizer.state_dict`); then the training split's ``maxabs``
-  column factors, or ``log1p``. The n-grams are kept as two tensors (:func:`pack_terms`: their
-  UTF-8 bytes end to end and where each ends), not as a list of strings: a checkpoint saves and
-  loads two arrays instead of tens of thousands of objects (a ``weights_only`` load of an
-  lr_bigram_binary checkpoint with 25,905 Twitter 1,2-grams: 114-126 -> 18-20 ms, a save 26-30 ->
-  15 ms; every checkpoint of every n-gram model holds them). A list (as earlier
-  versions saved it) is still read, and the content key is the same for both forms;
+* n-gram kinds: the vocabulary (packed as two tensors by :func:`pack_terms`; a list of strings, as
+  earlier versions saved it, is still read), the fitted LDA topics for ``lda``, and the training
+  split's ``maxabs`` column factors or ``log1p``;
 * ``post_embeddings`` / ``post_tokens``: the encoder's name and content identity, its input length,
-  token cap and layer, and the embedding cache key; a different encoder found under the same
-  name is refused;
+  token cap and layer, and the embedding cache key (another encoder under the same name is refused);
 * ``none``: nothing (such models read no text and cannot score new users).
 
 A state's ``key`` is a content key of all of it: the data module refuses a checkpoint whose key
-differs from that of the featurizer rebuilt from the run's data settings (the data or the code
-changed since training), so an evaluation never silently uses other features than training did.
+differs from that of the featurizer rebuilt from the run's data settings, so an evaluation never
+silently uses other features than training did.
 """
 
 from __future__ import annotations
@@ -37,12 +30,26 @@ import scipy.sparse as sp
 
 from textcause.features.kinds import EMBEDDING_KINDS, NGRAM_KINDS
 
+__all__ = [
+    "FEATURIZER_KEY",
+    "apply_scale",
+    "check_same",
+    "check_state",
+    "embed_histories",
+    "featurize",
+    "featurizer_state",
+    "maxabs_factor",
+    "pack_terms",
+    "state_key",
+    "unpack_terms",
+]
+
 #: Bump when the state's layout changes: a state of another version is refused ("retrain").
-FEATURIZER_VERSION = 1
+_FEATURIZER_VERSION = 1
 #: The key of the featurizer state in the data module's ``state_dict``.
 FEATURIZER_KEY = "featurizer"
-RETRAIN = "retrain the model with this version of textcause"
-DAMAGED = "the checkpoint is damaged; retrain the model or restore the file"
+_RETRAIN = "retrain the model with this version of textcause"
+_DAMAGED = "the checkpoint is damaged; retrain the model or restore the file"
 
 
 def _tensor(value: np.ndarray) -> Any:
@@ -74,23 +81,23 @@ def unpack_terms(value: Any) -> list[str]:
     """
     if not isinstance(value, Mapping):
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-            raise ValueError(f"The saved n-grams are a {type(value).__name__}, not a list: {DAMAGED}.")
+            raise ValueError(f"The saved n-grams are a {type(value).__name__}, not a list: {_DAMAGED}.")
         return [str(t) for t in value]
     try:
         buf = np.ascontiguousarray(_numpy(value["utf8"]))
         ends = np.asarray(_numpy(value["ends"]))
     except KeyError as err:
-        raise ValueError(f"The saved n-grams lack their {err.args[0]!r} array: {DAMAGED}.") from None
+        raise ValueError(f"The saved n-grams lack their {err.args[0]!r} array: {_DAMAGED}.") from None
     if buf.dtype != np.uint8 or buf.ndim != 1 or ends.ndim != 1 or not np.issubdtype(ends.dtype, np.integer):
-        raise ValueError(f"The saved n-grams' arrays have the wrong type or shape: {DAMAGED}.")
+        raise ValueError(f"The saved n-grams' arrays have the wrong type or shape: {_DAMAGED}.")
     starts = np.concatenate([[0], ends[:-1]]).astype(ends.dtype)
     if (ends[-1] if ends.size else 0) != buf.size or (ends < starts).any():
-        raise ValueError(f"The saved n-grams' offsets do not fit their bytes: {DAMAGED}.")
+        raise ValueError(f"The saved n-grams' offsets do not fit their bytes: {_DAMAGED}.")
     raw = buf.tobytes()
     try:
         return [raw[a:b].decode("utf-8", "surrogatepass") for a, b in zip(starts.tolist(), ends.tolist())]
     except UnicodeDecodeError:
-        raise ValueError(f"The saved n-grams are not UTF-8 text: {DAMAGED}.") from None
+        raise ValueError(f"The saved n-grams are not UTF-8 text: {_DAMAGED}.") from None
 
 
 def _logical(state: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -183,7 +190,7 @@ def featurizer_state(
         embedding: the embedding info of :func:`textcause.data.build.embed_texts` (encoder, identity, cache key).
     """
     state: dict[str, Any] = {
-        "version": FEATURIZER_VERSION,
+        "version": _FEATURIZER_VERSION,
         "representation": settings.representation,
         "min_posts": settings.min_posts,
         "max_posts": settings.max_posts,
@@ -240,10 +247,10 @@ def state_key(state: Mapping[str, Any]) -> str:
 def check_state(state: Any, source: str = "The checkpoint") -> dict[str, Any]:
     """``state`` if it is a featurizer state of this version, else a ValueError saying to retrain."""
     if not isinstance(state, Mapping):
-        raise ValueError(f"{source} holds no featurizer (it was trained by an older version): {RETRAIN}.")
-    if state.get("version") != FEATURIZER_VERSION:
+        raise ValueError(f"{source} holds no featurizer (it was trained by an older version): {_RETRAIN}.")
+    if state.get("version") != _FEATURIZER_VERSION:
         raise ValueError(
-            f"{source} holds a featurizer of version {state.get('version')!r}, not {FEATURIZER_VERSION}: {RETRAIN}."
+            f"{source} holds a featurizer of version {state.get('version')!r}, not {_FEATURIZER_VERSION}: {_RETRAIN}."
         )
     return dict(state)
 
@@ -283,7 +290,7 @@ def featurize(state: Mapping[str, Any], texts: Sequence[Sequence[str]]) -> Any:
 
         saved = state.get("ngram")
         if not isinstance(saved, Mapping):
-            raise ValueError(f"The checkpoint's featurizer has no vocabulary: {RETRAIN}.")
+            raise ValueError(f"The checkpoint's featurizer has no vocabulary: {_RETRAIN}.")
         saved = {k: _numpy(v) if _is_tensor(v) else v for k, v in saved.items()}
         if "terms" in saved:
             saved["terms"] = unpack_terms(saved["terms"])
@@ -302,7 +309,7 @@ def _embed(state: Mapping[str, Any], texts: Sequence[Sequence[str]]) -> Any:
 
     emb = state.get("embedding")
     if not isinstance(emb, Mapping):
-        raise ValueError(f"The checkpoint's featurizer does not name its encoder: {RETRAIN}.")
+        raise ValueError(f"The checkpoint's featurizer does not name its encoder: {_RETRAIN}.")
     spec = resolve_encoder(emb["encoder"])
     if spec.identity != emb["identity"]:
         raise ValueError(

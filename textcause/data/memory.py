@@ -13,6 +13,10 @@ import ctypes
 import ctypes.util
 import sys
 
+__all__ = [
+    "keep_freed_memory",
+]
+
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 _DONE = False

@@ -26,6 +26,12 @@ from typing import Any, Optional
 import torch
 from torch.utils.data import DataLoader, RandomSampler
 
+__all__ = [
+    "ResumableLoader",
+    "ResumableRandomSampler",
+    "resumable_loader",
+]
+
 
 class ResumableRandomSampler(RandomSampler):
     """:class:`~torch.utils.data.RandomSampler` (with a generator) that can skip the start of one epoch."""

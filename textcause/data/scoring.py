@@ -22,6 +22,10 @@ from textcause.data.featurizer import featurize
 from textcause.features.kinds import EMBEDDING_KINDS
 from textcause.validation import check_int
 
+__all__ = [
+    "ScoringDataModule",
+]
+
 
 class ScoringDataModule(L.LightningDataModule):
     """New users' histories featurised with a saved featurizer, served as predict batches.

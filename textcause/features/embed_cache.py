@@ -1,33 +1,18 @@
 """The on-disk shards of the post-embedding cache: content keys in, memory-mapped rows out.
 
-A store is a folder of shards. Shard ``shard-00017-1a2b3c4d`` is a set of ``.npy`` files written
-one at a time, each to a temporary file renamed into place; the keys file
-(``shard-00017-1a2b3c4d.keys.npy``: one 16-byte BLAKE2b digest of each post's UTF-8 text per row)
-is written LAST, so a shard exists exactly when its keys file does. A process killed mid-write
-leaves finished shards and at most some hidden ``.tmp`` files or keyless data files, which are
-ignored (and swept once they are an hour old). The tag in the name is a hash of the shard's keys,
-so two processes writing at once never clobber each other (a post written twice is harmless).
+A :class:`ShardStore` is a folder of shards. A shard (``shard-00017-1a2b3c4d``) is a set of ``.npy``
+files, each written to a temporary file renamed into place, its keys file (one 16-byte BLAKE2b
+digest of each post's UTF-8 text per row) LAST, so a shard exists exactly when its keys file does;
+the tag is a hash of its keys, so concurrent writers never clobber each other. Two kinds share the
+scheme: ``"pooled"`` (``.vec.npy``, (n, d) post vectors) and ``"tokens"`` (``.tok.npy`` token states
+and ``.off.npy`` offsets). Values are float16 or bfloat16 (as uint16 bits); reads are memory-mapped
+and return float32 (or float16 when asked).
 
-Two kinds of store share the scheme:
-
-* ``"pooled"``: ``.vec.npy``, (n, d) post vectors;
-* ``"tokens"``: ``.tok.npy``, (sum of token counts, d) token states and ``.off.npy``, (n + 1,)
-  int64 offsets (post i's tokens are rows ``off[i]:off[i+1]``).
-
-Values are float16, or bfloat16 kept as its uint16 bit pattern (numpy has no bfloat16); reads
-return float32 (or float16 for float16 stores when asked). Data files are opened with
-``np.load(mmap_mode="r")``, so a store costs memory only for its keys (16 bytes a post) and index.
-
-**Verified.** Each shard has a manifest (``shard-00017-1a2b3c4d.manifest.json``, written just
-before its keys file): the rows, and every file's size and SHA-256. Sizes are checked when a shard
-is indexed; when a shard is first used it is opened and checked whole: its files' sizes, headers
-and shapes, every value finite, and (``verify="hash"``, the default) its hashes, once per process
-(SHA-256 reads about 0.9 GB/s here); the checks are :mod:`textcause.features.shard_checks`. A shard of the old code (no manifest) that passes the same checks is adopted: its
-manifest is written from the files as they are. A damaged shard (flipped bytes, NaN vectors, a
-truncated file) is reported in one warning naming the file, moved to ``damaged/`` and dropped from
-the index, so its posts are encoded again: never used. :meth:`ShardStore.verify` checks every
-shard on demand. When two shards hold the same post (two writers of the old code), every process
-reads the one with the smallest name, so all readers agree.
+Each shard has a manifest (rows, every file's size and SHA-256), checked when the shard is first used
+(:mod:`textcause.features.shard_checks`; ``verify="hash"`` by default). A damaged shard is reported in
+one warning, moved to ``damaged/`` and its posts are encoded again, never used;
+:meth:`ShardStore.verify` checks every shard on demand. When two shards hold the same post, every
+process reads the one with the smallest name.
 """
 
 from __future__ import annotations
@@ -59,16 +44,25 @@ from textcause.features.shard_checks import (
 from textcause.io import atomic_write_json
 from textcause.validation import check_options
 
-KIND_FILES = {"pooled": ("vec",), "tokens": ("tok", "off")}
+__all__ = [
+    "DTYPES",
+    "ShardStore",
+    "from_storage",
+    "post_key",
+    "ranges",
+    "to_storage",
+]
+
+_KIND_FILES = {"pooled": ("vec",), "tokens": ("tok", "off")}
 DTYPES = ("float16", "bfloat16")
-KEY_BYTES = 16
+_KEY_BYTES = 16
 _SHARD_RE = re.compile(r"^(shard-(\d{5,})-[0-9a-f]{8})\.keys\.npy$")
 _SWEEP_AGE_S = 3600.0
 
 
 def post_key(text: str) -> bytes:
     """The 16-byte content key of one post: BLAKE2b of its UTF-8 text."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=KEY_BYTES).digest()
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=_KEY_BYTES).digest()
 
 
 def to_storage(x: np.ndarray, dtype: str) -> np.ndarray:
@@ -109,12 +103,12 @@ class ShardStore:
         dim: int | None = None,
         verify: str = "hash",
     ) -> None:
-        if kind not in KIND_FILES:
+        if kind not in _KIND_FILES:
             raise ValueError(f"Unknown shard store kind {kind!r}: choose 'pooled' or 'tokens'.")
         check_options(dtype, "dtype", "ShardStore", DTYPES)
         check_options(verify, "verify", "ShardStore", VERIFY_MODES)
         self.folder, self.kind, self.dtype, self.dim, self.verify_mode = Path(folder), kind, dtype, dim, verify
-        self._files = ("keys", *KIND_FILES[kind])
+        self._files = ("keys", *_KIND_FILES[kind])
         self.folder.mkdir(parents=True, exist_ok=True)
         self._names: list[str] = []
         self._keys: list[bytes] = []  # each shard's keys, concatenated
@@ -182,8 +176,8 @@ class ShardStore:
             raise
         except (OSError, ValueError, EOFError) as err:
             raise DamagedShard(path, f"is not a readable keys file ({err})") from None
-        if keys.dtype != np.uint8 or keys.ndim != 2 or keys.shape[1] != KEY_BYTES:
-            raise DamagedShard(path, f"holds a {keys.dtype} array of shape {keys.shape}, not (n, {KEY_BYTES}) uint8")
+        if keys.dtype != np.uint8 or keys.ndim != 2 or keys.shape[1] != _KEY_BYTES:
+            raise DamagedShard(path, f"holds a {keys.dtype} array of shape {keys.shape}, not (n, {_KEY_BYTES}) uint8")
         if manifest is not None and keys.shape[0] != manifest["rows"]:
             raise DamagedShard(path, f"holds {keys.shape[0]} keys, not the {manifest['rows']} of its manifest")
         return keys
@@ -195,10 +189,10 @@ class ShardStore:
         self._starts.append(base)
         raw = np.ascontiguousarray(keys, dtype=np.uint8).tobytes()
         self._keys.append(raw)
-        n = len(raw) // KEY_BYTES
+        n = len(raw) // _KEY_BYTES
         index = self._index
         for row in range(n):
-            key = raw[row * KEY_BYTES : (row + 1) * KEY_BYTES]
+            key = raw[row * _KEY_BYTES : (row + 1) * _KEY_BYTES]
             old = index.setdefault(key, base + row)
             if old != base + row and self._names[self._shard_of(old)] > name:
                 index[key] = base + row  # the same post in two shards: every process reads the smallest name's
@@ -213,8 +207,8 @@ class ShardStore:
             if shard in self._dead:
                 continue
             raw, base = self._keys[shard], self._starts[shard]
-            for row in range(len(raw) // KEY_BYTES):
-                self._index.setdefault(raw[row * KEY_BYTES : (row + 1) * KEY_BYTES], base + row)
+            for row in range(len(raw) // _KEY_BYTES):
+                self._index.setdefault(raw[row * _KEY_BYTES : (row + 1) * _KEY_BYTES], base + row)
 
     def check(self, keys: Iterable[bytes] | None = None) -> list[str]:
         """Open and verify every shard holding one of ``keys`` (None: every shard); return the damaged.
@@ -256,7 +250,7 @@ class ShardStore:
             for shard in range(len(self._names)):  # reopen: a check of the files as they are now
                 if shard not in self._dead:
                     self._arrays[shard] = None
-                    for suffix in ("keys", *KIND_FILES[self.kind]):
+                    for suffix in ("keys", *_KIND_FILES[self.kind]):
                         HASHED.discard(hash_key(self.folder / f"{self._names[shard]}.{suffix}.npy"))
             return self.check(None)
         finally:
@@ -265,10 +259,10 @@ class ShardStore:
     def _open(self, shard: int) -> dict[str, np.ndarray]:
         """Memory-map one shard's data files after checking them (raises :class:`DamagedShard`)."""
         name = self._names[shard]
-        n = len(self._keys[shard]) // KEY_BYTES
+        n = len(self._keys[shard]) // _KEY_BYTES
         manifest = read_manifest(self.folder, name, self._files)
         arrays = {}
-        for suffix in KIND_FILES[self.kind]:
+        for suffix in _KIND_FILES[self.kind]:
             path = self.folder / f"{name}.{suffix}.npy"
             try:
                 arrays[suffix] = np.load(path, mmap_mode="r", allow_pickle=False)
@@ -295,7 +289,7 @@ class ShardStore:
         self.damaged.append(name)
         aside = self.folder / "damaged"
         aside.mkdir(exist_ok=True)
-        for suffix in ("keys", "manifest", *KIND_FILES[self.kind]):
+        for suffix in ("keys", "manifest", *_KIND_FILES[self.kind]):
             ext = "json" if suffix == "manifest" else "npy"
             path = self.folder / f"{name}.{suffix}.{ext}"
             with contextlib.suppress(FileNotFoundError):  # never written, or moved by another process
@@ -307,10 +301,10 @@ class ShardStore:
 
     def write(self, keys: Sequence[bytes], **arrays: np.ndarray) -> str:
         """Write one shard (data files, then its manifest, then the keys file last); return its name."""
-        expected = KIND_FILES[self.kind]
+        expected = _KIND_FILES[self.kind]
         if sorted(arrays) != sorted(expected):
             raise ValueError(f"A {self.kind!r} shard needs the arrays {list(expected)}. Got {sorted(arrays)} instead.")
-        key_arr = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), KEY_BYTES)
+        key_arr = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), _KEY_BYTES)
         tag = hashlib.blake2b(key_arr.tobytes(), digest_size=4).hexdigest()
         name = f"shard-{self._next_seq:05d}-{tag}"
         files = {}
@@ -395,7 +389,7 @@ class ShardStore:
         """Bytes on disk of the finished shards."""
         total = 0
         for name in self.shard_names:
-            for suffix in ("keys",) + KIND_FILES[self.kind]:
+            for suffix in ("keys",) + _KIND_FILES[self.kind]:
                 path = self.folder / f"{name}.{suffix}.npy"
                 total += path.stat().st_size if path.exists() else 0
         return total

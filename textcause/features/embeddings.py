@@ -2,38 +2,18 @@
 
 A frozen encoder's output is a pure function of (model, post text, max tokens, pooling), so
 :class:`PostEmbeddingCache` encodes each distinct post once and every task, level, seed and model
-reuses it:
-
-    >>> cache = PostEmbeddingCache()                                  # all-MiniLM-L6-v2  # doctest: +SKIP
-    >>> table = cache.embed_histories(corpus.texts)                    # doctest: +SKIP
-    >>> table.vectors[table.post_ids[0]].shape   # user 0's posts     # doctest: +SKIP
-    (60, 384)
+reuses it (:meth:`PostEmbeddingCache.embed_histories` gives a :class:`HistoryEmbeddings`).
 
 Layout: ``cache_root()/embeddings/<key>/`` per (encoder identity, max_tokens, pooling, normalize,
-dtype), holding ``meta.json``, ``pooled/`` (one vector per post, always) and, with
-``store_tokens=True``, ``tokens-cap<token_cap>/`` (each post's first ``token_cap`` last-layer token
-states, ragged, for SHERBERT's token-attention layer), or ``tokens-cap<token_cap>-layer<k>/`` for the
-states after layer k (``layer=k``, for SHERBERT with unfrozen top layers; pooled vectors are always
-the last layer's, so they are shared, and caches without ``layer`` keep their folders). Posts are keyed by a BLAKE2b hash of their
-text, so a post shared by two corpora (or the synthetic bank) is stored once. Shards of
-``shard_size`` posts are written atomically as they finish (see :mod:`textcause.features.embed_cache`):
-a killed encode keeps its finished shards, and a rerun encodes only what is missing. Every shard
-has a manifest (sizes, SHA-256) and is checked when first used; a damaged one is reported, set
-aside and encoded again, never used.
-
-Processes encoding into the same cache at once take turns on a file lock (``<key>/.encode.lock``,
-released by the kernel if the holder dies): the one holding it encodes the missing posts, the others
-then find them on disk, so a post is encoded once and every reader sees the same vectors.
-
-Precision is not part of the key: bf16 autocast vectors match fp32 to cosine 0.99996 for MiniLM,
-finer than float16 storage.
-
-Disk, all-MiniLM-L6-v2 (d = 384), float16, max_tokens=64: pooled vectors take 784 bytes a post
-(768 + a 16-byte key), token states 768 bytes a token. Twitter (227,149 distinct posts in 4,120 x 60,
-mean 35.4 tokens): pooled 0.18 GB, tokens 4.8 GB at token_cap=32 (mean 27.3 kept), 6.2 GB at 64.
-Blogs (238,890 distinct posts of 8,000 users, mean 56.5 tokens, 77% truncated at 64): pooled
-0.19 GB, tokens 5.6 GB at token_cap=32, 10.4 GB at 64. Before writing token states the cache
-checks the free disk space (``ValueError`` naming token_cap when it does not fit).
+dtype), holding ``meta.json``, ``pooled/`` (one vector per post) and, with ``store_tokens=True``,
+``tokens-cap<token_cap>/`` (or ``-layer<k>``: the states after layer k) for SHERBERT's token
+attention. Posts are keyed by a hash of their text, so a post shared by two corpora is stored once.
+Shards are written atomically as they finish (:mod:`textcause.features.embed_cache`): a killed
+encode keeps its finished shards and a rerun encodes only what is missing; a damaged shard is
+reported, set aside and encoded again, never used. Processes encoding into the same cache take
+turns on a file lock (``<key>/.encode.lock``). Precision is not part of the key. Before writing
+token states the cache checks the free disk space (``ValueError`` naming token_cap when it does not
+fit). Disk sizes: benchmarks/README.md, ``bench_encode.py``.
 """
 
 from __future__ import annotations
@@ -58,6 +38,14 @@ from textcause.io import atomic_write_json, content_key
 from textcause.paths import cache_root
 from textcause.progress import progress_bar
 from textcause.validation import check_int, check_options
+
+__all__ = [
+    "CACHE_VERSION",
+    "HISTORY_MEMO_BYTES",
+    "HistoryEmbeddings",
+    "PostEmbeddingCache",
+    "forget_read_vectors",
+]
 
 CACHE_VERSION = "post-embeddings/v1"
 #: The most pooled vectors (bytes) :meth:`PostEmbeddingCache.embed_histories` keeps per cache folder

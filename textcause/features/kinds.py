@@ -15,6 +15,12 @@ Importing this module is cheap (no numpy, scikit-learn or torch).
 
 from __future__ import annotations
 
+__all__ = [
+    "EMBEDDING_KINDS",
+    "NGRAM_KINDS",
+    "REPRESENTATIONS",
+]
+
 #: The paper's n-gram and topic representations (fitted by :class:`textcause.features.NgramFeaturizer`).
 NGRAM_KINDS = ("unigram_binary", "bigram_binary", "bigram_counts", "lda")
 #: Frozen-encoder representations served as post-embedding tables.

@@ -1,25 +1,14 @@
 """The paper's n-gram text representations (section 6.1, appendices D and E.3).
 
-Four kinds, by the names the configs use:
-
-* ``"unigram_binary"``: 1-grams, 1.0 if the user ever used the gram, else 0;
-* ``"bigram_binary"``: 1- and 2-grams, binary;
-* ``"bigram_counts"``: 1- and 2-grams, the REAL number of times the user used each gram, summed
-  over all of the user's posts (a known public implementation de-duplicated grams per user, so
-  its "counts" equalled the binary encoding; these do not);
-* ``"lda"``: scikit-learn's ``LatentDirichletAllocation`` (20 topics by default) fitted on the
-  training users' 1,2-gram count matrix; each user's topic proportions (rows sum to 1).
-
-A user is a list of posts. Each post is tokenised with :func:`textcause.features.tokenize.tokenize`
-(a data-free Treebank-like regex tokenizer standing in for NLTK's ``word_tokenize``), and bigrams
-are built inside each post only: no bigram joins the last token of one post to the first of the
-next. The vocabulary keeps the grams used by at least ``min_users`` TRAINING users (document
-frequency over users, not occurrences; the paper's "count threshold of 10"), optionally the
-``max_features`` most widely used of them; columns are in alphabetical order of the grams, as in
-scikit-learn's ``CountVectorizer``. Everything stays sparse (CSR, float32) except the n x topics
-LDA output. Fitting a whole corpus with a disk cache is
-:func:`textcause.features.representation.build_representation`. Tokenising and LDA's passes show
-a progress bar when they take more than a few seconds (on a terminal; see :mod:`textcause.progress`).
+:class:`NgramFeaturizer` builds one of :data:`KINDS`: ``unigram_binary`` and ``bigram_binary``
+(1.0 if the user ever used the gram), ``bigram_counts`` (the real number of times, summed over the
+user's posts) and ``lda`` (scikit-learn's ``LatentDirichletAllocation`` on the training users'
+1,2-gram counts; each user's topic proportions). Posts are tokenised with
+:func:`textcause.features.tokenize.tokenize` and bigrams never join two posts. The vocabulary keeps
+the grams used by at least ``min_users`` TRAINING users (optionally the ``max_features`` most widely
+used), in alphabetical order as ``CountVectorizer`` does. Everything stays sparse (CSR, float32)
+except LDA's output. Fitting a whole corpus with a disk cache is
+:func:`textcause.features.representation.build_representation`.
 """
 
 from __future__ import annotations
@@ -36,11 +25,20 @@ from textcause.features.tokenize import TOKENIZER_VERSION, Encoded, encode
 from textcause.progress import progress_bar
 from textcause.validation import check_int
 
+__all__ = [
+    "CHUNK_TOKENS",
+    "KINDS",
+    "NgramFeaturizer",
+    "check_kind",
+    "check_texts",
+    "encode_users",
+]
+
 #: The n-gram representations (:data:`textcause.features.kinds.NGRAM_KINDS`), with (largest n, binary).
 KINDS: dict[str, tuple[int, bool]] = dict(zip(NGRAM_KINDS, [(1, True), (2, True), (2, False), (2, False)]))
 
 #: Bump when :meth:`NgramFeaturizer.state_dict`'s layout changes (a saved featurizer of another version is refused).
-STATE_VERSION = 1
+_STATE_VERSION = 1
 # Keys user * span + code are packed into one int64 when they fit, else sorted with lexsort.
 _INT64_LIMIT = 2**62
 #: Users are counted in runs of about this many tokens, to bound peak memory.
@@ -83,7 +81,7 @@ def encode_users(
         bar.close()
 
 
-def fit_lda(counts: sp.csr_matrix, *, topics: int, max_iter: int, seed: int, progress: bool | None = None) -> Any:
+def _fit_lda(counts: sp.csr_matrix, *, topics: int, max_iter: int, seed: int, progress: bool | None = None) -> Any:
     """scikit-learn's batch ``LatentDirichletAllocation`` fitted on ``counts``, with a bar over its passes.
 
     The bar counts the estimator's EM steps (its ``_em_step``, wrapped on this instance for the fit
@@ -155,7 +153,7 @@ def _distinct_pairs(users: np.ndarray, codes: np.ndarray, span: int) -> np.ndarr
     return c[first]
 
 
-def fit_vocabulary(
+def _fit_vocabulary(
     enc: Encoded, train_users: np.ndarray, *, max_n: int, min_users: int, max_features: int | None
 ) -> tuple[str, ...]:
     """The grams (1..max_n) used by at least ``min_users`` of ``train_users``, sorted.
@@ -202,7 +200,7 @@ def fit_vocabulary(
     return tuple(sorted(terms))
 
 
-def count_matrix(enc: Encoded, vocab: _Vocabulary, *, binary: bool) -> sp.csr_matrix:
+def _count_matrix(enc: Encoded, vocab: _Vocabulary, *, binary: bool) -> sp.csr_matrix:
     """The n_users x n_terms CSR float32 matrix of gram counts (or 0/1 if ``binary``)."""
     n_terms = len(vocab.terms)
     index = {tok: i for i, tok in enumerate(vocab.tokens)}
@@ -300,7 +298,7 @@ class NgramFeaturizer:
     def state_params(self) -> dict[str, Any]:
         """The part of :meth:`state_dict` that fitting does not decide (version, tokenizer, parameters)."""
         return {
-            "version": STATE_VERSION,
+            "version": _STATE_VERSION,
             "tokenizer": TOKENIZER_VERSION,
             "kind": self.kind,
             "min_users": self.min_users,
@@ -317,9 +315,9 @@ class NgramFeaturizer:
         Raises:
             ValueError: a state of another version or tokenizer, or one missing its n-grams or topics.
         """
-        if not isinstance(state, Mapping) or state.get("version") != STATE_VERSION or "terms" not in state:
+        if not isinstance(state, Mapping) or state.get("version") != _STATE_VERSION or "terms" not in state:
             raise ValueError(
-                f"The saved n-gram featurizer is not of this version ({STATE_VERSION}): retrain the model with this version."
+                f"The saved n-gram featurizer is not of this version ({_STATE_VERSION}): retrain the model with this version."
             )
         if state.get("tokenizer") != TOKENIZER_VERSION:
             raise ValueError(
@@ -377,7 +375,7 @@ class NgramFeaturizer:
         vocab = self._fitted()
         texts = check_texts(texts)
         enc = encode_users(texts, {tok: i for i, tok in enumerate(vocab.tokens)}, progress=self.progress)
-        return self._finish(count_matrix(enc, vocab, binary=KINDS[self.kind][1]))
+        return self._finish(_count_matrix(enc, vocab, binary=KINDS[self.kind][1]))
 
     @property
     def vocabulary_size(self) -> int:
@@ -404,7 +402,7 @@ class NgramFeaturizer:
         if len(train_users) == 0:
             raise ValueError("The training set is empty: at least one training user is needed to fit a vocabulary.")
         max_n, binary = KINDS[self.kind]
-        terms = fit_vocabulary(enc, train_users, max_n=max_n, min_users=self.min_users, max_features=self.max_features)
+        terms = _fit_vocabulary(enc, train_users, max_n=max_n, min_users=self.min_users, max_features=self.max_features)
         if not terms:
             grams = "1-gram" if max_n == 1 else "1- or 2-gram"
             raise ValueError(
@@ -412,9 +410,9 @@ class NgramFeaturizer:
                 "lower 'min_users' or add training users."
             )
         self._vocab = _Vocabulary.from_terms(terms)
-        counts = count_matrix(enc, self._vocab, binary=binary)
+        counts = _count_matrix(enc, self._vocab, binary=binary)
         if self.kind == "lda":
-            self.lda_ = fit_lda(
+            self.lda_ = _fit_lda(
                 counts[train_users],
                 topics=self.lda_topics,
                 max_iter=self.lda_max_iter,

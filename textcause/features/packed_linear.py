@@ -23,6 +23,12 @@ from typing import Any
 
 import torch
 
+__all__ = [
+    "PackedLinear",
+    "can_pack",
+    "pack_linears",
+]
+
 
 class PackedLinear(torch.nn.Module):
     """``linear`` (a bf16 ``torch.nn.Linear``) whose bf16 CPU inference uses a weight packed for oneDNN."""

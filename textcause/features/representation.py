@@ -31,6 +31,13 @@ from textcause.features.tokenize import TOKENIZER_VERSION
 from textcause.io import atomic_write_bytes, content_key
 from textcause.paths import cache_root
 
+__all__ = [
+    "CACHE_VERSION",
+    "Representation",
+    "build_representation",
+    "texts_digest",
+]
+
 #: Bump when the cached files' layout or the featurizer's output changes.
 CACHE_VERSION = 1
 

@@ -22,6 +22,21 @@ import numpy as np
 
 from textcause.io import atomic_path, atomic_write_json, write_chunks
 
+__all__ = [
+    "DamagedShard",
+    "HASHED",
+    "MANIFEST_VERSION",
+    "VERIFY_MODES",
+    "all_finite",
+    "check_arrays",
+    "check_hashes",
+    "file_sha256",
+    "hash_key",
+    "npy_bytes",
+    "read_manifest",
+    "save_bytes",
+]
+
 MANIFEST_VERSION = 1
 #: How shards are checked when first used: ``"hash"`` (sizes, shapes, finite values and SHA-256,
 #: once per process) or ``"fast"`` (all but the hashes).

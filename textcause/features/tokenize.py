@@ -30,6 +30,13 @@ from itertools import repeat
 
 import numpy as np
 
+__all__ = [
+    "Encoded",
+    "TOKENIZER_VERSION",
+    "encode",
+    "tokenize",
+]
+
 #: Bump when the tokenizer's output changes: it is part of every feature cache key.
 TOKENIZER_VERSION = "treebank-regex-1"
 

@@ -22,7 +22,12 @@ import torch
 
 from textcause.validation import check_options
 
-LAYOUTS = ("coo", "csr")
+__all__ = [
+    "collate_sparse_rows",
+    "to_torch_sparse",
+]
+
+_LAYOUTS = ("coo", "csr")
 
 
 def to_torch_sparse(matrix: Any, layout: str = "coo") -> torch.Tensor:
@@ -35,7 +40,7 @@ def to_torch_sparse(matrix: Any, layout: str = "coo") -> torch.Tensor:
     Returns:
         A ``torch.sparse_coo`` or ``torch.sparse_csr`` tensor with int64 indices.
     """
-    check_options(layout, "layout", "to_torch_sparse", LAYOUTS)
+    check_options(layout, "layout", "to_torch_sparse", _LAYOUTS)
     if not sp.issparse(matrix):
         raise ValueError(f"Expected a SciPy sparse matrix. Got {type(matrix).__name__} instead.")
     csr = sp.csr_matrix(matrix, dtype=np.float32)

@@ -1,23 +1,14 @@
 """Run a benchmark grid of real fits + evaluations, resumable, on many workers (``textcause benchmark``).
 
-    textcause benchmark --config configs/benchmark/smoke.yaml                  # one worker, SQLite
-    textcause benchmark --config configs/benchmark/weld.yaml --workers 2       # two processes
-    textcause benchmark --config configs/benchmark/weld.yaml --db postgresql://host/textcause  # on each machine
-    textcause benchmark --config configs/benchmark/smoke.yaml --method mypkg.methods:MyMethod  # add a method
-
-Each cell is a trial of Optuna: one study per grid (named by the grid's content hash) in the same
-database, a ``GridSampler`` over the grid's dimensions, heartbeats on running trials, and
-``RetryHeartbeatStaleTrialCallback`` re-queueing the cells of workers that died. Each worker picks
-its next grid point from the ledger it has just read (:func:`textcause.grid.worker.worker_loop`);
-two workers may pick the same point at once, as two of Optuna's grid samplers can (its
-documentation says so), so a worker runs a cell only after claiming it in the ``cells`` ledger
-(see :mod:`textcause.store`): no cell runs twice at once, a finished cell is never rerun, and
-results are written all-or-nothing.
-
-Each cell is one call of :func:`textcause.run.fit.fit_and_evaluate` (what ``train.py fit`` and
-``evaluate.py`` do), in-process; its files go to ``<out>/runs/<cell_id>/``. A method (``--method package.module:Name``, or such an entry in the YAML's
-``models`` / ``methods``) is fitted and evaluated by :mod:`textcause.methods` instead. A cell that raises is recorded as failed (with its error) and the run goes
-on; ``--retry-failed`` runs failed cells again. Rerunning the same command resumes a killed run.
+Each cell is an Optuna trial of one study per grid (named by the grid's content hash), drawn by a
+``GridSampler``; heartbeats and ``RetryHeartbeatStaleTrialCallback`` re-queue the cells of workers
+that died (:func:`textcause.grid.worker.worker_loop`). A worker runs a cell only after claiming it
+in the ``cells`` ledger (:mod:`textcause.store`): no cell runs twice at once, a finished cell is
+never rerun, and results are written all-or-nothing. A cell is one in-process call of
+:func:`textcause.run.fit.fit_and_evaluate` (files in ``<out>/runs/<cell_id>/``), or of
+:mod:`textcause.methods` for a method cell. A cell that raises is recorded as failed with its
+error and the run goes on (``--retry-failed`` reruns them); rerunning the command resumes a killed
+run. Usage: docs/benchmark.md.
 """
 
 from __future__ import annotations

@@ -1,31 +1,12 @@
 """A benchmark grid declared in YAML: corpora x tasks x levels x models x seeds, one cell each.
 
-    name: smoke                       # the grid's name (default: the file's stem)
-    corpora: [twitter]                # short names or paths; or a mapping {name: path}
-    tasks: all                        # every task and level; or [task, ...] / {task: [levels]}
-    models: [oracle, lr_bigram_binary]   # configs/<model>.yaml, paths to model YAML files, or
-                                      # "package.module:Name" methods (textcause.methods)
-    methods: [examples.x:Method]      # more importable methods (or a mapping {name: spec})
-    seeds: [0, 1, 2]                  # or an int n: seeds 0 .. n-1
-    overrides: {data.n_users: 300}    # any train.py option, for every cell
-    model_overrides: {order_count: {trainer.max_epochs: 2}}   # per model, after `overrides`
-    variants: {human: {data.meta_filter: {kind: human}}}   # per variant, after `overrides`: every
-                                      # corpus runs once per variant, as corpus "<corpus>_<variant>"
-    tune: {lr_bigram_binary: {model.init_args.weight_decay: [0.002, 0.02]}}   # per model: options
-                                      # chosen on each cell's validation split (textcause.grid.tuning)
-    evaluation: {n_boot: 1000, split: test, estimators: [ipw, stratified, matching], effect_n_boot: 0}
-                                      # (also aipw, tmle: run for models with outcome predictions;
-                                      # refit_reps: 100 adds refitting intervals for L-BFGS models)
-    threads: 1                        # torch threads per worker (default: cores // workers)
-
-Each :class:`Cell` knows its train.py arguments and its ``config_hash`` (the model YAML text, the
-default configs, the overrides and the evaluation settings), so a finished cell computed under
-another configuration is noticed. A method cell (``Cell.method`` set) is run by
-:func:`textcause.grid.method_cell.run_method_cell` instead of train.py; its hash covers the method's code
-and parameters instead of a YAML file. The YAML is the :class:`GridConfig` dataclass, parsed by
-:mod:`textcause.specs` (every mistake is one ``ValueError`` sentence naming the file and the key);
-its task, seed and evaluation keys are a :class:`Plan`, which ``textcause.evaluate`` parses too.
-Loading a grid imports neither torch nor Lightning (a method entry imports the method's module).
+The YAML is the :class:`GridConfig` dataclass (its docstring shows every key), parsed by
+:mod:`textcause.specs`: every mistake is one ``ValueError`` sentence naming the file and the key. Its
+task, seed and evaluation keys are a :class:`Plan`, which ``textcause.evaluate`` parses too. Each
+:class:`Cell` knows its train.py arguments and its ``config_hash`` (model YAML, default configs,
+overrides, evaluation settings; a method cell's hash covers the method's code and parameters), so a
+finished cell computed under another configuration is noticed. Loading a grid imports neither torch
+nor Lightning (a method entry imports the method's module).
 """
 
 from __future__ import annotations
@@ -245,7 +226,26 @@ def _methods_ok(value: Any) -> bool:
 
 @dataclass(frozen=True, kw_only=True)
 class GridConfig(Plan):
-    """A benchmark config as written (see the module docstring); :func:`grid_from_dict` reads it."""
+    """A benchmark config as written; :func:`grid_from_dict` reads it. Each key is documented below::
+
+    name: smoke                       # the grid's name (default: the file's stem)
+    corpora: [twitter]                # short names or paths; or a mapping {name: path}
+    tasks: all                        # every task and level; or [task, ...] / {task: [levels]}
+    models: [oracle, lr_bigram_binary]   # configs/<model>.yaml, paths to model YAML files, or
+                                      # "package.module:Name" methods (textcause.methods)
+    methods: [examples.x:Method]      # more importable methods (or a mapping {name: spec})
+    seeds: [0, 1, 2]                  # or an int n: seeds 0 .. n-1
+    overrides: {data.n_users: 300}    # any train.py option, for every cell
+    model_overrides: {order_count: {trainer.max_epochs: 2}}   # per model, after `overrides`
+    variants: {human: {data.meta_filter: {kind: human}}}   # per variant, after `overrides`: every
+                                      # corpus runs once per variant, as corpus "<corpus>_<variant>"
+    tune: {lr_bigram_binary: {model.init_args.weight_decay: [0.002, 0.02]}}   # per model: options
+                                      # chosen on each cell's validation split (textcause.grid.tuning)
+    evaluation: {n_boot: 1000, split: test, estimators: [ipw, stratified, matching], effect_n_boot: 0}
+                                      # (also aipw, tmle: run for models with outcome predictions;
+                                      # refit_reps: 100 adds refitting intervals for L-BFGS models)
+    threads: 1                        # torch threads per worker (default: cores // workers)
+    """
 
     corpora: Union[str, list[str], dict[str, str]] = key(holds(_corpora_ok), doc=CORPORA_DOC)
     name: Optional[str] = key(default=None, doc=NAME_DOC)

@@ -1,26 +1,13 @@
 """Tuning a benchmark cell's model on the cell's own validation split, through the sweep engine.
 
-A benchmark compares methods fairly only if each is tuned as a careful researcher would tune it.
-A grid declares, per model, a small search space of ``train.py`` options::
-
-    tune:
-      lr_bigram_binary: {model.init_args.weight_decay: [0.0006, 0.002, 0.006, 0.02, 0.06]}
-      nn_bigram_binary: {model.init_args.weight_decay: [0.001, 0.01, 0.1]}
-
-and every cell of that model runs each point of the grid (Optuna's
-:class:`~optuna.samplers.GridSampler`, the sampler of ``textcause sweep``'s ``method: grid``, on an
-in-memory study: the cell is the unit of work, so a killed cell reruns its selection) as one run
-of :func:`textcause.run.fit.fit_and_evaluate` on the cell's task, seed and training split,
-evaluated on the cell's **validation** split only (no bootstrap). The score is the best
-checkpoint's ``val_loss``: the mean log-loss of the propensity on the validation users (a proper
-scoring rule; treatment accuracy alone is a dangerous criterion, see ``docs/sweeps.md``). The point
-with the lowest score is then evaluated on the cell's evaluation split (the test split) exactly as
-an untuned cell is, and its values are recorded in the rows' ``tuned`` column (JSON). Nothing of
-the test split is seen during selection: the candidates' runs never evaluate it.
-
-Candidates run in ``<run>/tune/<k>/``; their scores are written to ``<run>/tune/candidates.json``
-and the losers' checkpoints are deleted once the choice is made (a grid of 840 cells would
-otherwise keep several thousand).
+A grid's ``tune:`` key declares, per model, a small search space of ``train.py`` options; every
+cell of that model runs each point (Optuna's :class:`~optuna.samplers.GridSampler` on an in-memory
+study) as a run of :func:`textcause.run.fit.fit_and_evaluate` on the cell's task, seed and
+training split, scored by the best checkpoint's ``val_loss`` on the **validation** split only. The
+best point is then evaluated on the cell's evaluation split exactly as an untuned cell is, and its
+values go to the rows' ``tuned`` column (JSON): the test split is never seen during selection.
+Candidates run in ``<run>/tune/<k>/``, their scores go to ``<run>/tune/candidates.json``, and the
+losers' checkpoints are deleted once the choice is made. Why and how: docs/sweeps.md.
 """
 
 from __future__ import annotations

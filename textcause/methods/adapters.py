@@ -31,10 +31,21 @@ from textcause.methods.protocols import (
     representation_options,
 )
 
-METHOD_HASH_VERSION = "textcause-method/v1"
+__all__ = [
+    "ConfigPropensity",
+    "FunctionEffect",
+    "MethodInfo",
+    "SklearnPropensity",
+    "as_method",
+    "describe_method",
+    "fresh_copy",
+    "load_object",
+]
+
+_METHOD_HASH_VERSION = "textcause-method/v1"
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 #: Top-level packages whose estimators :func:`as_method` wraps in :class:`SklearnPropensity`.
-SKLEARN_LIKE = ("sklearn", "imblearn", "lightgbm", "xgboost", "catboost")
+_SKLEARN_LIKE = ("sklearn", "imblearn", "lightgbm", "xgboost", "catboost")
 
 
 def _config_dir() -> Path:
@@ -281,7 +292,7 @@ def _module_from_file(path: Path) -> Any:
 
 def _is_sklearn_like(obj: Any) -> bool:
     root = type(obj).__module__.split(".")[0]
-    return root in SKLEARN_LIKE and method_kind(obj) == "propensity" and not hasattr(obj, "representation")
+    return root in _SKLEARN_LIKE and method_kind(obj) == "propensity" and not hasattr(obj, "representation")
 
 
 def as_method(obj: Any) -> Any:
@@ -420,7 +431,7 @@ def describe_method(method: Any) -> MethodInfo:
     except TypeError:
         source_file = None
     fingerprint = content_key(
-        METHOD_HASH_VERSION,
+        _METHOD_HASH_VERSION,
         f"{cls.__module__}.{cls.__qualname__}",
         _class_source(cls),
         _params(method),

@@ -1,56 +1,15 @@
 """Ready-made effect methods: K-fold cross-fitted AIPW and TMLE (double machine learning) on n-grams.
 
 :class:`CrossFitEffect` is an :class:`~textcause.methods.EffectMethod` around
-:func:`textcause.estimators.crossfit`: it receives every user the task keeps (training, validation
-and test users together) as a sparse n-gram matrix, draws K folds stratified by treatment, fits on
-the other folds a logistic-regression propensity model and one outcome model per arm, predicts the
-fold, and feeds the out-of-fold predictions to AIPW or TMLE, whose influence-function interval it
-returns. :class:`CrossFitAIPW` and :class:`CrossFitTMLE` need no arguments, so the benchmark loads
-them by name::
-
-    textcause benchmark --config configs/benchmark/weld_twitter_dr.yaml \\
-        --method textcause.methods.crossfit:CrossFitAIPW --method textcause.methods.crossfit:CrossFitTMLE
-
-Their rows carry the estimator labels ``dml_aipw`` / ``dml_tmle`` (``aipw`` and ``tmle`` name
-textcause's own estimators, which a model with outcome heads runs with sample splitting: nuisances
-fitted on the training users, evaluated on the test users).
-
-**The penalty.** ``C`` (scikit-learn's inverse L2 penalty, on the summed loss) defaults to
-``"auto"``: once per ``estimate`` call, before cross-fitting, each nuisance model's C is chosen from
-:data:`C_GRID` = (0.001, 0.003, 0.01, 0.03, 0.1) by :data:`CV_FOLDS`-fold cross-validation on all the
-units (scikit-learn's ``LogisticRegressionCV(Cs=C_GRID, cv=StratifiedKFold(3, shuffle=True,
-random_state=seed), scoring="neg_log_loss")``): the propensity model by the log-loss of T, each
-arm's outcome model by the log-loss of Y among that arm's units (a continuous outcome: ``RidgeCV``
-over ``alpha = 1 / C`` with ``KFold(3, shuffle=True, random_state=seed)`` and squared error). The
-selection folds come from scikit-learn's seeded shuffling, not from the cross-fitting folds'
-generator, so they are drawn independently of them (and the same ``seed`` gives the same choice).
-Cross-fitting then refits every fold with the chosen values, which
-``Estimate.details["penalty"]`` records (see :meth:`CrossFitEffect.crossfit_estimate`). An arm whose
-outcome is constant needs no model (its C is None); an arm or treatment whose smaller class has fewer
-than :data:`CV_FOLDS` units cannot be cross-validated and gets the strongest penalty of the grid.
-
-Why: the former fixed default, C = 0.1, was the tuned Twitter weld grid's most frequent
-``weight_decay = 0.006`` for ``lr_bigram_binary`` (31 of 70 cells), i.e. ``C = 1 / (weight_decay *
-n_train) = 1 / (0.006 * 1648)``. On the real Twitter tasks (seed 3, all 4,120 users,
-``bigram_binary``) its out-of-fold propensities were overconfident (1st / 99th percentiles 0.004 /
-0.996, while the true propensities are 0.1 / 0.9), so AIPW overshot: Linguistic Complexity 1 gave
-AIPW 0.564 and TMLE 0.378 (truth 0.4), level 2 AIPW 0.667 and TMLE 0.301. C = 0.01 gave level 1
-AIPW 0.390 / TMLE 0.378 (percentiles 0.039 / 0.956) and level 2 0.247 / 0.291; C = 0.003 gave level
-1 0.306 / 0.356 and level 2 0.167 / 0.205. No fixed C is right across tasks, so, as every textcause
-baseline is tuned on held-out log-loss, the default now chooses it from the data. The grid stops at
-the former default (the failure it replaces is too weak a penalty; on the simulated data of the
-tests a grid reaching C = 1 chose 0.03 all the same) and spans two orders of magnitude below it. A
-number ``C`` fixes every nuisance model's penalty as before, with no selection.
-
-**The outcome kind.** ``estimate`` receives ``(X, t, y)`` only: nothing from textcause says how the
-task drew its outcome. With ``outcome="auto"`` (the default) an outcome whose values are all 0 or 1
-is binary (a logistic regression per arm, TMLE on the logit scale), any other is continuous (a
-ridge regression per arm with ``alpha = 1 / C``, the same L2 penalty on the half squared error,
-which is the Gaussian negative log-likelihood; TMLE on the scaled outcome). A task with
-``outcome: normal`` draws real-valued outcomes, so ``auto`` sees them as continuous; pass
-``outcome="binary"`` or ``"continuous"`` to say it.
-
-scikit-learn is imported when a method estimates, not when this module is imported.
+:func:`textcause.estimators.crossfit`: it receives every user the task keeps as a sparse n-gram
+matrix, cross-fits a logistic-regression propensity model and one outcome model per arm in K folds
+stratified by treatment, and returns AIPW's or TMLE's estimate with its influence-function interval
+(estimator labels ``dml_aipw`` / ``dml_tmle``). ``C="auto"`` (the default) chooses each nuisance
+model's penalty from :data:`C_GRID` by :data:`CV_FOLDS`-fold cross-validated log-loss, recorded in
+``Estimate.details["penalty"]``; ``outcome="auto"`` treats an all-0/1 outcome as binary.
+:class:`CrossFitAIPW` and :class:`CrossFitTMLE` need no arguments, so a grid loads them by name
+(``--method textcause.methods.crossfit:CrossFitAIPW``). scikit-learn is imported when a method
+estimates. Details and measured choices: docs/methods.md, "Ready-made: cross-fitted AIPW and TMLE".
 """
 
 from __future__ import annotations
@@ -81,6 +40,19 @@ from textcause.validation import (
     check_treatment,
 )
 
+__all__ = [
+    "CV_FOLDS",
+    "C_GRID",
+    "CrossFitAIPW",
+    "CrossFitEffect",
+    "CrossFitTMLE",
+    "DEFAULT_C",
+    "LABELS",
+    "MAX_ITER",
+    "OUTCOMES",
+    "cross_validated_C",
+]
+
 #: The default ``C``: chosen per nuisance model by cross-validated log-loss (see the module docstring).
 DEFAULT_C = "auto"
 #: The inverse L2 penalties ``C="auto"`` chooses from (ridge: ``alpha = 1 / C``), strongest first.
@@ -88,7 +60,7 @@ C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1)
 #: The folds of the cross-validation that chooses C (drawn independently of the cross-fitting folds).
 CV_FOLDS = 3
 #: The default propensity clipping: propensities are trimmed to [0.01, 0.99] (weights at most 100).
-DEFAULT_CLIP = 0.01
+_DEFAULT_CLIP = 0.01
 #: What ``outcome`` may be.
 OUTCOMES = ("auto", "binary", "continuous")
 #: The estimator label of each doubly robust estimator's rows.
@@ -128,7 +100,7 @@ class CrossFitEffect:
         C: float | str = DEFAULT_C,
         n_folds: int = 5,
         seed: int = 0,
-        clip: float | None = DEFAULT_CLIP,
+        clip: float | None = _DEFAULT_CLIP,
         level: float = 0.95,
         outcome: str = "auto",
         representation: str = "bigram_binary",
@@ -137,7 +109,7 @@ class CrossFitEffect:
     ) -> None:
         owner = type(self).__name__
         self.doubly_robust = check_options(doubly_robust, "doubly_robust", owner, list(CROSSFIT_ESTIMATORS))
-        self.C = check_C(C, owner)
+        self.C = _check_C(C, owner)
         self.n_folds = check_int(n_folds, "n_folds", owner, low=2)
         self.seed = check_int(seed, "seed", owner, low=0)
         self.clip = None if clip is None else check_clip(clip, owner)
@@ -263,7 +235,7 @@ class CrossFitEffect:
         return EffectResult(float(est.ate), est.ci_low, est.ci_high)
 
 
-def check_C(C: Any, owner: str) -> float | str:
+def _check_C(C: Any, owner: str) -> float | str:
     """``"auto"``, or ``C`` as a float > 0; else the ValueError naming ``owner``."""
     if isinstance(C, str) and C == "auto":
         return C

@@ -1,28 +1,13 @@
 """The task a method is evaluated on, and its inputs in the representation the method requests.
 
-:func:`build_task` gives a cell's task exactly as :class:`textcause.data.CausalTextDataModule` serves
-it. :class:`TaskInputs` gives the users'
-inputs as plain Python / numpy:
-
-========================  ====================================================================
-``representation``        ``X`` (one entry per user, in the order of the indices asked for)
-========================  ====================================================================
-None (raw text)           a list of users, each a list of post strings (oldest first)
-``unigram_binary``,       a ``scipy.sparse.csr_matrix`` (float32), one row per user: the
-``bigram_binary``,        paper's n-gram features, vocabulary fitted on the training users
-``bigram_counts``         (``textcause.features.build_representation``, ``min_users`` = 10)
-``lda``                   a dense float32 ``numpy`` array of 20 topic proportions per user (LDA
-                          fitted on the training users)
-``post_embeddings``       a list of float32 arrays, one per user, of shape (n_posts, dim): each
-                          post's vector from the cached frozen encoder (all-MiniLM-L6-v2, d = 384)
-``post_tokens``           a list, one per user, of lists of float32 arrays of shape
-                          (n_tokens, dim): each post's token states (at most ``token_cap`` = 32
-                          tokens a post) from the same cache
-========================  ====================================================================
-
-The task and the n-gram features come from :func:`textcause.data.build.build_data`, the build the
-data module serves, so a method and a built-in model of the same cell see the same users,
-treatments, outcomes, split and features.
+:func:`build_task` gives a cell's task exactly as :class:`textcause.data.CausalTextDataModule`
+serves it (both come from :func:`textcause.data.build.build_data`), so a method and a built-in model
+of the same cell see the same users, treatments, outcomes, split and features. :class:`TaskInputs`
+gives the users' inputs as plain Python / numpy, ``X`` in the order of the indices asked for: raw
+text (``representation=None``: each user a list of post strings, oldest first), a float32 CSR
+matrix for the n-gram kinds, a dense array of topic proportions for ``lda``, per-user arrays of post
+vectors for ``post_embeddings`` and per-post token states for ``post_tokens``. The table of
+representations: docs/methods.md, "Representations".
 """
 
 from __future__ import annotations
@@ -36,9 +21,16 @@ import numpy as np
 from textcause.data.build import DataSettings, build_data, embed_texts
 from textcause.features.kinds import NGRAM_KINDS
 
+__all__ = [
+    "TaskInputs",
+    "build_task",
+    "data_settings",
+    "task_settings",
+]
+
 #: The data settings that change the task or a method's inputs (``data.<key>`` overrides of a grid);
 #: the rest (batching, scaling, the encoder layer) only concern built-in models.
-DATA_KEYS = (
+_DATA_KEYS = (
     "n_users",
     "min_posts",
     "max_posts",
@@ -54,7 +46,7 @@ DATA_KEYS = (
 
 
 def data_settings(overrides: Iterable[tuple[str, Any]]) -> dict[str, Any]:
-    """The ``data.<key>`` overrides of a cell that concern methods, as a dict (see :data:`DATA_KEYS`).
+    """The ``data.<key>`` overrides of a cell that concern methods, as a dict (see :data:`_DATA_KEYS`).
 
     Other options (``trainer.*``, ``model.*``, data options that only change batching) do not
     concern methods and are ignored.
@@ -70,7 +62,7 @@ def data_settings(overrides: Iterable[tuple[str, Any]]) -> dict[str, Any]:
                 "Methods are evaluated on semi-synthetic tasks only: the 'data.observational' option "
                 "applies to model configs, not to methods."
             )
-        if name.startswith("data.") and name[5:] in DATA_KEYS:
+        if name.startswith("data.") and name[5:] in _DATA_KEYS:
             settings[name[5:]] = value
     return settings
 

@@ -1,25 +1,15 @@
 """The two kinds of method textcause can evaluate, as ``typing.Protocol`` classes.
 
-A **propensity method** learns P(T=1 | text) on the training users and predicts it for the test
-users; textcause then runs its estimators (IPTW, stratification, matching) and every propensity
-metric on those predictions. An **effect method** receives texts, treatments and outcomes and
-returns an ATE estimate, optionally with its own interval. Both are duck-typed: any object with the
-right methods qualifies, no textcause base class is needed.
+A :class:`PropensityMethod` learns P(T=1 | text) on the training users and predicts it for the test
+users; textcause then runs its estimators and propensity metrics on those predictions. An
+:class:`EffectMethod` receives texts, treatments and outcomes and returns an ATE estimate,
+optionally with its own interval. Both are duck-typed: no textcause base class is needed.
 
-Optional attributes read by textcause (never required; ``getattr`` with a default):
-
-``name``
-    the method's name in result tables and cell ids (default: its class or function name); made of
-    letters, digits, ``_``, ``.`` and ``-``.
-``representation``
-    what ``X`` is (default None, raw text); one of :data:`REPRESENTATIONS`, see
-    :mod:`textcause.methods.inputs`.
-``representation_options``
-    a dict of representation settings: ``min_users`` (n-gram kinds, default 10), ``encoder`` and
-    ``max_tokens`` (``post_embeddings`` / ``post_tokens``, default the packaged all-MiniLM-L6-v2 and
-    64 tokens), ``token_cap`` (``post_tokens``: token states kept per post, default 32).
-``estimator``
-    an effect method's ``estimator`` label in result tables (default ``"effect"``).
+Optional attributes, read with a default (:func:`method_name`, :func:`method_representation`,
+:func:`representation_options`, :func:`effect_estimator`): ``name`` (letters, digits, ``_``, ``.``,
+``-``), ``representation`` (one of :data:`REPRESENTATIONS`, default raw text),
+``representation_options`` (``min_users``, ``encoder``, ``max_tokens``, ``token_cap``) and an
+effect method's ``estimator`` label (default ``"effect"``). Details: docs/methods.md, "The protocols".
 """
 
 from __future__ import annotations
@@ -33,10 +23,24 @@ from textcause.estimators.registry import ESTIMATORS
 from textcause.features.kinds import EMBEDDING_KINDS, NGRAM_KINDS
 from textcause.validation import check_options
 
+__all__ = [
+    "EFFECT_ESTIMATOR",
+    "EffectMethod",
+    "EffectResult",
+    "PropensityMethod",
+    "REPRESENTATIONS",
+    "RESERVED_ESTIMATORS",
+    "effect_estimator",
+    "method_kind",
+    "method_name",
+    "method_representation",
+    "representation_options",
+]
+
 #: Representations a method may request (None: raw text, a list of post strings per user).
 REPRESENTATIONS = (None, *NGRAM_KINDS, *EMBEDDING_KINDS)
 #: Keys of a method's ``representation_options``.
-REPRESENTATION_OPTIONS = ("min_users", "encoder", "max_tokens", "token_cap")
+_REPRESENTATION_OPTIONS = ("min_users", "encoder", "max_tokens", "token_cap")
 #: The ``estimator`` label of an effect method's rows unless it sets its own.
 EFFECT_ESTIMATOR = "effect"
 #: Estimator labels an effect method may not take (they name textcause's own estimators).
@@ -148,10 +152,10 @@ def representation_options(method: Any) -> dict[str, Any]:
         ValueError: if they are not a dict of the known keys.
     """
     opts = getattr(method, "representation_options", None) or {}
-    if not isinstance(opts, dict) or set(opts) - set(REPRESENTATION_OPTIONS):
+    if not isinstance(opts, dict) or set(opts) - set(_REPRESENTATION_OPTIONS):
         raise ValueError(
             f"The 'representation_options' of method {method_name(method)!r} must be a dict with keys among "
-            f"{list(REPRESENTATION_OPTIONS)}. Got {opts!r} instead."
+            f"{list(_REPRESENTATION_OPTIONS)}. Got {opts!r} instead."
         )
     return dict(opts)
 

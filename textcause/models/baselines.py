@@ -24,6 +24,11 @@ from textcause.metrics.torch import PredictionCollector
 from textcause.models.propensity import Batch, PropensityModule, clamp_propensity
 from textcause.validation import check_real
 
+__all__ = [
+    "OracleModel",
+    "UnadjustedModel",
+]
+
 
 class _Baseline(PropensityModule):
     """A propensity model with nothing to learn.

@@ -11,8 +11,12 @@ from typing import Any
 import torch
 from torch import nn
 
+__all__ = [
+    "adamw_with_warmup",
+]
+
 #: Parameter-name endings that get no weight decay.
-NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
+_NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
 
 
 def adamw_with_warmup(
@@ -22,7 +26,7 @@ def adamw_with_warmup(
     decay, no_decay = [], []
     for name, param in net.named_parameters():
         if param.requires_grad:
-            (no_decay if name.endswith(NO_DECAY) else decay).append(param)
+            (no_decay if name.endswith(_NO_DECAY) else decay).append(param)
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}], lr=lr
     )

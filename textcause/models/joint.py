@@ -1,26 +1,15 @@
 """The joint model: a propensity head and two outcome heads trained together (CausalBERT-style).
 
-:class:`JointModel` trains an injected network whose output has three columns per unit:
+:class:`JointModel` trains an injected network whose output has three columns per unit: the
+propensity logit (binary cross-entropy on T), then the outcome heads for T=0 and T=1 (mu0 before
+mu1, as everywhere in textcause). A unit trains only the head of the arm it received: the outcome
+loss is one mean of ``loss(head[T], Y)`` over the batch (binary cross-entropy on the logit for a
+binary outcome, squared error for a continuous one), so a mini-batch loss is an unbiased estimate of
+the full-sample loss. Its outcome predictions (:meth:`JointModel.predict_outcomes`) make the
+evaluation run AIPW and TMLE beside the propensity-only estimators.
 
-* column 0: the logit of the propensity P(T=1 | X), trained with binary cross-entropy on T;
-* column 1: the outcome head for T=0, column 2: the outcome head for T=1 (in that order: mu0 before
-  mu1, as everywhere in textcause, so ATE = mean(mu1 - mu0) = E[Y(1)] - E[Y(0)]).
-
-A unit trains only the head of the arm it received (the other arm's outcome is not observed): the
-outcome loss is the mean over the batch of ``loss(head[T], Y)``, binary cross-entropy on the logit
-for a binary outcome, squared error on the mean for a continuous one. One mean over all the units
-of the batch (not one mean per arm, as rpryzant/causal-bert-pytorch sums) counts every unit once,
-so a mini-batch loss is an unbiased estimate of the full-sample loss and DDP's average over equal
-shards is the one-process loss.
-
-Its outcome predictions (:meth:`JointModel.predict_outcomes`: ``mu0 = E[Y | T=0, X]``,
-``mu1 = E[Y | T=1, X]`` on the outcome's scale) make the evaluation run AIPW and TMLE beside the
-propensity-only estimators, which use column 0 exactly as they use a :class:`PropensityModel`'s.
-
-Networks: :class:`~textcause.models.components.JointLinear` (n-gram / topic features: a logistic
-regression and per-arm outcome regressions, a T-learner) and
-:class:`~textcause.models.components.JointSHERBERT` (SHERBERT's history vector with three heads).
-Configs: ``configs/joint_lr_bigram_binary.yaml``, ``configs/joint_pooled.yaml``.
+Networks: :class:`~textcause.models.components.JointLinear` and
+:class:`~textcause.models.components.JointSHERBERT`; configs ``configs/joint_*.yaml``.
 """
 
 from __future__ import annotations
@@ -34,11 +23,16 @@ from torch import nn
 from textcause.models.propensity import Batch, PropensityModel, clamp_propensity
 from textcause.validation import check_options, check_real
 
+__all__ = [
+    "JointModel",
+    "OUTCOMES",
+]
+
 #: The outcome kinds: ``binary`` (Y in {0, 1}, or proportions in [0, 1]: logit heads and
 #: cross-entropy) and ``normal`` (continuous Y: linear heads and squared error), as the data's
 #: ``outcome`` option.
 OUTCOMES = ("binary", "normal")
-N_HEADS = 3
+_N_HEADS = 3
 
 
 class JointModel(PropensityModel):
@@ -123,10 +117,10 @@ class JointModel(PropensityModel):
             ValueError: the network does not return a (B, 3) tensor.
         """
         heads = self.net(x)
-        if not isinstance(heads, torch.Tensor) or heads.dim() != 2 or heads.shape[1] != N_HEADS:
+        if not isinstance(heads, torch.Tensor) or heads.dim() != 2 or heads.shape[1] != _N_HEADS:
             shape = tuple(heads.shape) if isinstance(heads, torch.Tensor) else type(heads).__name__
             raise ValueError(
-                f"JointModel needs a net that returns heads of shape (batch, {N_HEADS}) (propensity logit, "
+                f"JointModel needs a net that returns heads of shape (batch, {_N_HEADS}) (propensity logit, "
                 f"outcome under T=0, outcome under T=1). Got {shape} from {type(self.net).__name__} instead: "
                 "use a joint network such as textcause.models.components.JointLinear or JointSHERBERT."
             )

@@ -1,25 +1,16 @@
 """LightningModules that estimate propensity scores P(T=1 | text) and collect them for evaluation.
 
-``PropensityModule`` holds what every propensity model shares: validation / test / predict steps
-that turn a batch into clamped propensities, log the loss, and feed a :class:`PredictionCollector`
+:class:`PropensityModule` holds what every propensity model shares: validation / test / predict
+steps that turn a batch into clamped propensities, log the loss, and feed the collectors
 (``val_outputs`` / ``test_outputs``) from which :class:`~textcause.callbacks.CausalMetricsCallback`
-computes whole-sample ATEs and metrics. ``PropensityModel`` trains an injected network
-(``models/components``) with binary cross-entropy on T and Adam (Weld et al., appendix E.3).
+computes whole-sample ATEs and metrics (gathered over DDP ranks). :class:`PropensityModel` trains
+an injected network (``models/components``) with binary cross-entropy on T and Adam or full-batch
+L-BFGS (:class:`ConvergedLBFGS`).
 
-Under DDP the evaluation is whole-sample: the collectors are gathered over ranks (de-duplicated by
-unit index) before any estimate, ``val_loss`` / ``test_loss`` are batch-size-weighted over ranks,
-and with ``optimizer: lbfgs`` every rank sees the loss averaged over ranks (L-BFGS steers by it).
-
-Checkpoints rebuild themselves: ``PropensityModel.load_from_checkpoint(path)`` needs no arguments.
-The model calls ``save_hyperparameters(ignore=["net"])`` and stores, as ``hparams["net"]``, the
-network's rebuild config read off the module itself (:func:`net_config`: a component keeps its
-``__init__`` arguments as attributes), so a model built by LightningCLI (whose ``input_dim`` is set
-by a link when the data module is instantiated) and one built in Python store the same thing.
-
-A network that needs data built a certain way declares it (``net.data_requirements()``: data
-settings and their required values, or None); :meth:`PropensityModel.setup` compares that with the
-data module's :class:`~textcause.data.build.DataSettings` (:func:`check_data_requirements`), so a
-component never looks at a data module.
+Checkpoints rebuild themselves: ``PropensityModel.load_from_checkpoint(path)`` needs no arguments
+(the network's rebuild config, :func:`net_config`, is stored as ``hparams["net"]``). A network that
+needs data built a certain way declares it (``net.data_requirements()``), and
+:func:`check_data_requirements` compares it with the data module's settings at setup.
 """
 
 from __future__ import annotations
@@ -41,6 +32,22 @@ from torchmetrics import MeanMetric
 
 from textcause.metrics.torch import PredictionCollector
 from textcause.validation import check_int, check_options, check_real
+
+__all__ = [
+    "Batch",
+    "ConvergedLBFGS",
+    "EPS",
+    "PropensityModel",
+    "PropensityModule",
+    "as_net",
+    "build_net",
+    "check_data_requirements",
+    "clamp_propensity",
+    "net_config",
+    "one_thread_if_forked",
+    "save_net_config",
+    "world_size",
+]
 
 EPS = 1e-6
 Batch = dict[str, Any]
@@ -322,7 +329,7 @@ class PropensityModule(L.LightningModule):
         return {k: v.detach() for k, v in self._outputs(batch, p).items()}
 
 
-OPTIMIZERS = ("adam", "lbfgs")
+_OPTIMIZERS = ("adam", "lbfgs")
 
 
 class ConvergedLBFGS(torch.optim.LBFGS):
@@ -403,7 +410,7 @@ class PropensityModel(PropensityModule):
         owner = type(self).__name__  # a subclass's errors name the subclass
         self.lr = check_real(lr, "lr", owner, low=0.0, low_open=True)
         self.weight_decay = check_real(weight_decay, "weight_decay", owner, low=0.0)
-        self.optimizer_name = check_options(optimizer, "optimizer", owner, OPTIMIZERS)
+        self.optimizer_name = check_options(optimizer, "optimizer", owner, _OPTIMIZERS)
         self.lbfgs_max_iter = check_int(lbfgs_max_iter, "lbfgs_max_iter", owner, low=1)
         self.net = as_net(net, owner)
         self._train_loss: Optional[torch.Tensor] = None  # (weighted sum, units) of this epoch's training losses

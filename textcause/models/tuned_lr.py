@@ -2,27 +2,13 @@
 
 :class:`TunedLogisticRegression` fits, in one training epoch, a scikit-learn
 :class:`~sklearn.linear_model.LogisticRegression` for every point of a search over the penalty
-kind and its strength, and keeps the one with the lowest validation log-loss:
-
-* ``l1``: liblinear (coordinate descent on the primal), every C of ``Cs``;
-* ``l2``: liblinear's dual solver (the right one when users are fewer than features), every C;
-* ``elasticnet``: saga, every ``l1_ratio`` of ``l1_ratios`` and every C of ``Cs`` up to
-  ``elasticnet_max_C``, warm-started along the path from the smallest C. saga's epochs grow with C
-  and its optimum sits at strong penalties on these tasks, where its fits are cheap.
-
-Features are divided by each column's largest absolute value on the training users first
-(scikit-learn's :class:`~sklearn.preprocessing.MaxAbsScaler`: binary features are unchanged, counts
-land in [0, 1], sparsity is kept); the scale is folded back into the coefficients afterwards, so the
-fitted weights apply to the raw features. The chosen weights live in the module's
-``net`` (a :class:`~textcause.models.components.LogisticRegression`): the checkpoint holds tensors
-only, prediction and ``textcause predict`` are the plain linear layer, and what was chosen
-(penalty, C, l1_ratio, the validation log-loss of every candidate) is saved in the module's extra
-state and returned by :meth:`TunedLogisticRegression.chosen_hyperparameters`, which evaluation
-writes into every result row's ``tuned`` column.
-
-The search sees the training users (to fit) and the validation users (to choose) only; the test
-split is never touched. The Weld et al. paper tuned every model on validation; a linear baseline
-tuned on the L2 strength alone is not the strongest honest version of itself (CONVENTIONS 21).
+(``l1`` and ``l2`` with liblinear over ``Cs``; ``elasticnet`` with saga over ``l1_ratios`` and
+``Cs`` up to ``elasticnet_max_C``) on max-abs-scaled features, and keeps the one with the lowest
+validation log-loss. The chosen weights (scale folded back in) live in the module's ``net``, a
+plain :class:`~textcause.models.components.LogisticRegression`, so the checkpoint holds tensors
+only; what was chosen is returned by :meth:`TunedLogisticRegression.chosen_hyperparameters`, which
+evaluation writes into every result row's ``tuned`` column. The search sees the training and
+validation users only; the test split is never touched.
 """
 
 from __future__ import annotations
@@ -48,7 +34,15 @@ from textcause.models.propensity import (
 )
 from textcause.validation import check_options, check_real
 
-PENALTIES = ("l1", "l2", "elasticnet")
+__all__ = [
+    "DEFAULT_CS",
+    "SCALES",
+    "TunedLogisticRegression",
+    "fit_path",
+    "maxabs_scale",
+]
+
+_PENALTIES = ("l1", "l2", "elasticnet")
 #: The default strengths: C = 1 / lambda from 0.01 to 100, half a decade apart.
 DEFAULT_CS = tuple(float(c) for c in np.logspace(-2, 2, 9))
 SCALES = ("maxabs", "none")
@@ -110,7 +104,7 @@ def fit_path(
     x_val: Any,
     t_val: np.ndarray,
     *,
-    penalties: Sequence[str] = PENALTIES,
+    penalties: Sequence[str] = _PENALTIES,
     cs: Sequence[float] = DEFAULT_CS,
     l1_ratios: Sequence[float] = (0.5,),
     elasticnet_max_c: float = 1.0,
@@ -204,7 +198,7 @@ class TunedLogisticRegression(PropensityModule):
     def __init__(
         self,
         net: nn.Module,
-        penalties: Sequence[str] = PENALTIES,
+        penalties: Sequence[str] = _PENALTIES,
         Cs: Optional[Sequence[float]] = None,
         l1_ratios: Sequence[float] = (0.5,),
         elasticnet_max_C: float = 1.0,
@@ -214,10 +208,10 @@ class TunedLogisticRegression(PropensityModule):
         self.net = as_net(net, _OWNER)
         if isinstance(penalties, str) or not penalties:
             raise ValueError(
-                f"The 'penalties' parameter of {_OWNER} must be a non-empty list of {list(PENALTIES)}. "
+                f"The 'penalties' parameter of {_OWNER} must be a non-empty list of {list(_PENALTIES)}. "
                 f"Got {penalties!r} instead."
             )
-        self.penalties = tuple(check_options(p, "penalties", _OWNER, PENALTIES) for p in penalties)
+        self.penalties = tuple(check_options(p, "penalties", _OWNER, _PENALTIES) for p in penalties)
         cs = DEFAULT_CS if Cs is None else tuple(Cs)
         if not cs:
             raise ValueError(f"The 'Cs' parameter of {_OWNER} must be a non-empty list of floats > 0. Got [] instead.")

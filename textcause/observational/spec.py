@@ -36,6 +36,7 @@ __all__ = [
     "options_ok",
     "per_model_ok",
     "options",
+    "Values",
     "Treatment",
     "History",
     "Outcome",

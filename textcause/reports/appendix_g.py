@@ -14,6 +14,13 @@ from textcause.reports.figures import agreement_figure, save_figure
 from textcause.reports.markup import Block, Heading, Image, Para, Table
 from textcause.simulation.tasks import task_label
 
+__all__ = [
+    "agreement_blocks",
+    "agreement_section",
+    "fmt",
+    "shown_file",
+]
+
 
 def fmt(x: float, sign: bool = False) -> str:
     """A number to 3 decimals; "-" when missing."""

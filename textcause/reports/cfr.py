@@ -17,6 +17,12 @@ from typing import Any
 
 import matplotlib
 
+__all__ = [
+    "PROBE_LABELS",
+    "verdict",
+    "write_cfr_report",
+]
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -32,8 +38,8 @@ PROBE_LABELS = {
     "oracle": "oracle",
 }
 #: A paired difference whose whole interval lies within this of 0 is called negligible, not better / worse.
-NEGLIGIBLE = 0.005
-TPR_LABELS = {
+_NEGLIGIBLE = 0.005
+_TPR_LABELS = {
     "original": "trained on original",
     "erased": "trained on erased (orthogonal, the CFR's)",
     "leace_erased": "trained on LEACE-erased",
@@ -75,7 +81,7 @@ def verdict(rows: pd.DataFrame, method: str) -> str:
     """Whether ``method`` is closer to the true texts than identity, by the paired intervals of PIP and ATV.
 
     Better / WORSE: the 95% interval of the paired difference excludes 0; no different: it holds 0;
-    negligibly different: the whole interval is within :data:`NEGLIGIBLE` of 0.
+    negligibly different: the whole interval is within :data:`_NEGLIGIBLE` of 0.
     """
     if method == "identity":
         return "the baseline"
@@ -86,7 +92,7 @@ def verdict(rows: pd.DataFrame, method: str) -> str:
             parts.append(f"{metric.upper()}: no interval")
             continue
         lo, hi = r["lo"], r["hi"]
-        if max(abs(lo), abs(hi)) < NEGLIGIBLE:
+        if max(abs(lo), abs(hi)) < _NEGLIGIBLE:
             parts.append(f"{metric.upper()} negligibly different")
         elif (hi < 0) if better_if_negative else (lo > 0):
             parts.append(f"{metric.upper()} better")
@@ -97,7 +103,7 @@ def verdict(rows: pd.DataFrame, method: str) -> str:
     return ", ".join(parts) + " than identity"
 
 
-def cfr_markdown(rows: pd.DataFrame, summary: dict[str, Any]) -> str:
+def _cfr_markdown(rows: pd.DataFrame, summary: dict[str, Any]) -> str:
     """The Markdown report of one run's rows (``read_cfr`` of the store, or the run's rows)."""
     classes = list(summary.get("classes") or sorted(set(rows[rows.metric == "gap"].klass.dropna())))
     z0, z1 = (summary.get("concept_values") or ["Z=0", "Z=1"])[:2]
@@ -176,7 +182,7 @@ def cfr_markdown(rows: pd.DataFrame, summary: dict[str, Any]) -> str:
             continue
         cells = [_signed(_val(rows, "tpr", a, "gap", c)) for c in classes]
         lines.append(
-            f"| {TPR_LABELS[a]} | "
+            f"| {_TPR_LABELS[a]} | "
             + " | ".join(cells)
             + f" | {_num(_val(rows, 'tpr', a, 'mean_abs_gap'))} | {_num(_val(rows, 'tpr', a, 'weighted_abs_gap'))}"
             + f" | {_num(_val(rows, 'tpr', a, 'accuracy'))} |"
@@ -189,7 +195,7 @@ def _val(rows: pd.DataFrame, section: str, method: str, metric: str, klass: Any 
     return float("nan") if r is None or r["value"] is None else float(r["value"])
 
 
-def cfr_figure(rows: pd.DataFrame, classes: Sequence[str], *, title: str = "") -> plt.Figure:
+def _cfr_figure(rows: pd.DataFrame, classes: Sequence[str], *, title: str = "") -> plt.Figure:
     """PIP and ATV per intervention (with intervals) and the TPR gaps per class and classifier."""
     methods = _methods(rows)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), gridspec_kw={"width_ratios": [1, 1, 1.3]})
@@ -214,7 +220,7 @@ def cfr_figure(rows: pd.DataFrame, classes: Sequence[str], *, title: str = "") -
     width = 0.8 / max(1, len(present))
     for j, a in enumerate(present):
         xs = [k + (j - (len(present) - 1) / 2) * width for k in range(len(classes))]
-        ax.bar(xs, [_val(rows, "tpr", a, "gap", c) for c in classes], width=width, label=TPR_LABELS[a])
+        ax.bar(xs, [_val(rows, "tpr", a, "gap", c) for c in classes], width=width, label=_TPR_LABELS[a])
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(classes)))
     ax.set_xticklabels(list(classes))
@@ -234,10 +240,10 @@ def write_cfr_report(
     frame = pd.DataFrame(rows) if not isinstance(rows, pd.DataFrame) else rows
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    md = atomic_write_text(out / f"{stem}_cfr.md", cfr_markdown(frame, summary))
+    md = atomic_write_text(out / f"{stem}_cfr.md", _cfr_markdown(frame, summary))
     cols = [c for c in ("section", "method", "metric", "klass", "value", "lo", "hi") if c in frame]
     csv = atomic_write_text(out / f"{stem}_cfr.csv", frame[cols].to_csv(index=False))
-    fig = cfr_figure(frame, summary.get("classes") or [], title=f"CFRs: {summary.get('run_id', stem)}")
+    fig = _cfr_figure(frame, summary.get("classes") or [], title=f"CFRs: {summary.get('run_id', stem)}")
     try:
         figures = save_figure(fig, out, f"{stem}_cfr")
     finally:

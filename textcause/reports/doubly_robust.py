@@ -24,12 +24,18 @@ from textcause.methods.crossfit import LABELS as DML_LABELS
 from textcause.reports.markup import Block, Heading, Para, Table
 from textcause.simulation.tasks import task_label
 
+__all__ = [
+    "ESTIMATORS",
+    "doubly_robust_models",
+    "doubly_robust_section",
+]
+
 #: The propensity-only estimator the doubly robust ones are set beside.
-BASELINE = "ipw"
+_BASELINE = "ipw"
 #: The estimators of the section, in column order.
-ESTIMATORS = (BASELINE,) + OUTCOME_ESTIMATORS
+ESTIMATORS = (_BASELINE,) + OUTCOME_ESTIMATORS
 #: The estimator labels of the cross-fitted effect methods' rows (``dml_aipw``, ``dml_tmle``).
-DML_ESTIMATORS = tuple(DML_LABELS.values())
+_DML_ESTIMATORS = tuple(DML_LABELS.values())
 
 
 def doubly_robust_models(summary: pd.DataFrame) -> list[str]:
@@ -37,9 +43,9 @@ def doubly_robust_models(summary: pd.DataFrame) -> list[str]:
     return model_order(summary.loc[summary["estimator"].isin(OUTCOME_ESTIMATORS), "model"].unique())
 
 
-def dml_methods(summary: pd.DataFrame) -> list[str]:
+def _dml_methods(summary: pd.DataFrame) -> list[str]:
     """The effect methods (in display order) that have rows of a cross-fitted estimator (``dml_*``)."""
-    return model_order(summary.loc[summary["estimator"].isin(DML_ESTIMATORS), "model"].unique())
+    return model_order(summary.loc[summary["estimator"].isin(_DML_ESTIMATORS), "model"].unique())
 
 
 def _num(x: float, digits: int = 3, sign: bool = True) -> str:
@@ -60,7 +66,7 @@ def doubly_robust_section(summary: pd.DataFrame, data: pd.DataFrame) -> list[Blo
         summary: :func:`textcause.analysis.inference.seed_summary` of the results.
         data: the normalised results (for the interval label).
     """
-    models, methods = doubly_robust_models(summary), dml_methods(summary)
+    models, methods = doubly_robust_models(summary), _dml_methods(summary)
     if not models and not methods:
         return []
     blocks: list[Block] = [Heading(2, "Doubly robust vs propensity-only")]
@@ -111,21 +117,21 @@ def _model_blocks(summary: pd.DataFrame, data: pd.DataFrame, models: list[str]) 
                 seeds = int(cell.loc[[e for e in ESTIMATORS if e in cell.index], "n_seeds"].max()) if len(cell) else 0
                 row = [names[model], task_label(task), str(level), str(seeds)]
                 row += [_num(bias[e]) for e in ESTIMATORS]
-                row.append(_coverage(*_cov(cell, BASELINE, "coverage", "n_ci")))
+                row.append(_coverage(*_cov(cell, _BASELINE, "coverage", "n_ci")))
                 for e in OUTCOME_ESTIMATORS:
                     row.append(_coverage(*_cov(cell, e, "coverage", "n_ci")))
                     row.append(_coverage(*_cov(cell, e, "influence_coverage", "n_influence_ci")))
                 finite = {e: abs(b) for e, b in bias.items() if pd.notna(b)}
                 row.append(labels[min(finite, key=finite.get)] if finite else "-")
                 rows.append(row)
-                if pd.notna(bias[BASELINE]):
+                if pd.notna(bias[_BASELINE]):
                     levels += 1
                     for e in OUTCOME_ESTIMATORS:
-                        wins[e] += bool(pd.notna(bias[e]) and abs(bias[e]) < abs(bias[BASELINE]))
+                        wins[e] += bool(pd.notna(bias[e]) and abs(bias[e]) < abs(bias[_BASELINE]))
             if levels:
                 parts = [f"{labels[e]} at {wins[e]}" for e in OUTCOME_ESTIMATORS]
                 tally.append(
-                    f"{names[model]} ({corpus}): |mean bias| below {labels[BASELINE]}'s with "
+                    f"{names[model]} ({corpus}): |mean bias| below {labels[_BASELINE]}'s with "
                     + " and ".join(parts)
                     + f" of {levels} task levels."
                 )
@@ -144,7 +150,7 @@ def _dml_blocks(summary: pd.DataFrame, methods: list[str]) -> list[Block]:
     blocks: list[Block] = [
         Para(
             "Cross-fitted effect methods (double machine learning, `textcause.methods.crossfit`; rows "
-            f"{' / '.join(f'`{e}`' for e in DML_ESTIMATORS)}): {labels['aipw']} or {labels['tmle']} on K-fold "
+            f"{' / '.join(f'`{e}`' for e in _DML_ESTIMATORS)}): {labels['aipw']} or {labels['tmle']} on K-fold "
             "out-of-fold nuisance predictions (a logistic-regression propensity model and one outcome model per "
             "arm, each fitted on the other folds), cross-fitted over all the task's users (training, validation "
             f"and test users together), whereas the models' {labels['aipw']} and {labels['tmle']} above fit their "
@@ -157,7 +163,7 @@ def _dml_blocks(summary: pd.DataFrame, methods: list[str]) -> list[Block]:
     header = ["Method", "Estimator", "Task", "Level", "Seeds", "Users", "Bias", "Coverage (IF)"]
     for corpus in sorted(set(summary["corpus"])):
         sub = summary[
-            (summary["corpus"] == corpus) & summary["model"].isin(methods) & summary["estimator"].isin(DML_ESTIMATORS)
+            (summary["corpus"] == corpus) & summary["model"].isin(methods) & summary["estimator"].isin(_DML_ESTIMATORS)
         ]
         if sub.empty:
             continue

@@ -16,6 +16,19 @@ import matplotlib
 
 from textcause.validation import check_options
 
+__all__ = [
+    "COLORS",
+    "INTERVAL_LABELS",
+    "agreement_figure",
+    "draw_figures",
+    "estimator_columns",
+    "grid_figure",
+    "model_style",
+    "panel_points",
+    "resolve_interval",
+    "save_figure",
+]
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
@@ -28,20 +41,20 @@ from textcause.estimators.registry import ESTIMATOR_LABELS, adjusted_estimators
 from textcause.io import atomic_path
 from textcause.simulation.tasks import task_label
 
-METRIC_LABELS = {
+_METRIC_LABELS = {
     "treatment_accuracy": "Treatment accuracy",
     "iptw_weight_mse": "IPTW weight MSE",
     "spearman": "Spearman correlation",
     "bias": "Bias (estimate - true ATE)",
 }
 #: Where a figure's error bars come from (``auto``: seeds when some method has two or more seeds).
-INTERVALS = ("auto", "bootstrap", "seeds")
+_INTERVALS = ("auto", "bootstrap", "seeds")
 INTERVAL_LABELS = {
     "seeds": "error bars: 95% interval of the mean over seeds (corrected resampled t, Nadeau & Bengio 2003)",
     "bootstrap": "error bars: 95% percentile bootstrap over test units "
     "(per cell; ends averaged over seeds; none on propensity metrics)",
 }
-MARKERS = "osD^vP<X>*hp8"
+_MARKERS = "osD^vP<X>*hp8"
 #: tab10, then darker colours, so that the paper's 12 models never share a colour (one shared
 #: colour with a circle and a hexagon read as the same model at marker size 5).
 COLORS = (
@@ -64,16 +77,16 @@ COLORS = (
 
 def model_style(i: int) -> tuple[str, str]:
     """The (marker, colour) of the ``i``-th model: distinct colours for 14 models, distinct pairs for 182."""
-    return MARKERS[i % len(MARKERS)], COLORS[i % len(COLORS)]
+    return _MARKERS[i % len(_MARKERS)], COLORS[i % len(COLORS)]
 
 
 #: Fig. 4's columns: (title, estimator or None for a propensity metric, metric).
-FIG4_COLUMNS = (
+_FIG4_COLUMNS = (
     ("Treatment accuracy", None, "treatment_accuracy"),
     ("IPTW bias", "ipw", "bias"),
     ("Stratified bias", "stratified", "bias"),
 )
-FIG7_COLUMNS = (
+_FIG7_COLUMNS = (
     ("Treatment accuracy", None, "treatment_accuracy"),
     ("IPTW weight MSE", None, "iptw_weight_mse"),
     ("Spearman correlation", None, "spearman"),
@@ -101,18 +114,18 @@ def estimator_columns(present: Iterable[str]) -> list[tuple[str, str, str]]:
 #: ``auto`` draws across-seed intervals only when every plotted method has at least this many seeds:
 #: a t interval with 1-3 degrees of freedom is wider than the axis (a 2-seed grid drew accuracy bars
 #: from -1.5 to 2.5), so smaller grids show the per-cell bootstrap intervals instead.
-MIN_SEEDS_FOR_SEED_INTERVALS = 5
+_MIN_SEEDS_FOR_SEED_INTERVALS = 5
 #: Metrics that live in [0, 1]: their axes and error bars are clipped to it.
-UNIT_METRICS = ("treatment_accuracy", "ece", "brier")
+_UNIT_METRICS = ("treatment_accuracy", "ece", "brier")
 
 
 def resolve_interval(summary: pd.DataFrame, interval: str) -> str:
-    """``auto`` -> ``seeds`` when every method has :data:`MIN_SEEDS_FOR_SEED_INTERVALS` or more seeds,
+    """``auto`` -> ``seeds`` when every method has :data:`_MIN_SEEDS_FOR_SEED_INTERVALS` or more seeds,
     else ``bootstrap``."""
-    check_options(interval, "interval", "resolve_interval", INTERVALS)
+    check_options(interval, "interval", "resolve_interval", _INTERVALS)
     if interval == "auto":
         seeds = summary.loc[summary["n_seeds"] > 0, "n_seeds"]
-        return "seeds" if len(seeds) and seeds.min() >= MIN_SEEDS_FOR_SEED_INTERVALS else "bootstrap"
+        return "seeds" if len(seeds) and seeds.min() >= _MIN_SEEDS_FOR_SEED_INTERVALS else "bootstrap"
     return interval
 
 
@@ -131,7 +144,7 @@ def panel_points(summary: pd.DataFrame, task: str, estimator: str | None, metric
             lo, hi = corrected_interval(y, sd, r.n_seeds, r.test_train_ratio)
         elif interval == "bootstrap" and metric == "bias":
             lo, hi = r.mean_ci_low - r.true_ate, r.mean_ci_high - r.true_ate
-        if metric in UNIT_METRICS:  # an interval never leaves the metric's range
+        if metric in _UNIT_METRICS:  # an interval never leaves the metric's range
             lo, hi = (float(np.clip(v, 0.0, 1.0)) if np.isfinite(v) else v for v in (lo, hi))
         out.append({"model": r.model, "level": int(r.level), "y": y, "lo": lo, "hi": hi})
     return pd.DataFrame(out, columns=["model", "level", "y", "lo", "hi"])
@@ -170,14 +183,14 @@ def _draw_panel(
             label=labels[model],
             clip_on=False,
         )
-    if metric in UNIT_METRICS:
+    if metric in _UNIT_METRICS:
         ax.set_ylim(0.0, 1.0)
     if metric == "bias":
         ax.axhline(0.0, color="0.3", lw=0.8, ls="--", zorder=0)
     ax.set_xticks(range(len(levels)), [str(lv) for lv in levels])
     ax.set_xlim(-0.6, len(levels) - 0.4)
     ax.set_xlabel("difficulty level (harder →)", fontsize=8)
-    ax.set_ylabel(METRIC_LABELS.get(metric, metric), fontsize=8)
+    ax.set_ylabel(_METRIC_LABELS.get(metric, metric), fontsize=8)
     ax.tick_params(labelsize=8)
     ax.grid(axis="y", alpha=0.3)
 
@@ -242,7 +255,7 @@ def _share_rows(row: Sequence[plt.Axes], metrics: Sequence[str]) -> None:
     """Give the panels of one row that show the same metric one y range (the union of theirs)."""
     for metric in set(metrics):
         group = [ax for ax, m in zip(row, metrics) if m == metric]
-        if len(group) < 2 or metric in UNIT_METRICS:
+        if len(group) < 2 or metric in _UNIT_METRICS:
             continue
         lows, highs = zip(*(ax.get_ylim() for ax in group))
         for ax in group:
@@ -309,13 +322,13 @@ def draw_figures(
     tag = corpus.replace("/", "_")
     figures = []  # (stem, tasks, columns, title)
     if tasks:
-        figures.append(("fig4_tasks", tasks, FIG4_COLUMNS, "Treatment accuracy and bias by task"))
+        figures.append(("fig4_tasks", tasks, _FIG4_COLUMNS, "Treatment accuracy and bias by task"))
         cols = estimator_columns(data["estimator"])
         if cols:
             figures.append(("fig6_estimators", tasks, cols, "Bias by estimator"))
-        figures.append(("fig7_propensity", tasks, FIG7_COLUMNS, "Propensity quality"))
+        figures.append(("fig7_propensity", tasks, _FIG7_COLUMNS, "Propensity quality"))
     if "order_of_text" in set(data["task"]):
-        figures.append(("fig11_order_of_text", ["order_of_text"], FIG4_COLUMNS, "Order of Text"))
+        figures.append(("fig11_order_of_text", ["order_of_text"], _FIG4_COLUMNS, "Order of Text"))
     for stem, shown, columns, title in figures:
         name = f"{stem}_{tag}"
         figure = grid_figure(data, shown, columns, interval=interval, compact=compact, title=f"{title} ({corpus})")

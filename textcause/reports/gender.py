@@ -21,6 +21,19 @@ from pathlib import Path
 
 import matplotlib
 
+__all__ = [
+    "COLORS",
+    "PROBE_LABELS",
+    "file_stem",
+    "has_benchmark_results",
+    "probe_figure",
+    "selection_url",
+    "short_name",
+    "unit_slope_interval",
+    "write_probe_outputs",
+    "write_selection_report",
+]
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
@@ -32,7 +45,7 @@ from textcause.io import atomic_path, atomic_write_json, atomic_write_text
 from textcause.reports.figures import save_figure
 
 COLORS = {"female": "#d62728", "male": "#1f77b4"}
-VARIANT_LABELS = {
+_VARIANT_LABELS = {
     "top5": "gendered words among the top 5 (the paper's)",
     "softmax": "full softmax mass of the gendered words",
     "top5_renormalised": "top-5 gendered mass, renormalised to female + male = 1",
@@ -40,11 +53,11 @@ VARIANT_LABELS = {
     "binary_head": "P(female) from the fine-tuned binary head (male = 1 - female)",
 }
 #: At most this many tick labels on an x-axis (every k-th value of W beyond it).
-MAX_TICKS = 24
+_MAX_TICKS = 24
 #: The longest model name a figure title shows (a longer path keeps its last parts).
-MAX_NAME = 48
+_MAX_NAME = 48
 #: Characters of a 9-point title line per inch of figure width (DejaVu Sans averages about 5.3 points).
-TITLE_CHARS_PER_INCH = 12
+_TITLE_CHARS_PER_INCH = 12
 
 
 def file_stem(model: str) -> str:
@@ -57,7 +70,7 @@ def file_stem(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "model"
 
 
-def short_name(model: str, limit: int = MAX_NAME) -> str:
+def short_name(model: str, limit: int = _MAX_NAME) -> str:
     """A model's name for a title: a checkpoint's :func:`file_stem`, a long path's last parts after ``.../``.
 
     >>> short_name("/home/me/models/a/very/deep/folder/of/checkpoints/bert-large-uncased-whole-word-masking")
@@ -78,7 +91,7 @@ def short_name(model: str, limit: int = MAX_NAME) -> str:
 
 
 def _title(lines: Sequence[str], width_in: float) -> str:
-    width = max(20, int(width_in * TITLE_CHARS_PER_INCH))
+    width = max(20, int(width_in * _TITLE_CHARS_PER_INCH))
     return "\n".join(w for line in lines for w in textwrap.wrap(line, width, break_long_words=True))
 
 
@@ -91,7 +104,7 @@ def _panel(ax: plt.Axes, curves: Sequence[Curve]) -> None:
         ax.fill_between(grid, lo, hi, color=color, alpha=0.2, linewidth=0)
         ax.plot(grid, c.intercept + c.slope * grid, color=color, linewidth=1.2)
         ax.scatter(c.x, c.y, color=color, s=14, zorder=3, label=f"{c.gender}: slope {c.slope:.3g}, r {c.r:.3g}")
-    step = max(1, int(np.ceil(len(first.x) / MAX_TICKS)))
+    step = max(1, int(np.ceil(len(first.x) / _MAX_TICKS)))
     ax.set_xticks(
         first.x[::step], first.labels[::step], rotation=60 if first.w_category != "date" else 45, ha="right", fontsize=7
     )
@@ -125,7 +138,7 @@ def probe_figure(curves: Sequence[Curve], model: str, *, binary_head: bool = Fal
     for ax, name in zip(axes[0], lists):
         _panel(ax, [c for c in drawn if c.w_list == name])
     c0 = drawn[0]
-    label = VARIANT_LABELS["binary_head"] if binary_head else VARIANT_LABELS.get(c0.variant, c0.variant)
+    label = _VARIANT_LABELS["binary_head"] if binary_head else _VARIANT_LABELS.get(c0.variant, c0.variant)
     lines = [
         f"{short_name(model)}: {label}",
         f"shaded: {round(100 * c0.level)}% confidence band of the least-squares line (t, n_W - 2 df), "
@@ -184,7 +197,7 @@ PROBE_LABELS = {
     "prefixed": "prefixed probes (W as the training prefix, held-out sentences)",
     "paper": "the paper's probes (W in the sentence, table 1)",
 }
-PROBE_COLORS = {"prefixed": "#d62728", "paper": "#9467bd"}
+_PROBE_COLORS = {"prefixed": "#d62728", "paper": "#9467bd"}
 
 
 def _num(x: float, digits: int = 3) -> str:
@@ -216,7 +229,7 @@ def _ci(mean: float, lo: float, hi: float, digits: int = 3) -> str:
     return f"{_num(mean, digits)} [{_num(lo, digits)}, {_num(hi, digits)}]"
 
 
-def selection_figure(units, table, *, title: str = "") -> plt.Figure:
+def _selection_figure(units, table, *, title: str = "") -> plt.Figure:
     """The dose-response figure: measured slope vs strength (mean, interval over seeds, each seed),
     the training labels' true slope beside it; the model's slope against the labels' slope per
     fine-tune; and the mean P(female | W) curve at each strength (first probe set)."""
@@ -228,7 +241,7 @@ def selection_figure(units, table, *, title: str = "") -> plt.Figure:
     width = 0.012 * max(float(table["strength"].max()), 1e-9)
     for i, probe in enumerate(probes):
         rows = table[table["probe"] == probe].sort_values("strength")
-        color = PROBE_COLORS.get(probe, f"C{i}")
+        color = _PROBE_COLORS.get(probe, f"C{i}")
         shift = (i - (len(probes) - 1) / 2) * width * 2
         err = np.vstack([rows["slope"] - rows["slope_lo"], rows["slope_hi"] - rows["slope"]])
         ax.errorbar(
@@ -255,7 +268,7 @@ def selection_figure(units, table, *, title: str = "") -> plt.Figure:
     ax = axes[1]
     for i, probe in enumerate(probes):
         u = units[units["probe"] == probe]
-        ax.scatter(u["label_slope"], u["slope"], color=PROBE_COLORS.get(probe, f"C{i}"), s=16, label=probe)
+        ax.scatter(u["label_slope"], u["slope"], color=_PROBE_COLORS.get(probe, f"C{i}"), s=16, label=probe)
     lim = [min(0.0, float(units["label_slope"].min())), float(units["label_slope"].max())]
     ax.plot(lim, lim, color="#888888", linewidth=0.8, linestyle=":", label="model = labels")
     ax.set_xlabel("training labels' true slope (points per W step)")
@@ -279,7 +292,7 @@ def selection_figure(units, table, *, title: str = "") -> plt.Figure:
             color=cmap(j / max(len(strengths) - 1, 1)),
             label=f"strength {s:g}",
         )
-    step = max(1, int(np.ceil(len(labels) / MAX_TICKS)))
+    step = max(1, int(np.ceil(len(labels) / _MAX_TICKS)))
     ax.set_xticks(x[::step], labels[::step], rotation=45, ha="right", fontsize=7)
     ax.set_xlabel(f"W: {u['w_name'].iloc[0]}")
     ax.set_ylabel("P(female) at the mask (%)")
@@ -291,7 +304,7 @@ def selection_figure(units, table, *, title: str = "") -> plt.Figure:
     return fig
 
 
-def selection_markdown(name: str, units, table, lines: Sequence[str]) -> str:
+def _selection_markdown(name: str, units, table, lines: Sequence[str]) -> str:
     """The dose-response report in Markdown: the setup, one table per probe set, the verdicts, timings."""
     first = units.iloc[0]
     n_w = len(__import__("json").loads(first["w_values"]))
@@ -389,7 +402,7 @@ def write_selection_report(
         table = dose_response(units, level)
         trends = [trend(units, p, level) for p in dict.fromkeys(units["probe"])]
         lines = verdicts(table, trends)
-        md = atomic_write_text(out / f"{name}_dose_response.md", selection_markdown(name, units, table, lines))
+        md = atomic_write_text(out / f"{name}_dose_response.md", _selection_markdown(name, units, table, lines))
         markdown = markdown or md
         csv = out / f"{name}_dose_response.csv"
         with atomic_path(csv) as tmp:
@@ -398,7 +411,7 @@ def write_selection_report(
         with atomic_path(per_unit) as tmp:
             units.drop(columns=["curve", "label_curve"]).to_csv(tmp, index=False)
         title = f"{name}: fine-tuned model's P(female | W) slope against the selection strength"
-        figs = save_figure(selection_figure(units, table, title=title), out, f"{name}_dose_response", formats)
+        figs = save_figure(_selection_figure(units, table, title=title), out, f"{name}_dose_response", formats)
         files += [md, csv, per_unit, *figs]
     return {"markdown": markdown, "files": files, "experiments": names}
 

@@ -18,6 +18,11 @@ from textcause.estimators.registry import ESTIMATOR_LABELS
 from textcause.reports.markup import Block, Bullets, Heading, Para, Table
 from textcause.simulation.tasks import task_label
 
+__all__ = [
+    "INTERVAL_KINDS",
+    "intervals_section",
+]
+
 #: What each interval kind describes (the same words in every report).
 INTERVAL_KINDS = (
     "**Test-sample interval** (`ci_low`, `ci_high`; every estimator): the percentile bootstrap over the "
@@ -42,7 +47,7 @@ def _rate(rate: float, low: float, high: float) -> str:
     return f"{rate:.2f} [{low:.2f}, {high:.2f}]"
 
 
-def refit_rows(summary: pd.DataFrame) -> pd.DataFrame:
+def _refit_rows(summary: pd.DataFrame) -> pd.DataFrame:
     """The seed summary's methods that have refitting intervals."""
     if "n_refit_ci" not in summary:
         return summary.iloc[:0]
@@ -52,7 +57,7 @@ def refit_rows(summary: pd.DataFrame) -> pd.DataFrame:
 def intervals_section(summary: pd.DataFrame) -> list[Block]:
     """What each interval describes; the two intervals' coverage and false discoveries where both exist."""
     blocks: list[Block] = [Heading(2, "What each interval describes"), Bullets(list(INTERVAL_KINDS))]
-    data = refit_rows(summary)
+    data = _refit_rows(summary)
     if data.empty:
         return blocks + [
             Para(

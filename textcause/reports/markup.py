@@ -15,25 +15,44 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
+__all__ = [
+    "Block",
+    "Bullets",
+    "Heading",
+    "Image",
+    "Para",
+    "Table",
+    "to_html",
+    "to_markdown",
+]
+
 
 @dataclass(frozen=True)
 class Heading:
+    """A heading of ``level`` (1 is the title)."""
+
     level: int
     text: str
 
 
 @dataclass(frozen=True)
 class Para:
+    """A paragraph of Markdown text."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class Bullets:
+    """A bulleted list, one item per entry."""
+
     items: Sequence[str]
 
 
 @dataclass(frozen=True)
 class Table:
+    """A table: a header, rows of cells, and each column's alignment."""
+
     header: Sequence[str]
     rows: Sequence[Sequence[str]]
     align: Sequence[str] = field(default=())  # "l" or "r" per column (default: first left, rest right)
@@ -41,6 +60,8 @@ class Table:
 
 @dataclass(frozen=True)
 class Image:
+    """An image file (relative to the report) and its alternative text."""
+
     path: str
     alt: str
 
@@ -89,7 +110,7 @@ def _inline(text: str) -> str:
     return "".join(f"<strong>{p}</strong>" if i % 2 else p for i, p in enumerate(parts))
 
 
-STYLE = """
+_STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
@@ -101,7 +122,7 @@ code { background: #f6f6f6; padding: 0 0.2em; }
 
 
 #: The figure formats a browser shows in an ``<img>``, by file suffix.
-IMAGE_TYPES = {
+_IMAGE_TYPES = {
     ".png": "image/png",
     ".svg": "image/svg+xml",
     ".jpg": "image/jpeg",
@@ -116,7 +137,7 @@ def _image_html(image: Image, base_dir: Path | None) -> str:
     if base_dir is None:
         return f'<p><img src="{html.escape(image.path, quote=True)}" alt="{alt}"></p>'
     path = base_dir / image.path
-    mime = IMAGE_TYPES.get(path.suffix.lower())
+    mime = _IMAGE_TYPES.get(path.suffix.lower())
     if mime is None:  # a PDF, say: a browser cannot show it inline, so link it
         return f'<p><a href="{html.escape(image.path, quote=True)}">{alt}</a></p>'
     if not path.is_file():
@@ -158,7 +179,7 @@ def to_html(blocks: Sequence[Block], title: str, *, base_dir: str | os.PathLike 
             raise ValueError(f"Unknown report block {type(b).__name__}.")
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+        f"<title>{html.escape(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
         + "\n".join(body)
         + "\n</body>\n</html>\n"
     )

@@ -38,6 +38,14 @@ from textcause.reports.tuning import tuning_section
 from textcause.simulation.tasks import list_tasks, same_draw_groups, task_label
 from textcause.validation import check_that
 
+__all__ = [
+    "build_report",
+    "findings_block",
+    "fmt",
+    "mean_sd",
+    "write_report",
+]
+
 
 def fmt(x: Any, digits: int = 3, sign: bool = False) -> str:
     """A number for a table; "-" for a missing value."""
@@ -46,7 +54,7 @@ def fmt(x: Any, digits: int = 3, sign: bool = False) -> str:
     return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
 
 
-def seed_words(counts: Any) -> str:
+def _seed_words(counts: Any) -> str:
     """``3 seeds``, ``5 to 20 seeds`` or ``no seeds``: how many seeds the rows shown rest on."""
     counts = [int(c) for c in counts if pd.notna(c) and c > 0]
     if not counts:
@@ -55,11 +63,12 @@ def seed_words(counts: Any) -> str:
     return f"{high} seed{'s' if high != 1 else ''}" if low == high else f"{low} to {high} seeds"
 
 
-def fmt_p(p: float) -> str:
+def _fmt_p(p: float) -> str:
     return "-" if pd.isna(p) else ("<0.001" if p < 0.001 else f"{p:.3f}")
 
 
 def mean_sd(mean: float, sd: float, sign: bool = True) -> str:
+    """A mean and its standard deviation as ``mean ± sd``; ``-`` when the mean is missing."""
     if pd.isna(mean):
         return "-"
     return fmt(mean, sign=sign) + ("" if pd.isna(sd) else f" ± {sd:.3f}")
@@ -69,7 +78,7 @@ def _estimators(summary: pd.DataFrame) -> list[str]:
     return estimator_order(summary["estimator"])
 
 
-def task_tables(summary: pd.DataFrame, corpus: str) -> list[Block]:
+def _task_tables(summary: pd.DataFrame, corpus: str) -> list[Block]:
     """One table per task: accuracy and each estimator's bias (mean ± sd over seeds), RMSE, coverage."""
     data = summary[summary["corpus"] == corpus]
     ests = [e for e in _estimators(data) if e != "unadjusted"] or _estimators(data)
@@ -105,7 +114,7 @@ def task_tables(summary: pd.DataFrame, corpus: str) -> list[Block]:
     return blocks
 
 
-def comparison_section(data: pd.DataFrame, estimator: str, alpha: float = 0.05) -> list[Block]:
+def _comparison_section(data: pd.DataFrame, estimator: str, alpha: float = 0.05) -> list[Block]:
     """Each model's adjusted estimate vs the unadjusted estimate on the same seeds, metric |bias|."""
     blocks: list[Block] = [
         Heading(2, "Method comparison across seeds"),
@@ -149,9 +158,9 @@ def comparison_section(data: pd.DataFrame, estimator: str, alpha: float = 0.05) 
                         fmt(r.mean_b),
                         fmt(r.mean_diff, sign=True),
                         fmt(r.t, 2, sign=True) if math.isfinite(r.t) else ("+inf" if r.t > 0 else "-inf"),
-                        fmt_p(r.p),
-                        fmt_p(r.p_holm),
-                        fmt_p(r.p_naive),
+                        _fmt_p(r.p),
+                        _fmt_p(r.p_holm),
+                        _fmt_p(r.p_naive),
                         verdict + (f" ({r.note})" if r.note else ""),
                     ]
                 )
@@ -196,7 +205,7 @@ def comparison_section(data: pd.DataFrame, estimator: str, alpha: float = 0.05) 
     return blocks
 
 
-def headline_section(summary: pd.DataFrame, estimator: str = "stratified") -> list[Block]:
+def _headline_section(summary: pd.DataFrame, estimator: str = "stratified") -> list[Block]:
     """Per corpus: mean bias of ``estimator`` per task level and model, and the placebo false-discovery rates."""
     blocks: list[Block] = []
     for corpus in sorted(set(summary["corpus"])):
@@ -215,7 +224,7 @@ def headline_section(summary: pd.DataFrame, estimator: str = "stratified") -> li
             body = [[str(m)] + [fmt(v, 2) for v in placebo.loc[m]] for m in placebo.index]
             blocks += [
                 Para(
-                    f"Placebo test: share of the seeds ({seed_words(placebo.attrs['seeds'])} per method) whose 95% "
+                    f"Placebo test: share of the seeds ({_seed_words(placebo.attrs['seeds'])} per method) whose 95% "
                     "interval excludes the true ATE of 0 (false discoveries)."
                 ),
                 Table(["Model"] + list(placebo.columns), body, ["l"] + ["r"] * len(placebo.columns)),
@@ -230,7 +239,7 @@ def findings_block(table: pd.DataFrame) -> Table:
     return Table(["Finding (the paper)", "Corpus", "Verdict", "Rule", "Evidence"], rows, ["l"] * 5)
 
 
-def findings_section(data: pd.DataFrame) -> list[Block]:
+def _findings_section(data: pd.DataFrame) -> list[Block]:
     """The paper's findings, one verdict per corpus, each beside the rule that gave it."""
     return [
         Heading(2, "Findings"),
@@ -250,7 +259,7 @@ def findings_section(data: pd.DataFrame) -> list[Block]:
     ]
 
 
-def placebo_section(summary: pd.DataFrame) -> list[Block]:
+def _placebo_section(summary: pd.DataFrame) -> list[Block]:
     """Placebo test: share of seeds per method whose 95% interval excludes the true ATE of 0."""
     data = summary[summary["false_discovery_rate"].notna()]
     blocks: list[Block] = [Heading(2, "Placebo test: false discoveries")]
@@ -261,7 +270,7 @@ def placebo_section(summary: pd.DataFrame) -> list[Block]:
             "Share of seeds whose 95% interval (percentile bootstrap over test units) excludes 0 when "
             "the true ATE is 0; each such seed would report a false causal effect. In brackets, the exact "
             "binomial (Clopper-Pearson) 95% interval of the method's rate given that many seeds: "
-            + steps_sentence(data["n_ci"])
+            + _steps_sentence(data["n_ci"])
         )
     )
     rows = []
@@ -278,7 +287,7 @@ def placebo_section(summary: pd.DataFrame) -> list[Block]:
                         f"{task_label(r.task)} {r.level}",
                         str(r.n_seeds),
                         fmt(r.mean_ate, sign=True),
-                        rate_with_ci(r.false_discovery_rate, r.false_discovery_ci_low, r.false_discovery_ci_high),
+                        _rate_with_ci(r.false_discovery_rate, r.false_discovery_ci_low, r.false_discovery_ci_high),
                     ]
                 )
     return blocks + [
@@ -290,7 +299,7 @@ def placebo_section(summary: pd.DataFrame) -> list[Block]:
     ]
 
 
-def steps_sentence(counts: Any) -> str:
+def _steps_sentence(counts: Any) -> str:
     """What a rate over the rows' seed counts can say: its step and the interval of 0 successes, per count."""
     ns = sorted({int(n) for n in counts if pd.notna(n) and n > 0})
     if not ns:
@@ -303,7 +312,7 @@ def steps_sentence(counts: Any) -> str:
     return "; ".join(parts) + "."
 
 
-def rate_with_ci(rate: float, low: float, high: float) -> str:
+def _rate_with_ci(rate: float, low: float, high: float) -> str:
     """``0.20 [0.01, 0.72]``: a rate over seeds with its binomial interval (``-`` when undefined)."""
     if pd.isna(rate):
         return "-"
@@ -314,7 +323,7 @@ def _est_rank(name: str) -> int:
     return ESTIMATOR_ORDER.index(name) if name in ESTIMATOR_ORDER else len(ESTIMATOR_ORDER)
 
 
-def coverage_section(summary: pd.DataFrame) -> list[Block]:
+def _coverage_section(summary: pd.DataFrame) -> list[Block]:
     """Pooled coverage of the true ATE per model and estimator (over task levels and seeds)."""
     ests = _estimators(summary)
     pooled = (
@@ -353,7 +362,7 @@ def coverage_section(summary: pd.DataFrame) -> list[Block]:
 
 
 #: Fig. 7's Spearman panel, read right (:func:`textcause.metrics.propensity.spearman_ceiling`).
-SPEARMAN_NOTE = (
+_SPEARMAN_NOTE = (
     "Spearman's ceiling: the true propensity of every task takes two values (one per latent class), so a model "
     "whose scores have no ties correlates at most sqrt(3 pi (1 - pi)) with it, 0.866 at the paper's equal class "
     "shares, even when it ranks every pair of classes correctly; only the oracle, whose ties are the truth's, "
@@ -361,7 +370,7 @@ SPEARMAN_NOTE = (
     "carry Somers' D of the estimate given the truth (pairs the truth ties left out), which is 1 for such a ranking."
 )
 #: Why appendix A's quantity is reported as a heuristic (tests/metrics/test_honest_metrics.py).
-HEURISTIC_NOTE = (
+_HEURISTIC_NOTE = (
     "Appendix A's Arbour-Dimmery quantity is the paper's heuristic, not a bound: with true propensities "
     "0.9 / 0.1 and estimated 0.8 / 0.2 (n = 2,000,000) the treated arm's IPW mean is off by 0.170 while "
     'equation (1) gives 0.119, and the "bounds" [0.107, 0.384] exclude the true ATE 0.4. So no claim '
@@ -369,17 +378,17 @@ HEURISTIC_NOTE = (
 )
 
 
-def ad_interval_section(data: pd.DataFrame) -> list[Block]:
+def _ad_interval_section(data: pd.DataFrame) -> list[Block]:
     """Appendix A: the Arbour-Dimmery interval (the paper's heuristic, not a bound) beside IPW's empirical interval."""
     table = narrower_than_ad(data)
     total = table.iloc[-1]
     heading = Heading(2, "Appendix A: the paper's bias heuristic (not a bound)")
     if total["n"] == 0:
-        return [heading, Para(HEURISTIC_NOTE), Para("No cell has both an interval and the heuristic.")]
+        return [heading, Para(_HEURISTIC_NOTE), Para("No cell has both an interval and the heuristic.")]
     rows = [[ESTIMATOR_LABELS.get(r.estimator, r.estimator), r.text, fmt(r.share, 3)] for r in table.itertuples()]
     return [
         heading,
-        Para(HEURISTIC_NOTE),
+        Para(_HEURISTIC_NOTE),
         Para(
             f"For comparison with the paper only: the empirical 95% interval ({ci_label(data)}) is narrower than "
             f"the heuristic's interval in {total['text']} (IPTW rows only: the heuristic's interval is centred "
@@ -389,7 +398,7 @@ def ad_interval_section(data: pd.DataFrame) -> list[Block]:
     ]
 
 
-def failed_section(data: pd.DataFrame) -> list[Block]:
+def _failed_section(data: pd.DataFrame) -> list[Block]:
     """Cells that failed, with their error (one row per cell; its failed estimators listed)."""
     bad = data[(~data["usable"]) | (data["error"] != "")]
     blocks: list[Block] = [Heading(2, "Failed cells")]
@@ -429,7 +438,7 @@ def build_report(
                 f"{len(data)} result rows; corpora: {', '.join(sorted(set(data['corpus'])))}; "
                 f"{data['model'].nunique()} models; estimators: {', '.join(_estimators(summary)) or 'none'}",
                 *([f"Grids: {', '.join(sorted(set(data['grid'].dropna().astype(str))))}"] if "grid" in data else []),
-                f"Seeds per method and task level: {seed_words(seeds)} "
+                f"Seeds per method and task level: {_seed_words(seeds)} "
                 "(each seed redraws class assignment, treatments, outcomes and the split)",
                 f"Per-cell intervals: {ci_label(data)} (95%); they describe one draw, not the method",
                 *(
@@ -448,7 +457,7 @@ def build_report(
             ]
         ),
     ]
-    blocks += headline_section(summary, estimator) + findings_section(data)
+    blocks += _headline_section(summary, estimator) + _findings_section(data)
     written: dict[str, list[Path]] = {}
     if summary.empty:
         blocks.append(Para("**No cell produced an estimate**: see the failed cells below."))
@@ -466,15 +475,15 @@ def build_report(
             caption = captions[stem.split("_")[0]]
             blocks += [Heading(3, caption), Image(shown_file(stem, figs[stem]), caption)]
             if stem.startswith("fig7"):
-                blocks.append(Para(SPEARMAN_NOTE))
-        blocks += [Heading(3, f"Tables by task ({corpus}): mean ± sd over seeds")] + task_tables(summary, corpus)
-    blocks += comparison_section(data, estimator)
-    blocks += placebo_section(summary) + (coverage_section(summary) if len(summary) else [])
+                blocks.append(Para(_SPEARMAN_NOTE))
+        blocks += [Heading(3, f"Tables by task ({corpus}): mean ± sd over seeds")] + _task_tables(summary, corpus)
+    blocks += _comparison_section(data, estimator)
+    blocks += _placebo_section(summary) + (_coverage_section(summary) if len(summary) else [])
     blocks += intervals_section(summary) if len(summary) else []
-    blocks += doubly_robust_section(summary, data) + ad_interval_section(data)
+    blocks += doubly_robust_section(summary, data) + _ad_interval_section(data)
     agreement, figs = agreement_section(data, out_dir, formats)
     written.update(figs)
-    blocks += agreement + tuning_section(data) + failed_section(data)
+    blocks += agreement + tuning_section(data) + _failed_section(data)
     return blocks, written
 
 
@@ -523,7 +532,7 @@ def write_report(
     """
     data = load_results(source, grid=grid)
     if corpora is not None:
-        data = only_corpora(data, corpora)
+        data = _only_corpora(data, corpora)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     label = "" if isinstance(source, pd.DataFrame) else str(source)
@@ -536,7 +545,7 @@ def write_report(
     return {"markdown": md, "html": page, "summary": summary, "figures": figures}
 
 
-def only_corpora(data: pd.DataFrame, corpora: Sequence[str]) -> pd.DataFrame:
+def _only_corpora(data: pd.DataFrame, corpora: Sequence[str]) -> pd.DataFrame:
     """The rows of ``data`` whose corpus is one of ``corpora``.
 
     Raises:

@@ -17,6 +17,11 @@ from textcause.estimators.registry import ESTIMATOR_LABELS
 from textcause.io import atomic_write_json, atomic_write_text
 from textcause.reports.markup import Bullets, Heading, Image, Para, Table, to_markdown
 
+__all__ = [
+    "to_csv",
+    "write_outputs",
+]
+
 
 def _fmt(value: Any, signed: bool = True) -> str:
     if value is None:
@@ -32,7 +37,7 @@ def _interval(est: Any, lo: Any, hi: Any, signed: bool = True) -> str:
     return f"{_fmt(est, signed)} [{_fmt(lo, signed)}, {_fmt(hi, signed)}]"
 
 
-def results_table(rows: Sequence[dict[str, Any]], estimators: Sequence[str]) -> Table:
+def _results_table(rows: Sequence[dict[str, Any]], estimators: Sequence[str]) -> Table:
     """Model | treatment accuracy [95% CI] | ATE [95% CI] per estimator (``*``: the interval excludes 0)."""
     header = ["Model", "Treatment accuracy"] + [f"ATE {ESTIMATOR_LABELS.get(e, e)}" for e in estimators]
     body = []
@@ -56,7 +61,7 @@ def results_table(rows: Sequence[dict[str, Any]], estimators: Sequence[str]) -> 
     return Table(header, body)
 
 
-def disagreement_bullets(summary: dict[str, dict[str, Any]], labels: dict[str, str]) -> list[str]:
+def _disagreement_bullets(summary: dict[str, dict[str, Any]], labels: dict[str, str]) -> list[str]:
     """One sentence per estimator saying where the models disagree."""
     items = []
     name = lambda m: labels.get(m, m)  # noqa: E731
@@ -87,6 +92,7 @@ def disagreement_bullets(summary: dict[str, dict[str, Any]], labels: dict[str, s
 
 
 def to_csv(rows: Sequence[dict[str, Any]]) -> str:
+    """The result rows as CSV text with the study's result columns (other keys dropped)."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=RESULT_COLUMNS, extrasaction="ignore")
     writer.writeheader()
@@ -94,7 +100,7 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def report_markdown(
+def _report_markdown(
     rows: Sequence[dict[str, Any]],
     summary: dict[str, dict[str, Any]],
     *,
@@ -109,7 +115,7 @@ def report_markdown(
         Heading(1, title),
         Bullets(list(about)),
         Heading(2, "Results"),
-        results_table(rows, estimators),
+        _results_table(rows, estimators),
         Para(
             "Intervals: 95% percentile bootstrap over the evaluation users (ATE and treatment "
             "accuracy). `*`: the ATE interval excludes 0. There is no ground truth: agreement "
@@ -117,7 +123,7 @@ def report_markdown(
         ),
     ]
     if summary:
-        blocks += [Heading(2, "Where the models disagree"), Bullets(disagreement_bullets(summary, labels))]
+        blocks += [Heading(2, "Where the models disagree"), Bullets(_disagreement_bullets(summary, labels))]
     if figure:
         blocks.append(Image(figure, f"{title}: treatment accuracy and ATE per model"))
     return to_markdown(blocks)
@@ -187,7 +193,7 @@ def write_outputs(spec: Any, task: Any, out_dir: Path) -> dict[str, Any]:
         "models": spec.model_names,
         **info,
     }
-    markdown = report_markdown(
+    markdown = _report_markdown(
         rows, summary, title=title, about=about, estimators=spec.estimators, figure=f"{stem}.png" if files else None
     )
     written = [

@@ -15,6 +15,11 @@ from typing import Any
 
 import matplotlib
 
+__all__ = [
+    "draw_study_figure",
+    "study_figure",
+]
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
@@ -24,9 +29,9 @@ from matplotlib.patches import Patch
 from textcause.estimators.registry import ESTIMATOR_LABELS
 from textcause.reports.figures import model_style, save_figure
 
-ZERO_STYLE = {"color": "0.2", "lw": 0.9, "ls": "-"}
-UNADJUSTED_STYLE = {"color": "tab:red", "lw": 1.0, "ls": "--"}
-CHANCE_STYLE = {"color": "0.45", "lw": 0.9, "ls": ":"}
+_ZERO_STYLE = {"color": "0.2", "lw": 0.9, "ls": "-"}
+_UNADJUSTED_STYLE = {"color": "tab:red", "lw": 1.0, "ls": "--"}
+_CHANCE_STYLE = {"color": "0.45", "lw": 0.9, "ls": ":"}
 
 
 def _point(ax: plt.Axes, y: float, x: float | None, lo: float | None, hi: float | None, i: int) -> None:
@@ -83,7 +88,7 @@ def study_figure(
             continue
         _point(ax, i, r["treatment_accuracy"], r.get("accuracy_ci_low"), r.get("accuracy_ci_high"), i)
     if chance is not None:
-        ax.axvline(chance, **CHANCE_STYLE)
+        ax.axvline(chance, **_CHANCE_STYLE)
     ax.set_title("(a) Treatment accuracy", fontsize=9, loc="left")
     ax.set_xlabel("accuracy of P(T=1 | text) > 0.5", fontsize=8)
 
@@ -92,9 +97,9 @@ def study_figure(
         base = by_model.get("unadjusted", {}).get(est)
         if base is not None and base.get("ate") is not None:
             if base.get("ci_low") is not None:
-                ax.axvspan(base["ci_low"], base["ci_high"], color=UNADJUSTED_STYLE["color"], alpha=0.08, lw=0)
-            ax.axvline(base["ate"], **UNADJUSTED_STYLE)
-        ax.axvline(0.0, **ZERO_STYLE)
+                ax.axvspan(base["ci_low"], base["ci_high"], color=_UNADJUSTED_STYLE["color"], alpha=0.08, lw=0)
+            ax.axvline(base["ate"], **_UNADJUSTED_STYLE)
+        ax.axvline(0.0, **_ZERO_STYLE)
         for i, m in enumerate(models):
             r = by_model[m].get(est)
             if r is None or r.get("ate") is None:
@@ -112,15 +117,15 @@ def study_figure(
 
     handles = [
         Line2D([], [], color="0.2", marker="o", ls="", ms=5, label="estimate, 95% percentile bootstrap interval"),
-        Line2D([], [], **ZERO_STYLE, label="zero effect"),
+        Line2D([], [], **_ZERO_STYLE, label="zero effect"),
         (
-            Line2D([], [], **UNADJUSTED_STYLE, label="unadjusted estimate (difference in means)"),
-            Patch(color=UNADJUSTED_STYLE["color"], alpha=0.08),
+            Line2D([], [], **_UNADJUSTED_STYLE, label="unadjusted estimate (difference in means)"),
+            Patch(color=_UNADJUSTED_STYLE["color"], alpha=0.08),
         ),
     ]
     names = [h.get_label() if not isinstance(h, tuple) else h[0].get_label() for h in handles]
     if chance is not None:
-        handles.append(Line2D([], [], **CHANCE_STYLE))
+        handles.append(Line2D([], [], **_CHANCE_STYLE))
         names.append("share of the larger arm (chance accuracy)")
     fig.legend(handles, names, loc="outside lower center", ncol=min(len(names), 4), fontsize=8, frameon=False)
     fig.suptitle(f"{title}\n{subtitle}" if subtitle else title, fontsize=10)

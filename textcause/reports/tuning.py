@@ -16,6 +16,12 @@ import pandas as pd
 from textcause.analysis.names import model_labels, model_order
 from textcause.reports.markup import Block, Heading, Para, Table
 
+__all__ = [
+    "choice_label",
+    "chosen_table",
+    "tuning_section",
+]
+
 
 def _short(key: str) -> str:
     """``model.init_args.weight_decay`` -> ``weight_decay``; other keys as they are."""

@@ -1,16 +1,14 @@
 """The run figure: the propensity overlap plot of an evaluated run, beside its model card.
 
-:func:`write_run_figure` draws ``propensity_overlap.png`` into the
-run folder after an evaluation of the run (:func:`~textcause.run.fit.fit_and_evaluate` unless the
-run is quiet, ``evaluate.py``, ``train.py test``), atomically, and hands it to the run's loggers: a
-copy in every CSV log folder that is not the run folder (``RUN/test/`` of ``train.py test``), and
-``log_image`` for a wandb run. It shows the estimated propensity of the evaluated users by treatment
-arm (T = 1 and T = 0), with the true propensities marked when the task has them (semi-synthetic
-tasks): arms that do not overlap mean extreme weights and estimates resting on a few users.
+:func:`write_run_figure` draws ``propensity_overlap.png`` into the run folder after an evaluation
+(:func:`~textcause.run.fit.fit_and_evaluate` unless the run is quiet, ``evaluate.py``,
+``train.py test``), atomically, and hands it to the run's loggers (a copy in every CSV log folder
+that is not the run folder, ``log_image`` for a wandb run). It shows the estimated propensity of the
+evaluated users by treatment arm, with the true propensities marked when the task has them: arms
+that do not overlap mean extreme weights and estimates resting on a few users.
 
-The figure is drawn on a bare :class:`matplotlib.figure.Figure` with the Agg canvas (no pyplot, so
-no global figure registry or backend to set): about 0.15 s a figure (an SVG as well would
-double that, so it is only written on request: ``_write_overlap_figure(..., svg=True)``).
+The figure is drawn on a bare :class:`matplotlib.figure.Figure` with the Agg canvas (no pyplot, no
+global state); an SVG copy is written only on request (``_write_overlap_figure(..., svg=True)``).
 """
 
 from __future__ import annotations

@@ -18,6 +18,11 @@ from textcause.validation import (
     check_treatment,
 )
 
+__all__ = [
+    "binary_outcome",
+    "unit_arrays",
+]
+
 
 def unit_arrays(owner: str, t: Any, *named: tuple[str, Any]) -> tuple[np.ndarray, ...]:
     """``t`` (int8, both classes; skipped when None) and each ``(name, array)`` as a float64 array, all of

@@ -23,7 +23,7 @@ def plotted_r2(r2: np.ndarray) -> np.ndarray:
     >>> plotted_r2(np.array([3.0, 1.5, 0.5])).tolist()
     [nan, 1.0, 0.5]
     """
-    out = np.asarray(r2, dtype=np.float64).copy()
+    out: np.ndarray = np.asarray(r2, dtype=np.float64).copy()
     over = out > 1
     if over.any():
         first = np.flatnonzero(over)[np.argmin(out[over])]

@@ -114,7 +114,12 @@ def _generators(seed: Any, owner: str, n: int) -> list[np.random.Generator]:
     return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n)]
 
 
-def _summary(owner: str, draws: list[tuple[float, float, float]], expected: float, seed: int) -> tuple:
+_Draw = tuple[float, float, float]
+
+
+def _summary(
+    owner: str, draws: list[_Draw], expected: float, seed: int
+) -> tuple[str, float, float, float, float, bool, tuple[_Draw, ...], int]:
     point, low, high = (float(np.mean(col)) for col in zip(*draws))
     return owner, point, low, high, expected, bool(low <= expected <= high), tuple(draws), seed
 

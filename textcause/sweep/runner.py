@@ -1,26 +1,15 @@
 """Run a sweep offline on Optuna; each trial is a run of the one fit-and-evaluate path.
 
-:func:`run_sweep` opens (or resumes) the sweep's Optuna study in a SQLAlchemy database (SQLite
-``<out>/sweep.db`` by default; a PostgreSQL URL lets processes on several machines share it) and
-runs trials until the study holds ``n`` finished ones. grid -> :class:`~optuna.samplers.GridSampler`,
-random -> :class:`~optuna.samplers.RandomSampler`, bayes -> :class:`~optuna.samplers.TPESampler`
-(``constant_liar``, so workers running at once spread out); trial ``k`` draws its values from a
-generator seeded by ``(seed, k)``, so a resumed or shared sweep never repeats its first trials.
-``early_terminate: hyperband`` is Optuna's :class:`~optuna.pruners.HyperbandPruner`, fed each
-epoch by ``optuna_integration.PyTorchLightningPruningCallback``.
-
-Every trial is :func:`textcause.run.fit.fit_and_evaluate` on the trial's options, in
-``<out>/trials/<number>/``: a CSV log (``fit/version_0/metrics.csv``), the best checkpoint, an
-offline wandb run (``wandb/offline-run-*``, finished when the trial ends) and ``trial.log``. The
-trial is evaluated on the validation split only (``n_boot=0``); the test split is never seen.
-
-Exactly ``n`` trials: Optuna numbers trials in creation order (one at a time per study), and a
-trial runs only if fewer than ``n`` trials of other *chains* (a trial and its retries) with a
-smaller number are running, waiting or finished, and, in a grid, none of them holds its point;
-otherwise it ends as a FAIL marked ``surplus``. A worker that dies stops its trial's heartbeat;
-another worker then fails it and Optuna's retry callback queues it again with the same values
-(:data:`MAX_RETRY` times). A trial whose own run raises is recorded as FAIL with its ``error``
-and counts as finished: rerunning the command does not run it again.
+:func:`run_sweep` opens (or resumes) the sweep's Optuna study (SQLite ``<out>/sweep.db`` by
+default, or a PostgreSQL URL shared by several machines) and runs trials until the study holds
+exactly ``n`` finished ones: grid, random and bayes map to Optuna's ``GridSampler``,
+``RandomSampler`` and ``TPESampler`` (``constant_liar``), trial ``k`` draws from a generator seeded
+by ``(seed, k)``, and ``early_terminate: hyperband`` is Optuna's ``HyperbandPruner``. Every trial is
+:func:`textcause.run.fit.fit_and_evaluate` in ``<out>/trials/<number>/`` (CSV log, best
+checkpoint, offline wandb run, ``trial.log``), evaluated on the validation split only. A trial
+beyond ``n`` ends as a FAIL marked ``surplus``; a dead worker's trial is retried with the same
+values (:data:`MAX_RETRY` times); a trial whose run raises is a FAIL with its ``error`` and is not
+rerun. How it runs: docs/sweeps.md.
 """
 
 from __future__ import annotations

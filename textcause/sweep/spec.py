@@ -1,31 +1,12 @@
 """A hyperparameter sweep in wandb's sweep format (``configs/sweeps/*.yaml``), parsed and checked.
 
-    name: sherbert_smoke                      # default: the file's stem
-    method: grid                              # grid | random | bayes
-    metric: {name: val_loss, goal: minimize}  # see OBJECTIVES (default: val_loss)
-    parameters:                               # flat dotted train.py options
-      model.init_args.lr: {values: [0.0003, 0.001, 0.003]}
-      model.init_args.weight_decay: {distribution: log_uniform_values, min: 0.00001, max: 0.01}
-    early_terminate: {type: hyperband, min_iter: 1, eta: 3}   # optional
-    run_cap: 9                                # trials when --trials is not given
-    program: train.py
-    command:                                  # a block list (in a flow list, quote each ${...})
-      - ${env}
-      - ${interpreter}
-      - ${program}
-      - fit
-      - --config
-      - configs/model/sherbert_pooled.yaml
-      - --data.n_users=300
-      - ${args}
-
-wandb's own schema refuses keys it does not know, so the program's config is read from
-``command``, the line ``wandb agent`` runs: its ``--config`` files and ``--key=value`` options are
-each trial's :class:`~textcause.run.fit.RunSettings` configs and overrides, and ``${args}`` is
-where the trial's parameters go. One file thus means the same thing offline (``textcause sweep``)
-and on a W&B server. The YAML is the :class:`SweepConfig` dataclass, parsed by
-:mod:`textcause.specs`; every mistake is one ``ValueError`` sentence naming the file and the key.
-Parsing imports neither torch, Lightning nor Optuna.
+The YAML is the :class:`SweepConfig` dataclass (its docstring shows an example), parsed by
+:mod:`textcause.specs`: every mistake is one ``ValueError`` sentence naming the file and the key.
+The program's config is read from ``command``, the line ``wandb agent`` runs: its ``--config``
+files and ``--key=value`` options are each trial's :class:`~textcause.run.fit.RunSettings` configs
+and overrides, and ``${args}`` is where the trial's parameters go, so one file means the same thing
+offline (``textcause sweep``) and on a W&B server. Parsing imports neither torch, Lightning nor
+Optuna. The format: docs/sweeps.md.
 """
 
 from __future__ import annotations
@@ -163,7 +144,27 @@ class EarlyTerminate:
 
 @dataclass(frozen=True, kw_only=True)
 class SweepConfig:
-    """A sweep config as written (see the module docstring); :func:`sweep_from_dict` reads it."""
+    """A sweep config as written; :func:`sweep_from_dict` reads it. An example::
+
+    name: sherbert_smoke                      # default: the file's stem
+    method: grid                              # grid | random | bayes
+    metric: {name: val_loss, goal: minimize}  # see OBJECTIVES (default: val_loss)
+    parameters:                               # flat dotted train.py options
+      model.init_args.lr: {values: [0.0003, 0.001, 0.003]}
+      model.init_args.weight_decay: {distribution: log_uniform_values, min: 0.00001, max: 0.01}
+    early_terminate: {type: hyperband, min_iter: 1, eta: 3}   # optional
+    run_cap: 9                                # trials when --trials is not given
+    program: train.py
+    command:                                  # a block list (in a flow list, quote each ${...})
+      - ${env}
+      - ${interpreter}
+      - ${program}
+      - fit
+      - --config
+      - configs/model/sherbert_pooled.yaml
+      - --data.n_users=300
+      - ${args}
+    """
 
     method: str = key(one_of(METHODS))
     parameters: dict = key(

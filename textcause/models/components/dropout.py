@@ -1,18 +1,14 @@
 """Dropout whose CPU masks are drawn fast: a drop-in for ``nn.Dropout`` on large activations.
 
-On CPU, ``torch.nn.functional.dropout`` draws its mask with ``bernoulli_``, one serial Mersenne
-Twister draw per element: 12-13 ms for SHERBERT's (32, 60, 1000) post activations on this 2-core
-machine, timed alone; in a profile of a whole training step ``bernoulli_`` took 42% (issue 18). :class:`FastDropout` draws the same
-Bernoulli mask from numpy's PCG64 raw bits instead, 16 bits per element (a 64-bit draw gives four),
-in 1.8 ms, and applies it the way ``nn.Dropout`` does: ``x * mask / (1 - p)`` in training, the
-identity in evaluation. The drop probability is ``p`` rounded to a multiple of 1/65,536 (at most
-7.6e-6 off) and the scale uses that exact rate, so the output stays unbiased.
+:class:`FastDropout` draws the Bernoulli mask from numpy's PCG64 raw bits (16 bits per element)
+instead of torch's serial ``bernoulli_``, and applies it as ``nn.Dropout`` does: ``x * mask / (1 - p)``
+in training, the identity in evaluation. The drop probability is ``p`` rounded to a multiple of
+1/65,536 (at most 7.6e-6 off) and the scale uses that exact rate, so the output stays unbiased.
 
 It is random in the same way, not in the same values: the PCG64 stream is seeded from torch's
-default generator (one 63-bit draw per call), so ``seed_everything`` makes a run reproducible,
-but a run does not reproduce the masks ``nn.Dropout`` drew. Off CPU (CUDA's dropout is fast) and
-on small tensors (under ``MIN_ELEMENTS``, where the seeding costs more than it saves) it calls
-torch's own dropout.
+default generator, so ``seed_everything`` makes a run reproducible, but not with ``nn.Dropout``'s
+masks. Off CPU and on tensors under :data:`MIN_ELEMENTS` it calls torch's own dropout. Timings:
+benchmarks/README.md, ``bench_train_step.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +18,12 @@ import torch
 from torch import nn
 
 from textcause.validation import check_real
+
+__all__ = [
+    "FastDropout",
+    "MIN_ELEMENTS",
+    "fast_dropout_mask",
+]
 
 #: Tensors with fewer elements use torch's own dropout.
 MIN_ELEMENTS = 65_536

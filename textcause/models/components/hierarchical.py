@@ -30,6 +30,18 @@ from torch import nn
 from textcause.models.components.dropout import FastDropout
 from textcause.validation import check_int, check_real
 
+__all__ = [
+    "HistoryBatch",
+    "JointSHERBERT",
+    "Output",
+    "SHERBERT",
+    "TokenAttention",
+    "history_batch",
+    "masked_softmax",
+    "valid_positions",
+    "zero_padded",
+]
+
 
 class HistoryBatch(NamedTuple):
     """A checked history batch; masked slots of ``posts`` / ``tokens`` are zero."""

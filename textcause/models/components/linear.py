@@ -1,33 +1,16 @@
 """Logistic regression on bag-of-n-gram or topic features: one linear layer -> a logit.
 
-:class:`JointLinear` adds per-arm outcome regressions beside the logistic regression (three heads).
+:class:`LogisticRegression` is one linear layer; :class:`JointLinear` adds per-arm outcome
+regressions beside it (three heads). Both accept dense float tensors and torch sparse tensors (COO or
+CSR) of shape (batch, input_dim); a sparse batch is never densified (:func:`sparse_matmul`).
 
-Accepts dense float tensors and torch sparse tensors (COO or CSR) of shape (batch, input_dim);
-a sparse batch is never densified. Its product with the weight runs in CSR form, and the weight's
-gradient is ``x.T @ grad``. Which kernel computes each product is chosen per call, so that the
-numbers do not depend on the choice (``tests/models/test_sparse_linear.py``): SciPy's kernels are
-used only where :func:`scipy_agrees` found them equal to torch's to the bit on a probe matrix, once
-a process (by earlier measurements an AMD EPYC is such a machine; on an Intel Xeon, whose MKL sparse
-kernel adds in another order, the probe finds them unequal and torch's kernels compute everything):
-
-* on the CPU with one intra-op thread (a grid worker, ``OMP_NUM_THREADS=1``), SciPy's
-  single-threaded kernels on a SciPy view of the batch (its values shared) compute the gradient of a batch seen for
-  the first time (``x.T @ grad`` as the CSC matrix ``x.T``: no transpose to build; a mini-batch is
-  seen once an epoch) and both products of a one-output layer (a logistic regression), where they
-  are faster than torch's (``benchmarks/bench_sparse_grad.py``);
-* otherwise torch's CSR product, the gradient with the batch's transpose, built once per batch and
-  kept on the batch tensor: full-batch L-BFGS evaluates the same batch dozens of times per step, and
-  torch's own ``torch.sparse.mm`` backward re-derives the transpose every time (about 10x slower on
-  the Twitter 1,2-gram matrix). A batch seen without gradient (validation, prediction) never builds
-  the transpose.
-
-That gradient comes out column-major (``x.T @ grad`` is (in, out), returned as its transpose), and
-the product needs the weight as a row-major (in, out) matrix. A layer with a plain (row-major)
-weight therefore copies its weight into that layout on every forward, and autograd copies every
-gradient back into the weight's layout. :func:`use_column_major` lays the weight out as the sparse
-product wants it, so neither copy happens (``benchmarks/bench_sparse_mlp.py``: the step of the
-paper's MLP on Twitter 1,2-gram counts). The values are the same in either layout; a dense batch
-multiplies a row-major copy of such a weight, so its numbers do not depend on the layout either.
+The numbers do not depend on which kernel computes a product (``tests/models/test_sparse_linear.py``):
+SciPy's single-threaded kernels are used (one intra-op thread, a batch's first gradient, a
+one-output layer) only where :func:`scipy_agrees` found them equal to torch's to the bit on a probe
+matrix, once a process; otherwise torch's CSR product, with the batch's transpose built once and
+kept on the batch. :func:`use_column_major` lays a weight out as the sparse product wants it, so no
+copy happens per step; the values are the same in either layout. Timings:
+benchmarks/README.md, ``bench_sparse_grad.py`` and ``bench_sparse_mlp.py``.
 """
 
 from __future__ import annotations
@@ -43,6 +26,18 @@ from torch import nn
 from torch.nn import functional as F
 
 from textcause.validation import check_int
+
+__all__ = [
+    "JointLinear",
+    "LogisticRegression",
+    "SparseBatch",
+    "is_sparse",
+    "linear_forward",
+    "scipy_agrees",
+    "sparse_batch",
+    "sparse_matmul",
+    "use_column_major",
+]
 
 _SPARSE_LAYOUTS = (torch.sparse_coo, torch.sparse_csr)
 

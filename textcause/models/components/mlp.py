@@ -13,6 +13,10 @@ from torch import nn
 from textcause.models.components.linear import linear_forward, use_column_major
 from textcause.validation import check_int, check_real
 
+__all__ = [
+    "MLP",
+]
+
 
 class MLP(nn.Module):
     """Features -> Linear(input_dim, hidden_size) -> ReLU -> Dropout -> Linear(hidden_size, 1) -> logit.

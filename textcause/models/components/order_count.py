@@ -39,8 +39,12 @@ from textcause.models.components.hierarchical import (
 )
 from textcause.validation import check_int, check_real
 
+__all__ = [
+    "OrderCountNet",
+]
+
 #: Initial detector bias: a detector starts "off" (sigmoid(-3) ~ 0.05), as it looks for rare posts.
-DETECTOR_BIAS = -3.0
+_DETECTOR_BIAS = -3.0
 
 
 class OrderCountNet(nn.Module):
@@ -99,7 +103,7 @@ class OrderCountNet(nn.Module):
         self.queries = nn.Parameter(torch.randn(self.n_heads, h) * 0.02)
         self.values = nn.Linear(h, h)
         self.detectors = nn.Linear(h, self.n_heads)
-        nn.init.constant_(self.detectors.bias, DETECTOR_BIAS)
+        nn.init.constant_(self.detectors.bias, _DETECTOR_BIAS)
         self.drop = FastDropout(self.dropout)
         self.head = nn.Sequential(
             nn.Linear(h + 3 * self.n_heads + 2, h), nn.GELU(), nn.Dropout(self.dropout), nn.Linear(h, 1)

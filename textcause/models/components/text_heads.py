@@ -29,11 +29,16 @@ from torch import nn
 
 from textcause.validation import check_real
 
+__all__ = [
+    "EncoderClassifier",
+    "SpanExtractor",
+]
+
 #: The four span heads of :class:`SpanExtractor`, in output order.
-SPAN_HEADS = ("antecedent_start", "antecedent_end", "consequent_start", "consequent_end")
+_SPAN_HEADS = ("antecedent_start", "antecedent_end", "consequent_start", "consequent_end")
 
 
-def load_pretrained(encoder: Optional[str]) -> nn.Module:
+def _load_pretrained(encoder: Optional[str]) -> nn.Module:
     """A pretrained encoder without a pooler, from local files (None: all-MiniLM-L6-v2), in train mode."""
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
@@ -60,7 +65,7 @@ class _Encoded(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.dropout = check_real(dropout, "dropout", owner, low=0.0, high=1.0, high_open=True)
-        self.backbone = load_pretrained(encoder)
+        self.backbone = _load_pretrained(encoder)
         self.hidden = int(self.backbone.config.hidden_size)
         self.drop = nn.Dropout(self.dropout)
 
@@ -105,8 +110,8 @@ class SpanExtractor(_Encoded):
 
     def __init__(self, encoder: Optional[str] = None, dropout: float = 0.1) -> None:
         super().__init__(encoder, dropout, "SpanExtractor")
-        self.head = nn.Linear(self.hidden, len(SPAN_HEADS))
+        self.head = nn.Linear(self.hidden, len(_SPAN_HEADS))
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """Logits of shape (B, 4, L), heads in :data:`SPAN_HEADS` order; position 0 is the consequent's null."""
+        """Logits of shape (B, 4, L), heads in :data:`_SPAN_HEADS` order; position 0 is the consequent's null."""
         return self.head(self.states(input_ids, attention_mask)).transpose(1, 2)
