@@ -156,7 +156,8 @@ def cross_corpus_agreement(df: Any, corpus_a: str | None = None, corpus_b: str |
 
     Args:
         df: the results.
-        corpus_a, corpus_b: the corpora (default: the two corpora of the table, alphabetically).
+        corpus_a: the first corpus (default: the first of the table's two corpora, alphabetically).
+        corpus_b: the second corpus (default: the second, alphabetically).
 
     Returns:
         Rows ``scope``, ``group``, ``quantity``, ``n`` (pairs), ``n_one_seed`` (pairs with one seed on

@@ -343,7 +343,8 @@ def compare(
 
     Args:
         df: the results (DataFrame, SQLite path or database URL).
-        method_a, method_b: ``"model:estimator"``, or a model name (then ``estimator`` is used).
+        method_a: ``"model:estimator"``, or a model name (then ``estimator`` is used).
+        method_b: the other method, written the same way.
         metric: one of :data:`METRICS`; the difference is A minus B on each paired seed.
         estimator: the estimator for methods given without one.
         corpus: only this corpus (default: every corpus; each corpus's task levels are rows).

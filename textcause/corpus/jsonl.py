@@ -120,8 +120,9 @@ def _unix_to_iso(value: float | Real) -> str:
 def type_name(value: Any) -> str:
     """The JSON name of a value's type, for messages (never the value itself).
 
-    >>> [type_name(v) for v in ({}, [1], "a", True, None, 3, 2.5)]
-    ['object', 'array', 'string', 'boolean', 'null', 'integer', 'number']
+    Examples:
+        >>> [type_name(v) for v in ({}, [1], "a", True, None, 3, 2.5)]
+        ['object', 'array', 'string', 'boolean', 'null', 'integer', 'number']
     """
     names = {dict: "object", list: "array", tuple: "array", str: "string", bool: "boolean", type(None): "null"}
     for kind, name in names.items():

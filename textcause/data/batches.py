@@ -74,7 +74,9 @@ class HistoryCollate:
     Args:
         histories: a :class:`~textcause.features.embeddings.HistoryEmbeddings` (unique-post table
             and each user's rows in it).
-        treatment, outcome, propensity: per-unit arrays, as for :class:`FeatureCollate`.
+        treatment: per-unit treatments, as for :class:`FeatureCollate`.
+        outcome: per-unit outcomes.
+        propensity: per-unit true propensities.
         use_tokens: also serve token states (the cache must hold them).
         token_dtype: the dtype of ``tokens`` (float32, or bfloat16 for bf16-mixed training: the
             (B, P, L, D) token tensor is most of a batch's bytes, and autocast would cast it anyway).

@@ -117,8 +117,9 @@ def length_batches(
         max_posts: the most posts in a batch.
         max_tokens: the most padded tokens in a batch (None: no token budget).
 
-    >>> [b.tolist() for b in length_batches(np.arange(4), np.array([2, 3, 5, 9]), 3, 16)]
-    [[0, 1, 2], [3]]
+    Examples:
+        >>> [b.tolist() for b in length_batches(np.arange(4), np.array([2, 3, 5, 9]), 3, 16)]
+        [[0, 1, 2], [3]]
     """
     n, start = len(order), 0
     while start < n:

@@ -81,7 +81,9 @@ def build_task(source: str, task: str, level: int, seed: int, settings: dict[str
 
     Args:
         source: a corpus short name or path.
-        task, level, seed: the task draw.
+        task: the task's name.
+        level: its level.
+        seed: the draw's seed.
         settings: :func:`data_settings` (default: none, i.e. :class:`~textcause.data.build.DataSettings`' defaults).
     """
     return build_data(task_settings(source, task, level, seed, settings)).task

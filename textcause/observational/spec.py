@@ -293,9 +293,10 @@ def model_configs(
     Args:
         names: model config names (or paths).
         file: the spec file whose ``fail`` words each mistake.
-        role, where, study, distinct: how the sentences name a model (``model``), where it was
-            listed (`` for 'candidates'``), the study (``an observational study``) and the list
-            (``model names``).
+        role: how the sentences name a model (``model``).
+        where: where it was listed (`` for 'candidates'``).
+        study: how they name the study (``an observational study``).
+        distinct: how they name the list (``model names``).
 
     Raises:
         ValueError: a name with no config file, the oracle, or a name given twice.

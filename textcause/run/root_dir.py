@@ -36,9 +36,10 @@ def follow_root(trainer: Any, roots: Iterable[str]) -> int:
     Returns:
         How many loggers were moved (0 when ``default_root_dir`` is unset or is where they are already).
 
-    >>> trainer = {"default_root_dir": "elsewhere", "logger": {"init_args": {"save_dir": "runs"}}}
-    >>> follow_root(trainer, {"runs"}), trainer["logger"]["init_args"]["save_dir"]
-    (1, 'elsewhere')
+    Examples:
+        >>> trainer = {"default_root_dir": "elsewhere", "logger": {"init_args": {"save_dir": "runs"}}}
+        >>> follow_root(trainer, {"runs"}), trainer["logger"]["init_args"]["save_dir"]
+        (1, 'elsewhere')
     """
     root = trainer.get("default_root_dir") if trainer is not None else None
     if root is None:
