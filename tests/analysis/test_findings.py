@@ -355,3 +355,16 @@ def test_every_finding_quotes_the_paper():
     text = " ".join(paper.read_text(encoding="utf-8").replace("’", "'").replace("$", "").split())
     for key, (_, quote) in PAPER.items():
         assert " ".join(quote.split()) in text, key
+
+
+def test_every_finding_has_its_rule_and_the_results_page_states_the_same_rules():
+    """The rules live in code (RULES); docs/results.md's "The rules" repeats them word for word."""
+    import re
+    from pathlib import Path
+
+    from textcause.analysis.findings import FINDINGS, RULES
+
+    assert set(RULES) == {key for key, _, _ in FINDINGS} and all(len(rule) > 80 for rule in RULES.values())
+    page = (Path(__file__).resolve().parents[2] / "docs" / "results.md").read_text(encoding="utf-8")
+    stated = dict(re.findall(r"^\* \(([a-z])\) (.*?)(?=^\* \(|^\n|\Z)", page.split("\nRules:\n", 1)[1], re.M | re.S))
+    assert {k: " ".join(v.split()) for k, v in stated.items()} == RULES

@@ -36,7 +36,7 @@ def _fit(corpus: str, *extra: str):
         [
             "fit",
             "--config",
-            str(CONFIGS / "lr_bigram_binary.yaml"),
+            str(CONFIGS / "model" / "lr_bigram_binary.yaml"),
             "--data.corpus",
             corpus,
             "--data.min_users",

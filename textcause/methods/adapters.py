@@ -1,7 +1,7 @@
 """Adapters that turn common objects into textcause methods, and :func:`as_method` that picks one.
 
 * :class:`SklearnPropensity`: any scikit-learn classifier or ``Pipeline`` (text -> T) as a propensity method.
-* :class:`ConfigPropensity`: a textcause model config (``configs/lr_bigram_binary.yaml``), run through
+* :class:`ConfigPropensity`: a textcause model config (``configs/model/lr_bigram_binary.yaml``), run through
   the real ``train.py`` fit and ``evaluate.py`` path exactly as a benchmark cell.
 * :class:`FunctionEffect`: a plain function ``f(texts, t, y) -> float | (ate, ci_low, ci_high)`` as an effect method.
 * :func:`as_method`: an instance, a class, a callable, a ``"package.module:Name"`` string or a config path.
@@ -208,7 +208,7 @@ class ConfigPropensity:
     :func:`textcause.grid.worker.run_cell`, so its rows equal the benchmark's.
 
     Args:
-        config: a model config name (``lr_bigram_binary``: ``configs/lr_bigram_binary.yaml``) or a YAML path.
+        config: a model config name (``lr_bigram_binary``: ``configs/model/lr_bigram_binary.yaml``) or a YAML path.
         name: the name in result tables (default the file's stem).
         overrides: ``train.py`` options for every cell, e.g. ``{"trainer.max_epochs": 2}``.
 

@@ -1,6 +1,6 @@
 """The LightningCLI behind ``train.py``, ``textcause train`` and every internal run.
 
-``python train.py fit --config configs/lr_bigram_binary.yaml`` trains a propensity model on a
+``python train.py fit --config configs/model/lr_bigram_binary.yaml`` trains a propensity model on a
 semi-synthetic task; the trainer and corpus defaults come from ``configs/trainer/default.yaml`` and
 ``configs/data/twitter.yaml`` (found through :func:`textcause.paths.default_configs`: a missing
 default is an error) and any value can be overridden on the command line (``--data.level 3``,
