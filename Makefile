@@ -25,7 +25,7 @@ demo: $(STAMP)
 	$(PY) -m textcause demo
 
 # The public API's docstring examples, run as tests (deterministic, a few seconds in all).
-DOCTEST_PATHS := textcause/io.py textcause/paths.py textcause/validation.py textcause/progress.py textcause/specs.py \
+DOCTEST_PATHS := textcause/io.py textcause/paths.py textcause/validation textcause/progress.py textcause/specs.py \
 	textcause/estimators textcause/metrics textcause/simulation textcause/observational textcause/sensitivity \
 	textcause/corpus
 
