@@ -25,9 +25,9 @@ demo: $(STAMP)
 	$(PY) -m textcause demo
 
 # The public API's docstring examples, run as tests (deterministic, a few seconds in all).
-DOCTEST_PATHS := textcause/io.py textcause/paths.py textcause/validation.py textcause/progress.py textcause/specs.py \
+DOCTEST_PATHS := textcause/io.py textcause/paths.py textcause/validation textcause/progress.py textcause/specs.py \
 	textcause/estimators textcause/metrics textcause/simulation textcause/observational textcause/sensitivity \
-	textcause/corpus
+	textcause/corpus textcause/features textcause/data
 
 # The test suite (fast tests and the slow ones that fit CI's budget) and the docstring examples: what CI runs.
 test: $(STAMP)

@@ -29,7 +29,7 @@ def main() -> None:
     from textcause.analysis.findings import RULES, findings_table
     from textcause.analysis.frame import load_results
     from textcause.reports.markup import Bullets, Table, to_markdown
-    from textcause.reports.report import findings_block
+    from textcause.reports.sections import findings_block
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", action="append", required=True, help="a results database (repeatable)")

@@ -13,8 +13,18 @@ import pytest
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 ROOT = Path(__file__).resolve().parents[1]
-LOWER_ROOMS = ("io", "paths", "validation", "progress", "startup", "version", "specs")
-LOWER_PACKAGES = ("estimators", "metrics", "simulation", "observational", "sensitivity", "corpus")
+LOWER_ROOMS = ("io", "paths", "progress", "startup", "version", "specs")
+LOWER_PACKAGES = (
+    "validation",
+    "estimators",
+    "metrics",
+    "simulation",
+    "observational",
+    "sensitivity",
+    "corpus",
+    "features",
+    "data",
+)
 
 
 def _mypy_config() -> dict:

@@ -150,7 +150,7 @@ def test_unfrozen_layers_declare_the_data_they_need(tiny_encoder):
 
     from textcause.data.build import DataSettings
     from textcause.models import PropensityModel
-    from textcause.models.propensity import check_data_requirements
+    from textcause.models.nets import check_data_requirements
 
     net = SHERBERT(input_dim=32, hidden_size=8, unfreeze_top=1, encoder=tiny_encoder)
     assert net.n_encoder_layers == 2

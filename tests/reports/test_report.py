@@ -16,7 +16,8 @@ from textcause.analysis.simulated import simulate_results
 from textcause.cli.report import report_main
 from textcause.reports.figures import panel_points, resolve_interval
 from textcause.reports.markup import Bullets, Heading, Image, Para, Table, to_html, to_markdown
-from textcause.reports.report import mean_sd, write_report
+from textcause.reports.report import write_report
+from textcause.reports.sections import mean_sd
 
 TASKS = {"linguistic_complexity": 2, "placebo": 1, "order_of_text": 2}
 MODELS = ("oracle", "lr_bigram_binary", "sherbert")

@@ -31,7 +31,7 @@ from torchmetrics.classification import BinaryAccuracy, BinaryF1Score
 from textcause.counterfactual.datamodule import IGNORE
 from textcause.counterfactual.spans import NULL
 from textcause.models.finetune import adamw_with_warmup
-from textcause.models.propensity import as_net, save_net_config
+from textcause.models.nets import as_net, save_net_config
 from textcause.validation import check_int, check_real
 
 Batch = dict[str, torch.Tensor]

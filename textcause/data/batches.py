@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 
-class IndexDataset(Dataset):
+class IndexDataset(Dataset[int]):
     """A dataset of unit (or example) indices; a collate function turns a list of them into a batch."""
 
     def __init__(self, indices: np.ndarray) -> None:
@@ -46,7 +46,8 @@ class FeatureCollate:
     """
 
     def __init__(self, features: Any, treatment: np.ndarray, outcome: np.ndarray, propensity: np.ndarray) -> None:
-        self.features = features.tocsr() if sp.issparse(features) else np.asarray(features, dtype=np.float32)
+        # scipy-stubs narrow issparse() to SparseABC, which declares no tocsr()
+        self.features = features.tocsr() if sp.issparse(features) else np.asarray(features, dtype=np.float32)  # type: ignore[attr-defined]
         self.t = torch.as_tensor(np.asarray(treatment, dtype=np.float32))
         self.y = torch.as_tensor(np.asarray(outcome, dtype=np.float32))
         self.p = torch.as_tensor(np.asarray(propensity, dtype=np.float32))

@@ -237,15 +237,17 @@ def _filtered(corpus: Any, settings: DataSettings) -> tuple[Any, dict[str, Any]]
     """The users of ``settings.meta_filter`` (then the ``n_users`` sample among them) and what to record."""
     from textcause.corpus import filter_meta, sample_indices
 
-    kept = filter_meta(corpus, settings.meta_filter)
+    meta_filter = settings.meta_filter
+    assert meta_filter is not None  # called only for settings with a filter
+    kept = filter_meta(corpus, meta_filter)
     if settings.n_users is not None:
         if settings.n_users > len(kept):
             raise ValueError(
                 f"Only {len(kept)} users of '{corpus.source}' match meta_filter {settings.meta_filter!r}, "
                 f"fewer than n_users={settings.n_users}: lower n_users or widen the filter."
             )
-        kept = kept.subset(sample_indices(len(kept), settings.n_users, seed=0))
-    info = {"meta_filter": dict(settings.meta_filter), "n_users_before_meta_filter": len(corpus)}
+        kept = kept.subset(sample_indices(len(kept), settings.n_users, seed=0).tolist())
+    info = {"meta_filter": dict(meta_filter), "n_users_before_meta_filter": len(corpus)}
     return kept, info
 
 

@@ -137,13 +137,13 @@ class CausalTextDataModule(L.LightningDataModule):
     def built(self) -> BuiltData:
         """The task and features (built on first use; the build is memoised per process)."""
         if self._built is None:
-            self._built = build_data(self.settings, cache=self.hparams.cache)
+            self._built = build_data(self.settings, cache=self.hparams["cache"])
         return self._built
 
     def prepare_data(self) -> None:
         # Runs on one process per node: fills the feature and embedding caches so that the other
         # ranks get cache hits in setup. Assigns no state (Lightning's rule for prepare_data).
-        build_data(self.settings, cache=self.hparams.cache)
+        build_data(self.settings, cache=self.hparams["cache"])
 
     def setup(self, stage: Optional[str] = None) -> None:
         self.built  # noqa: B018 - build (or fetch from the memo) on every rank
@@ -207,7 +207,7 @@ class CausalTextDataModule(L.LightningDataModule):
         }
 
     # ------------------------------------------------------------------ loaders
-    def _loader(self, split: str, shuffle: bool) -> DataLoader:
+    def _loader(self, split: str, shuffle: bool) -> DataLoader[Any]:
         task = self.task
         if self.settings.representation in EMBEDDING_KINDS:
             tokens = self.settings.representation == "post_tokens"
@@ -228,18 +228,18 @@ class CausalTextDataModule(L.LightningDataModule):
             return resumable_loader(
                 self,
                 dataset,
-                self.hparams.batch_size,
-                self.hparams.seed,
-                num_workers=self.hparams.num_workers,
+                self.hparams["batch_size"],
+                self.hparams["seed"],
+                num_workers=self.hparams["num_workers"],
                 collate_fn=collate,
             )
         return DataLoader(
             dataset,
-            batch_size=self.hparams.batch_size,
+            batch_size=self.hparams["batch_size"],
             sampler=evaluation_sampler(dataset, getattr(self, "trainer", None), split),
-            num_workers=self.hparams.num_workers,
+            num_workers=self.hparams["num_workers"],
             collate_fn=collate,
-            persistent_workers=self.hparams.num_workers > 0,
+            persistent_workers=self.hparams["num_workers"] > 0,
         )
 
     def _token_dtype(self) -> torch.dtype:
@@ -248,14 +248,14 @@ class CausalTextDataModule(L.LightningDataModule):
         precision = str(getattr(trainer, "precision", "")) if trainer is not None else ""
         return torch.bfloat16 if precision.startswith("bf16") else torch.float32
 
-    def train_dataloader(self) -> DataLoader:
+    def train_dataloader(self) -> DataLoader[Any]:
         return self._loader("train", shuffle=True)
 
-    def val_dataloader(self) -> DataLoader:
+    def val_dataloader(self) -> DataLoader[Any]:
         return self._loader("val", shuffle=False)
 
-    def test_dataloader(self) -> DataLoader:
+    def test_dataloader(self) -> DataLoader[Any]:
         return self._loader("test", shuffle=False)
 
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader(self.hparams.predict_split, shuffle=False)
+    def predict_dataloader(self) -> DataLoader[Any]:
+        return self._loader(self.hparams["predict_split"], shuffle=False)

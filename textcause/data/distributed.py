@@ -88,7 +88,7 @@ def one_build_at_a_time(key: str) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def evaluation_sampler(dataset: Any, trainer: Any, split: str) -> Optional[Sampler]:
+def evaluation_sampler(dataset: Any, trainer: Any, split: str) -> Optional[Sampler[int]]:
     """The sampler of an evaluation split: each unit on exactly one rank under DDP, None otherwise.
 
     Lightning's default distributed sampler pads a split whose size the world size does not divide

@@ -111,7 +111,8 @@ def _logical(state: Mapping[str, Any]) -> Mapping[str, Any]:
 def maxabs_factor(x: Any, train: np.ndarray) -> np.ndarray:
     """The float32 column factors of ``maxabs`` scaling: 1 / the largest absolute training value (1 for 0)."""
     col_max = abs(x[train]).max(axis=0)
-    col_max = np.asarray(col_max.todense() if sp.issparse(col_max) else col_max, dtype=np.float64).ravel()
+    # scipy-stubs narrow issparse() to SparseABC, which declares none of the sparse methods
+    col_max = np.asarray(col_max.todense() if sp.issparse(col_max) else col_max, dtype=np.float64).ravel()  # type: ignore[attr-defined]
     return np.where(col_max > 0, 1.0 / np.where(col_max > 0, col_max, 1.0), 1.0).astype(np.float32)
 
 
@@ -121,14 +122,14 @@ def apply_scale(x: Any, how: Optional[str], factor: Optional[np.ndarray] = None)
         return x
     if how == "log1p":
         if sp.issparse(x):
-            x = x.copy()
+            x = x.copy()  # type: ignore[attr-defined]  # issparse() narrows to SparseABC (scipy-stubs)
             x.data = np.log1p(x.data)
             return x
         return np.log1p(x)
     if factor is None:
         raise ValueError("The 'maxabs' scaling needs its fitted column factors.")
     if sp.issparse(x):
-        scaled = (x @ sp.diags(factor)).tocsr().astype(np.float32)
+        scaled = (x @ sp.diags(factor)).tocsr().astype(np.float32)  # type: ignore[operator]  # as above
         # The product leaves each row's column indices unsorted; every batch of such a matrix would
         # then be sorted again on its way to torch (to_torch_sparse). Sorted once here instead: the
         # same entries, so the same batches.

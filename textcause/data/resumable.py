@@ -47,7 +47,7 @@ class ResumableRandomSampler(RandomSampler):
                 yield index
 
 
-class ResumableLoader(DataLoader):
+class ResumableLoader(DataLoader[Any]):
     """A shuffling ``DataLoader`` with Lightning's stateful-loader protocol (see the module docstring).
 
     Build it with ``sampler=ResumableRandomSampler(dataset, generator=g)`` and ``generator=g``, then set
@@ -77,7 +77,9 @@ class ResumableLoader(DataLoader):
         if not state.get("resumable") or not self._resumable():
             return
         self.generator.set_state(state["generator"])
-        self.sampler.skip = int(state["skip"])
+        sampler = self.sampler
+        assert isinstance(sampler, ResumableRandomSampler)  # _resumable() checked it
+        sampler.skip = int(state["skip"])
 
 
 def resumable_loader(module: Any, dataset: Any, batch_size: int, seed: int, **kwargs: Any) -> ResumableLoader:

@@ -65,7 +65,7 @@ class ScoringDataModule(L.LightningDataModule):
     def setup(self, stage: Optional[str] = None) -> None:
         self.features  # noqa: B018 - featurise before the loop starts
 
-    def predict_dataloader(self) -> DataLoader:
+    def predict_dataloader(self) -> DataLoader[Any]:
         n = len(self.texts)
         zeros, nan = np.zeros(n, dtype=np.float32), np.full(n, np.nan, dtype=np.float32)
         if self.featurizer["representation"] in EMBEDDING_KINDS:

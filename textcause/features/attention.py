@@ -116,4 +116,5 @@ def set_attention(model: Any, attention: str) -> str:
         attention = SHORT_ATTENTION
     if attention != current:
         model.set_attn_implementation(attention)
-    return model.config._attn_implementation
+    name: str = model.config._attn_implementation
+    return name

@@ -72,7 +72,8 @@ def to_storage(x: np.ndarray, dtype: str) -> np.ndarray:
         return x.astype(np.float16)
     bits = x.view(np.uint32)
     rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
-    return (rounded >> np.uint32(16)).astype(np.uint16)
+    stored: np.ndarray = (rounded >> np.uint32(16)).astype(np.uint16)
+    return stored
 
 
 def from_storage(x: np.ndarray, dtype: str, out_dtype: type = np.float32) -> np.ndarray:
@@ -80,7 +81,8 @@ def from_storage(x: np.ndarray, dtype: str, out_dtype: type = np.float32) -> np.
     if dtype == "float16":
         return np.asarray(x, dtype=out_dtype)
     f32 = (np.asarray(x, dtype=np.uint32) << np.uint32(16)).view(np.float32)
-    return f32.astype(out_dtype, copy=False)
+    out: np.ndarray = f32.astype(out_dtype, copy=False)
+    return out
 
 
 class ShardStore:
@@ -96,7 +98,7 @@ class ShardStore:
 
     def __init__(
         self,
-        folder: str | os.PathLike,
+        folder: str | os.PathLike[str],
         kind: str,
         dtype: str = "float16",
         *,
@@ -171,7 +173,7 @@ class ShardStore:
                         f"has {size} bytes, not the {entry['bytes']} of its manifest",
                     )
         try:
-            keys = np.load(path, allow_pickle=False)
+            keys: np.ndarray = np.load(path, allow_pickle=False)
         except FileNotFoundError:
             raise
         except (OSError, ValueError, EOFError) as err:
@@ -377,7 +379,7 @@ class ShardStore:
             lengths[at] = off[rows[at] + 1] - off[rows[at]]
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         dim = self._shard(int(shards[0]))["tok"].shape[1] if len(keys) else 0
-        values = np.empty((int(offsets[-1]), dim), dtype=out_dtype)
+        values: np.ndarray = np.empty((int(offsets[-1]), dim), dtype=out_dtype)
         for s in np.unique(shards):
             at = np.flatnonzero(shards == s)
             src = ranges(starts[at], lengths[at])

@@ -19,6 +19,7 @@ fit). Disk sizes: benchmarks/README.md, ``bench_encode.py``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import sys
@@ -157,7 +158,7 @@ class PostEmbeddingCache:
 
     def __init__(
         self,
-        encoder: str | os.PathLike | EncoderSpec | None = None,
+        encoder: str | os.PathLike[str] | EncoderSpec | None = None,
         *,
         max_tokens: int = 64,
         pooling: str = "mean",
@@ -169,7 +170,7 @@ class PostEmbeddingCache:
         batch_tokens: int | None = None,
         shard_size: int = 4096,
         precision: str = "auto",
-        cache_dir: str | os.PathLike | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
         progress: bool | None = None,
         layer: int | None = None,
         verify: str = "hash",
@@ -404,7 +405,7 @@ class PostEmbeddingCache:
                     ids,
                     token_cap=cap,
                     progress=None if bar.disable else bar.update,
-                    meanwhile=lambda k=k: tokenize(k + 1),
+                    meanwhile=functools.partial(tokenize, k + 1),
                 )
                 self._write_chunk(chunk, enc, pooled_todo, tok_todo)
         finally:

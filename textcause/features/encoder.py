@@ -100,7 +100,7 @@ class Encoder:
 
     def __init__(
         self,
-        encoder: str | os.PathLike | EncoderSpec | None = None,
+        encoder: str | os.PathLike[str] | EncoderSpec | None = None,
         *,
         max_tokens: int = 64,
         pooling: str = "mean",
@@ -206,7 +206,7 @@ class Encoder:
         """The tokenizer's ids of ``posts``, truncated to ``max_tokens``, unpadded."""
         if not posts:
             return []
-        return self.tokenizer(
+        ids: list[list[int]] = self.tokenizer(
             [without_lone_surrogates(p) for p in posts],
             truncation=True,
             max_length=self.max_tokens,
@@ -214,6 +214,7 @@ class Encoder:
             return_attention_mask=False,
             return_token_type_ids=False,
         )["input_ids"]
+        return ids
 
     def encode(
         self,
@@ -257,9 +258,13 @@ class Encoder:
         _ = self.model  # load the weights before the first batch
         lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=n)
         vectors = np.empty((n, self.dim), dtype=np.float32)
-        kept = np.minimum(lengths, token_cap) if token_cap else None
-        offsets = np.concatenate([[0], np.cumsum(kept)]).astype(np.int64) if token_cap else None
-        values = np.empty((int(offsets[-1]), self.dim), dtype=np.float32) if token_cap else None
+        kept: np.ndarray | None = None
+        offsets: np.ndarray | None = None
+        values: np.ndarray | None = None
+        if token_cap:
+            kept = np.minimum(lengths, token_cap)
+            offsets = np.concatenate([[0], np.cumsum(kept)]).astype(np.int64)
+            values = np.empty((int(offsets[-1]), self.dim), dtype=np.float32)
         order = np.argsort(lengths, kind="stable")
         pad_id = self.tokenizer.pad_token_id or 0
         workers = self._workers_for(n)  # before the thread count is raised for the encode below
@@ -285,6 +290,7 @@ class Encoder:
                     states, layer_states = self._forward_states(input_ids, mask, bool(token_cap))
                     vectors[idx] = self._pool(states, mask).numpy()
                     if token_cap:
+                        assert kept is not None and offsets is not None and values is not None  # set with token_cap
                         states_np = layer_states.numpy()
                         for row, i in enumerate(idx):
                             values[offsets[i] : offsets[i + 1]] = states_np[row, : kept[i]]
@@ -326,8 +332,9 @@ class Encoder:
             pooled = torch.nn.functional.normalize(pooled, dim=-1)
         return pooled
 
-    def _set_precision(self, precision: str) -> bool:
-        """Cast the model's weights for ``precision`` (once); return whether to enable autocast."""
+    def _set_precision(self, precision: str | None) -> bool:
+        """Cast the model's weights for ``precision`` (once; None, not chosen yet, leaves them fp32);
+        return whether to enable autocast."""
         import torch
 
         if precision == "bf16":

@@ -66,7 +66,7 @@ class EncoderSpec:
     normalize: bool
 
 
-def resolve_encoder(name_or_path: str | os.PathLike | None = None) -> EncoderSpec:
+def resolve_encoder(name_or_path: str | os.PathLike[str] | None = None) -> EncoderSpec:
     """Find an encoder on disk and compute its identity, without loading it.
 
     Args:
@@ -99,7 +99,7 @@ def resolve_encoder(name_or_path: str | os.PathLike | None = None) -> EncoderSpe
     return EncoderSpec(name=name, path=path, identity=model_identity(path), normalize=_st_normalize(path))
 
 
-def check_same_encoder(have: str | os.PathLike | None, want: str | os.PathLike | None, message: str) -> None:
+def check_same_encoder(have: str | os.PathLike[str] | None, want: str | os.PathLike[str] | None, message: str) -> None:
     """Refuse two encoders that are not one: their identities (config, weights, tokenizer) differ.
 
     The same weights under another name or path are the same encoder; both are resolved with
@@ -172,7 +172,7 @@ def _st_normalize(path: Path) -> bool:
     return any(str(m.get("type", "")).endswith("Normalize") for m in modules if isinstance(m, dict))
 
 
-def model_identity(path: str | os.PathLike) -> str:
+def model_identity(path: str | os.PathLike[str]) -> str:
     """A content key of the encoder folder: config (minus volatile fields) + weight/tokenizer checksums."""
     path = Path(path)
     config = json.loads((path / "config.json").read_text(encoding="utf-8"))
@@ -181,7 +181,7 @@ def model_identity(path: str | os.PathLike) -> str:
     return content_key("encoder/v1", config, {f.name: file_checksum(f) for f in files})
 
 
-def file_checksum(path: str | os.PathLike) -> str:
+def file_checksum(path: str | os.PathLike[str]) -> str:
     """The BLAKE2b checksum of a whole file, memoised by (real path, size, mtime)."""
     path = Path(path).resolve()
     st = path.stat()
@@ -193,7 +193,8 @@ def file_checksum(path: str | os.PathLike) -> str:
         except (OSError, ValueError):
             memo = {}
         if memo_key in memo:
-            return memo[memo_key]
+            known: str = memo[memo_key]
+            return known
         h = hashlib.blake2b()
         with open(path, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 22), b""):

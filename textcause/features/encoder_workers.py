@@ -85,10 +85,13 @@ class WorkerPool:
         """
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
+        from multiprocessing.context import BaseContext
 
         if self.executor is not None and self.workers == workers and not getattr(self.executor, "_broken", False):
             return self.executor
         self.close()
+        context: BaseContext
+        init: weakref.ref[Any] | tuple[type, dict[str, Any]]
         if can_fork():
             # a weak reference: a forked child resolves it to its copy of the encoder, and the pool
             # (which keeps its initargs) does not keep the encoder alive
@@ -166,6 +169,7 @@ class WorkerPool:
                     part = future.result()
                     vectors[idx] = part.vectors
                     if token_cap:
+                        assert values is not None and offsets is not None  # given with token_cap
                         for row, i in enumerate(idx):
                             values[offsets[i] : offsets[i + 1]] = part.token_values[
                                 part.token_offsets[row] : part.token_offsets[row + 1]
@@ -195,7 +199,7 @@ class _TaskResult:
 _ENCODER: Any = None  # this worker process's encoder
 
 
-def _init_worker(encoder: weakref.ref | tuple[type, dict[str, Any]]) -> None:
+def _init_worker(encoder: weakref.ref[Any] | tuple[type, dict[str, Any]]) -> None:
     """Set up this worker process's encoder with one torch thread: the forked parent's own (weights
     already loaded and cast), or a new one built from the parent's settings (spawned)."""
     global _ENCODER
@@ -203,10 +207,11 @@ def _init_worker(encoder: weakref.ref | tuple[type, dict[str, Any]]) -> None:
 
     torch.set_num_threads(1)
     if isinstance(encoder, weakref.ref):
-        encoder = encoder()
-        encoder._workers = WorkerPool()  # the parent's workers are not this process's
-        encoder.num_threads, encoder.processes = 1, 1
-        _ENCODER = encoder
+        own = encoder()
+        assert own is not None  # the parent's encoder, alive while its pool is
+        own._workers = WorkerPool()  # the parent's workers are not this process's
+        own.num_threads, own.processes = 1, 1
+        _ENCODER = own
     else:
         factory, settings = encoder
         _ENCODER = factory(**settings, num_threads=1, processes=1)

@@ -57,8 +57,8 @@ def check_texts(texts: Any, name: str = "texts") -> list[Sequence[str]]:
     shape = f"Expected '{name}' to be a list of users, each a list of post strings"
     if isinstance(texts, (str, bytes)) or not hasattr(texts, "__len__"):
         raise ValueError(f"{shape}. Got {type(texts).__name__} instead.")
-    texts = list(texts)
-    for i, posts in enumerate(texts):
+    users: list[Sequence[str]] = list(texts)
+    for i, posts in enumerate(users):
         if isinstance(posts, (str, bytes)):
             raise ValueError(f"{shape}. User {i} is a {type(posts).__name__}; wrap a single post in a list.")
         if not (hasattr(posts, "__len__") and hasattr(posts, "__iter__")):
@@ -67,7 +67,7 @@ def check_texts(texts: Any, name: str = "texts") -> list[Sequence[str]]:
         for j, post in enumerate(posts):
             if not isinstance(post, str):
                 raise ValueError(f"{shape}. Post {j} of user {i} is a {type(post).__name__}.")
-    return texts
+    return users
 
 
 def encode_users(
@@ -145,7 +145,8 @@ def _distinct_pairs(users: np.ndarray, codes: np.ndarray, span: int) -> np.ndarr
     if (int(users.max()) + 1) * span < _INT64_LIMIT:  # pack each pair into one int64 and hash
         import pandas as pd  # here, not at the top: a run whose features come from the cache never needs it
 
-        return pd.unique(users.astype(np.int64) * span + codes) % span
+        distinct: np.ndarray = pd.unique(users.astype(np.int64) * span + codes) % span
+        return distinct
     order = np.lexsort((codes, users))  # too large to pack: sort the pairs instead
     u, c = users[order], codes[order]
     first = np.ones(c.shape[0], dtype=bool)
@@ -229,8 +230,10 @@ def _count_matrix(enc: Encoded, vocab: _Vocabulary, *, binary: bool) -> sp.csr_m
             block.data[:] = 1.0
         blocks.append(block)
     if not blocks:
-        return sp.csr_matrix((enc.n_users, n_terms), dtype=np.float32)
-    return sp.vstack(blocks, format="csr", dtype=np.float32)
+        # scipy-stubs accept an empty matrix of a given shape only as float64
+        return sp.csr_matrix((enc.n_users, n_terms), dtype=np.float32)  # type: ignore[arg-type]
+    stacked: sp.csr_matrix = sp.vstack(blocks, format="csr", dtype=np.float32)
+    return stacked
 
 
 class NgramFeaturizer:
@@ -268,7 +271,7 @@ class NgramFeaturizer:
         self.seed = check_int(seed, "seed", owner, low=0)
         self.progress = progress
         self._vocab: _Vocabulary | None = None
-        self.lda_ = None
+        self.lda_: Any = None  # for "lda": the fitted scikit-learn LatentDirichletAllocation (untyped)
 
     def params(self) -> dict[str, Any]:
         """The parameters that determine the output (for cache keys)."""
@@ -426,7 +429,8 @@ class NgramFeaturizer:
             return counts
         if counts.shape[0] == 0:
             return np.zeros((0, self.lda_topics), dtype=np.float32)
-        return self.lda_.transform(counts).astype(np.float32)
+        topics: np.ndarray = self.lda_.transform(counts).astype(np.float32)
+        return topics
 
 
 def _as_numpy(value: Any) -> np.ndarray:

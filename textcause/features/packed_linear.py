@@ -33,6 +33,9 @@ __all__ = [
 class PackedLinear(torch.nn.Module):
     """``linear`` (a bf16 ``torch.nn.Linear``) whose bf16 CPU inference uses a weight packed for oneDNN."""
 
+    weight: torch.Tensor  # buffers (registered in __init__)
+    bias: torch.Tensor | None
+
     def __init__(self, linear: torch.nn.Linear) -> None:
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
@@ -76,10 +79,12 @@ class PackedLinear(torch.nn.Module):
             return torch.nn.functional.linear(x, self.weight, self.bias)
         if self._packed is None or self._packed_for != self._state():  # new, cast, moved or loaded weights
             self.pack()
-        return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self._packed, self.bias, "none", [], "")
+        out: torch.Tensor = torch.ops.mkldnn._linear_pointwise(x.contiguous(), self._packed, self.bias, "none", [], "")
+        return out
 
     def __getstate__(self) -> dict[str, Any]:  # copy and pickle without the opaque packed tensor
-        return {**super().__getstate__(), "_packed": None, "_packed_for": None}
+        state = super().__getstate__()  # type: ignore[no-untyped-call]  # torch leaves Module.__getstate__ unannotated
+        return {**state, "_packed": None, "_packed_for": None}
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, packed for oneDNN"
@@ -89,7 +94,7 @@ def can_pack() -> bool:
     """Whether this torch and CPU run oneDNN's bf16 products (the ops exist and bf16 is supported)."""
     try:
         return bool(
-            torch.backends.mkldnn.is_available()
+            torch.backends.mkldnn.is_available()  # type: ignore[no-untyped-call]  # unannotated in torch
             and torch.ops.mkldnn._is_mkldnn_bf16_supported()
             and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
             and hasattr(torch.ops.mkldnn, "_linear_pointwise")

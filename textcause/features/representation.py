@@ -123,7 +123,7 @@ def build_representation(
     min_users: int = 10,
     seed: int = 0,
     cache: bool = True,
-    cache_dir: str | os.PathLike | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
     **kw: Any,
 ) -> Representation:
     """Fit a representation on ``texts[train_idx]`` and transform every user, with a disk cache.
@@ -205,14 +205,15 @@ def _load_cached(folder: Path, key: str, n_users: int, featurizer: NgramFeaturiz
         if hashlib.sha256(blob).hexdigest() != recorded["sha256"]:
             raise ValueError("it does not match the checksum in its metadata (the file was altered)")
         lda: dict[str, np.ndarray] = {}
+        matrix: sp.csr_matrix | np.ndarray
         if meta["sparse"]:
-            matrix = sp.load_npz(io.BytesIO(blob)).tocsr()
+            matrix = sp.csr_matrix(sp.load_npz(io.BytesIO(blob)))
             values = matrix.data
         else:
             with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
-                matrix = npz["matrix"]
+                dense: np.ndarray = npz["matrix"]
                 lda = {k: npz[k] for k in npz.files if k.startswith("lda_")}
-            values = matrix
+            matrix = values = dense
         if matrix.shape != (n_users, meta["n_features"]) or matrix.dtype != np.float32:
             raise ValueError(f"the matrix has shape {matrix.shape} and dtype {matrix.dtype}")
         if not np.isfinite(values).all():

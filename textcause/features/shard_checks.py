@@ -70,7 +70,7 @@ def save_bytes(dest: Path, data: bytes) -> dict[str, Any]:
     return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def file_sha256(path: str | os.PathLike) -> str:
+def file_sha256(path: str | os.PathLike[str]) -> str:
     """The SHA-256 hex digest of a file, read in 8 MiB chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -109,7 +109,8 @@ def read_manifest(folder: Path, name: str, files: tuple[str, ...]) -> dict[str, 
         raise DamagedShard(path, f"is not a readable manifest ({err})") from None
     entries = manifest.get("files") if isinstance(manifest, dict) else None
     if (
-        not isinstance(entries, dict)
+        not isinstance(manifest, dict)
+        or not isinstance(entries, dict)
         or set(entries) != set(files)
         or not all(isinstance(e, dict) and {"bytes", "sha256"} <= set(e) for e in entries.values())
         or not isinstance(manifest.get("rows"), int)

@@ -193,6 +193,6 @@ def encode(texts: Sequence[Sequence[str]], index: dict[str, int] | None = None) 
     )
 
 
-def _as_numpy(values: array, dtype: type) -> np.ndarray:
+def _as_numpy(values: array[int], dtype: type) -> np.ndarray:
     # Zero-copy view of the array's buffer (numpy keeps the array alive).
     return np.frombuffer(values, dtype=dtype) if len(values) else np.zeros(0, dtype=dtype)

@@ -43,7 +43,8 @@ def to_torch_sparse(matrix: Any, layout: str = "coo") -> torch.Tensor:
     check_options(layout, "layout", "to_torch_sparse", _LAYOUTS)
     if not sp.issparse(matrix):
         raise ValueError(f"Expected a SciPy sparse matrix. Got {type(matrix).__name__} instead.")
-    csr = sp.csr_matrix(matrix, dtype=np.float32)
+    # scipy-stubs narrow issparse() to SparseABC, which no overload of csr_matrix accepts
+    csr = sp.csr_matrix(matrix, dtype=np.float32)  # type: ignore[call-overload]
     if not csr.has_canonical_format:  # sorted, unique column indices per row, without mutating the input
         csr = csr.copy()
         csr.sum_duplicates()
@@ -82,5 +83,6 @@ def collate_sparse_rows(
     if rows.size and (rows.min() < 0 or rows.max() >= n):
         raise ValueError(f"Row indices must lie in [0, {n - 1}]. Got values from {rows.min()} to {rows.max()}.")
     if sp.issparse(matrix):
-        return to_torch_sparse(sp.csr_matrix(matrix)[rows], layout=layout)
+        rows_of = sp.csr_matrix(matrix)  # type: ignore[call-overload]  # issparse() narrows to SparseABC (stubs)
+        return to_torch_sparse(rows_of[rows], layout=layout)
     return torch.from_numpy(np.ascontiguousarray(np.asarray(matrix)[rows], dtype=np.float32))

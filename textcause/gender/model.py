@@ -41,7 +41,8 @@ from textcause.gender.masking import IGNORE
 from textcause.gender.window import model_window, text_head, window_batch
 from textcause.io import refuse_pickled_code
 from textcause.models.finetune import adamw_with_warmup
-from textcause.models.propensity import as_net, one_thread_if_forked, save_net_config, world_size
+from textcause.models.nets import as_net, save_net_config
+from textcause.models.propensity import one_thread_if_forked, world_size
 from textcause.validation import check_int, check_real
 
 Batch = dict[str, torch.Tensor]

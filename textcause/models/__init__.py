@@ -13,7 +13,8 @@ from textcause.metrics.torch import PredictionCollector
 from textcause.models.baselines import OracleModel, UnadjustedModel
 from textcause.models.components import MLP, JointLinear, JointSHERBERT, LogisticRegression
 from textcause.models.joint import JointModel
-from textcause.models.propensity import PropensityModel, PropensityModule, build_net, net_config
+from textcause.models.nets import build_net, net_config
+from textcause.models.propensity import PropensityModel, PropensityModule
 from textcause.models.tuned_lr import TunedLogisticRegression
 
 __all__ = [

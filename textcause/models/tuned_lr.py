@@ -24,14 +24,8 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
-from textcause.models.propensity import (
-    Batch,
-    PropensityModel,
-    PropensityModule,
-    as_net,
-    save_net_config,
-    world_size,
-)
+from textcause.models.nets import as_net, save_net_config
+from textcause.models.propensity import Batch, PropensityModel, PropensityModule, world_size
 from textcause.validation import check_options, check_real
 
 __all__ = [

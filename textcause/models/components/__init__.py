@@ -1,7 +1,7 @@
 """Plain torch ``nn.Module`` propensity networks (no Lightning): features -> logits of shape (batch,).
 
 Each component stores every ``__init__`` argument as an attribute of the same name, so a
-LightningModule can record how to rebuild it (see ``textcause.models.propensity.net_config``).
+LightningModule can record how to rebuild it (see ``textcause.models.nets.net_config``).
 
 * ``LogisticRegression``, ``MLP``: over n-gram / topic features (sparse or dense).
 * ``SHERBERT``: hierarchical attention over frozen-encoder token states and post vectors (Weld et al., E.1).

@@ -3,7 +3,7 @@
 Plain ``nn.Module`` s (no Lightning, no data module, no file lookups beyond loading the encoder by
 name or local path, offline: :func:`textcause.features.encoder.resolve_encoder`; None: the packaged
 all-MiniLM-L6-v2). Each stores its ``__init__`` arguments as attributes of the same name, so a
-LightningModule records how to rebuild it (``textcause.models.propensity.net_config``).
+LightningModule records how to rebuild it (``textcause.models.nets.net_config``).
 
 * :class:`EncoderClassifier`: encoder -> the first token's state ([CLS]) -> dropout -> linear: one
   logit per sentence (log-odds of the positive class).
