@@ -61,12 +61,12 @@ def test_short_texts_give_exactly_the_tensors_of_before(lm, request):
 
 @pytest.mark.parametrize("lm", ["bert", "roberta"])
 def test_probe_scores_are_bit_identical_for_normal_probes(lm, request, monkeypatch):
-    import textcause.gender.scoring as scoring
+    import textcause.gender.window as window
 
     model = request.getfixturevalue(lm)
     probes = make_probes(load_w_list(["1801", "1901", "2001"]))
     got = score_probes(probes, model, batch_size=7)
-    monkeypatch.setattr(scoring, "window_batch", lambda tok, batch, _: tok(batch, padding=True, return_tensors="pt"))
+    monkeypatch.setattr(window, "window_batch", lambda tok, batch, _: tok(batch, padding=True, return_tensors="pt"))
     pd.testing.assert_frame_equal(got, score_probes(probes, model, batch_size=7), check_exact=True)
 
 

@@ -37,7 +37,7 @@ from torchmetrics import MeanMetric
 from torchmetrics.classification import BinaryAccuracy, BinaryF1Score
 
 from textcause.gender.masking import IGNORE
-from textcause.gender.window import model_window, text_head, window_batch
+from textcause.gender.window import model_window, one_mask_batch
 from textcause.io import refuse_pickled_code
 from textcause.models.finetune import FineTunedEncoder
 from textcause.models.propensity import one_thread_if_forked, save_net_config, world_size
@@ -197,15 +197,7 @@ class GenderMaskedModel(FineTunedEncoder):
             with torch.inference_mode():
                 for start in range(0, len(texts), batch_size):
                     batch = list(texts[start : start + batch_size])
-                    enc = window_batch(tok, batch, window).to(device)
-                    at = enc["input_ids"] == tok.mask_token_id
-                    counts = at.sum(dim=1)
-                    if bool((counts != 1).any()):
-                        i = int(torch.nonzero(counts != 1)[0])
-                        raise ValueError(
-                            f"The text {text_head(batch[i])} holds {int(counts[i])} mask tokens in the model's "
-                            f"window of {window} tokens: exactly one is needed."
-                        )
+                    enc, at = one_mask_batch(tok, batch, window, device)
                     logits = self(enc["input_ids"], enc["attention_mask"]).float()[at]
                     out[start : start + len(batch)] = torch.sigmoid(logits.double()).cpu().numpy()
         finally:
