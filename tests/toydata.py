@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import lightning as L
 import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
+from textcause.data.serving import SplitServing
 
-class ToyData(L.LightningDataModule):
+
+class ToyData(SplitServing):
     """Sparse random features with a real treatment signal in feature 0.
 
     Args:
@@ -48,7 +49,7 @@ class ToyData(L.LightningDataModule):
         as_t = lambda a: torch.from_numpy(np.asarray(a[i], dtype=np.float32))  # noqa: E731
         return {"x": x, "t": as_t(self.t), "y": as_t(self.y), "p_true": as_t(self.p), "index": torch.from_numpy(i)}
 
-    def loader(self, split: str, shuffle: bool = False) -> DataLoader:
+    def loader(self, split: str, *, shuffle: bool = False) -> DataLoader:
         return DataLoader(
             self.split[split].tolist(),
             batch_size=self.batch_size,
@@ -56,12 +57,6 @@ class ToyData(L.LightningDataModule):
             collate_fn=self.collate,
             generator=torch.Generator().manual_seed(0) if shuffle else None,
         )
-
-    def train_dataloader(self) -> DataLoader:
-        return self.loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self.loader("val")
 
     def predict_dataloader(self) -> DataLoader:
         return self.loader("val")

@@ -16,36 +16,9 @@ from textcause.counterfactual.finetuned import evaluate_finetuned
 from textcause.counterfactual.fitted import FittedTextClassifier, export_state, rebuild
 from textcause.counterfactual.scoring import score_files
 
-from .test_finetune import subtask2_file
+from .test_finetune import subtask2_file, train_py_fit
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "counterfactual"
 UNSEEN = ["If the court had ruled, the city would have changed.", "The plane rose today.", "zzz qqq", ""]
-
-
-def train_py_fit(config: str, train: Path, test: Path, root: Path, *extra: str) -> tuple[Path, FittedTextClassifier]:
-    """``train.py fit --config configs/counterfactual/<config>`` on the given files: (the run folder, the model)."""
-    from textcause.run.lightning_cli import make_cli
-
-    logger = {"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": str(root), "name": "r"}}
-    cli = make_cli(
-        [
-            "fit",
-            "--config",
-            str(CONFIGS / config),
-            "--data.init_args.train",
-            str(train),
-            "--data.init_args.test",
-            str(test),
-            "--trainer.default_root_dir",
-            str(root),
-            "--trainer.logger",
-            json.dumps(logger),
-            "--trainer.enable_progress_bar",
-            "false",
-            *extra,
-        ]
-    )
-    return root / "r" / "version_0", cli.model
 
 
 def baseline_command(model: str, train: Path, test: Path, out: Path, *extra: str) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import lightning as L
 import numpy as np
@@ -152,12 +153,12 @@ def test_the_encoders_of_data_and_network_must_agree(toy_files, tiny_encoder, tm
 
 
 # ---------------------------------------------------------------------- train.py fit + evaluate.py
-def fit_and_evaluate(config: str, train: Path, test: Path, encoder: str, root: Path) -> tuple[Path, dict]:
-    from textcause.cli.evaluate import main as evaluate_main
+def train_py_fit(config: str, train: Path, test: Path, root: Path, *extra: str) -> tuple[Path, Any]:
+    """``train.py fit --config configs/counterfactual/<config>`` on the given files: (the run folder, the model)."""
     from textcause.run.lightning_cli import make_cli
 
     logger = {"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": str(root), "name": "r"}}
-    make_cli(
+    cli = make_cli(
         [
             "fit",
             "--config",
@@ -166,27 +167,30 @@ def fit_and_evaluate(config: str, train: Path, test: Path, encoder: str, root: P
             str(train),
             "--data.init_args.test",
             str(test),
-            "--data.init_args.encoder",
-            encoder,
-            "--data.init_args.batch_size",
-            "8",
-            "--model.init_args.net.init_args.encoder",
-            encoder,
-            "--trainer.max_epochs",
-            "1",
-            "--trainer.limit_train_batches",
-            "2",
-            "--trainer.limit_val_batches",
-            "1",
             "--trainer.default_root_dir",
             str(root),
             "--trainer.logger",
             json.dumps(logger),
             "--trainer.enable_progress_bar",
             "false",
+            *extra,
         ]
     )
-    run = root / "r" / "version_0"
+    return root / "r" / "version_0", cli.model
+
+
+def fit_and_evaluate(config: str, train: Path, test: Path, encoder: str, root: Path) -> tuple[Path, dict]:
+    from textcause.cli.evaluate import main as evaluate_main
+
+    run, _ = train_py_fit(
+        config,
+        train,
+        test,
+        root,
+        *("--data.init_args.encoder", encoder, "--data.init_args.batch_size", "8"),
+        *("--model.init_args.net.init_args.encoder", encoder),
+        *("--trainer.max_epochs", "1", "--trainer.limit_train_batches", "2", "--trainer.limit_val_batches", "1"),
+    )
     assert (run / "config.yaml").is_file() and list((run / "checkpoints").glob("best-*.ckpt"))
     summary = evaluate_main([str(run)])
     return run, summary

@@ -8,13 +8,12 @@ whole sentence truncated, and exactly those of before for sentences of ordinary 
 
 from __future__ import annotations
 
-import re
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from peak_memory import peak_growth
 
 from textcause.counterfactual.datamodule import load_tokenizer, span_labels, tokenise, window_sentences
 from textcause.features.encoder_inputs import CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN
@@ -94,27 +93,11 @@ def test_span_labels_of_a_long_sentence_are_those_of_the_whole(tok):
     assert got[0].tolist() == [1, 4, 6, 10] and got[1, 2:].tolist() == [-100, -100]
 
 
-def _peak_growth(fn):
-    """``fn()`` and how far the process's peak resident memory rose above its memory before it."""
-    status = Path("/proc/self/status")
-
-    def kib(field: str) -> int:
-        return int(re.search(rf"{field}:\s+(\d+) kB", status.read_text()).group(1))
-
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pytest.skip("the peak memory of a process cannot be reset here")
-    before = kib("VmRSS")
-    out = fn()
-    return out, (kib("VmHWM") - before) * 1024
-
-
 def test_a_50_mb_sentence_costs_what_a_short_one_does(tok):
     sentence = "If it had rained , the crops would have grown ; " * 1_050_000
     assert len(sentence) > 50e6
     start = time.perf_counter()
-    (ids, offsets, context), grown = _peak_growth(lambda: tokenise(tok, ["ok", sentence], 128))
+    (ids, offsets, context), grown = peak_growth(lambda: tokenise(tok, ["ok", sentence], 128))
     seconds = time.perf_counter() - start
     assert [len(r) for r in ids] == [3, 128] and offsets[1][-2, 1] < 1_000 and context[1].sum() == 126
     assert grown < 200e6, f"{grown / 1e6:.0f} MB"

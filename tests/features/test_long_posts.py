@@ -7,12 +7,11 @@ post is tokenised.
 
 from __future__ import annotations
 
-import re
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
+from peak_memory import peak_growth
 from transformers import AutoTokenizer
 
 from textcause.features.embeddings import PostEmbeddingCache
@@ -97,23 +96,6 @@ def test_vectors_of_posts_are_unchanged_by_the_cut(tiny_encoder):
     np.testing.assert_array_equal(enc.encode(posts).vectors, reference)
 
 
-def _peak_growth(fn):
-    """``fn()`` and how far this process's peak resident memory rose above its memory before it
-    (Linux: the peak is reset through ``/proc/self/clear_refs``, so earlier tests do not hide it)."""
-    status = Path("/proc/self/status")
-
-    def kib(field: str) -> int:
-        return int(re.search(rf"{field}:\s+(\d+) kB", status.read_text()).group(1))
-
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pytest.skip("the peak memory of a process cannot be reset here")
-    before = kib("VmRSS")
-    out = fn()
-    return out, (kib("VmHWM") - before) * 1024
-
-
 def test_a_50_mb_post_costs_what_a_short_one_does(tiny_encoder, tmp_path):
     """One 50 MB post in a history, through the embedding path: the issue measured 82 s and 7.1 GB."""
     cache = PostEmbeddingCache(tiny_encoder, precision="fp32", progress=False, cache_dir=tmp_path)
@@ -121,7 +103,7 @@ def test_a_50_mb_post_costs_what_a_short_one_does(tiny_encoder, tmp_path):
     post = "coffee morning train rain music game city park dog cat " * 910_000
     assert len(post) > 50e6
     start = time.perf_counter()
-    table, grown = _peak_growth(lambda: cache.embed_histories([["hello there", post, "ok"]]))
+    table, grown = peak_growth(lambda: cache.embed_histories([["hello there", post, "ok"]]))
     seconds = time.perf_counter() - start
     assert table.vectors.shape == (3, 32) and np.isfinite(table.vectors).all()
     # The post and its UTF-8 bytes (hashed for its cache key) are 100 MB.

@@ -93,6 +93,22 @@ def tiny_roberta(tmp_path_factory) -> str:
     return str(folder)
 
 
+@pytest.fixture(scope="module")
+def bert(tiny_mlm):
+    """The tiny BERT masked LM, loaded (one per test module)."""
+    from textcause.gender.scoring import load_masked_lm
+
+    return load_masked_lm(tiny_mlm)
+
+
+@pytest.fixture(scope="module")
+def roberta(tiny_roberta):
+    """The tiny RoBERTa masked LM, loaded (one per test module)."""
+    from textcause.gender.scoring import load_masked_lm
+
+    return load_masked_lm(tiny_roberta)
+
+
 #: Sentences of the synthetic blog corpus (``gender_corpus``): gendered words in every case and
 #: glued to punctuation, and sentences without one.
 FEMALE_LINES = (

@@ -9,18 +9,17 @@ what they gave before, and a mask beyond the window is one sentence that never q
 
 from __future__ import annotations
 
-import re
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from peak_memory import peak_growth
 
 from textcause.gender.build import load_tokenizer
 from textcause.gender.masking import encode_masked, mask_sentences, word_labels
 from textcause.gender.probes import Probe, load_w_list, make_probes
-from textcause.gender.scoring import load_masked_lm, score_probes
+from textcause.gender.scoring import score_probes
 from textcause.gender.window import model_window, text_head, window_batch, window_texts
 from textcause.gender.words import load_gendered_words
 
@@ -33,34 +32,8 @@ def words(n: int, seed: int = 0, sep: str = " ") -> str:
 
 
 @pytest.fixture(scope="module")
-def bert(tiny_mlm):
-    return load_masked_lm(tiny_mlm)
-
-
-@pytest.fixture(scope="module")
-def roberta(tiny_roberta):
-    return load_masked_lm(tiny_roberta)
-
-
-@pytest.fixture(scope="module")
 def tok(tiny_encoder):
     return load_tokenizer(tiny_encoder)
-
-
-def _peak_growth(fn):
-    """``fn()`` and how far the process's peak resident memory rose above its memory before it."""
-    status = Path("/proc/self/status")
-
-    def kib(field: str) -> int:
-        return int(re.search(rf"{field}:\s+(\d+) kB", status.read_text()).group(1))
-
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pytest.skip("the peak memory of a process cannot be reset here")
-    before = kib("VmRSS")
-    out = fn()
-    return out, (kib("VmHWM") - before) * 1024
 
 
 def test_model_window(bert, roberta):
@@ -88,12 +61,12 @@ def test_short_texts_give_exactly_the_tensors_of_before(lm, request):
 
 @pytest.mark.parametrize("lm", ["bert", "roberta"])
 def test_probe_scores_are_bit_identical_for_normal_probes(lm, request, monkeypatch):
-    import textcause.gender.scoring as scoring
+    import textcause.gender.window as window
 
     model = request.getfixturevalue(lm)
     probes = make_probes(load_w_list(["1801", "1901", "2001"]))
     got = score_probes(probes, model, batch_size=7)
-    monkeypatch.setattr(scoring, "window_batch", lambda tok, batch, _: tok(batch, padding=True, return_tensors="pt"))
+    monkeypatch.setattr(window, "window_batch", lambda tok, batch, _: tok(batch, padding=True, return_tensors="pt"))
     pd.testing.assert_frame_equal(got, score_probes(probes, model, batch_size=7), check_exact=True)
 
 
@@ -119,7 +92,7 @@ def test_a_probe_with_a_50_mb_w_value_is_scored_in_bounded_time_and_memory(bert)
     probes = [short, probe("{mask} was a child in " + huge + ".")]
     want = score_probes([short], bert)
     start = time.perf_counter()
-    scores, grown = _peak_growth(lambda: score_probes(probes, bert, batch_size=2))
+    scores, grown = peak_growth(lambda: score_probes(probes, bert, batch_size=2))
     seconds = time.perf_counter() - start
     assert np.isfinite(scores["female_softmax"]).all()
     assert scores["female_softmax"].iloc[0] == want["female_softmax"].iloc[0]
@@ -146,7 +119,7 @@ def test_female_probability_of_a_50_mb_text(tiny_encoder):
     short = f"{mask} said it was fine."
     huge = short + " and his sister met her brother in the city ! " * 1_100_000
     want = model.female_probability([short])
-    (p_huge, p_short), grown = _peak_growth(lambda: model.female_probability([huge, short], batch_size=2))
+    (p_huge, p_short), grown = peak_growth(lambda: model.female_probability([huge, short], batch_size=2))
     assert p_short == want[0] and np.isfinite(p_huge)
     assert grown < 400e6, f"{grown / 1e6:.0f} MB"
     rule = r"^The text '.*'\.\.\. \(\d+ characters\) holds 0 mask tokens in the model's window of 512 tokens"
@@ -185,7 +158,7 @@ def test_masking_a_50_mb_sentence_costs_what_a_short_one_does(tok):
     sentence = "She said his sister met her brother in the city , and " * 1_010_000
     assert len(sentence) > 50e6
     start = time.perf_counter()
-    (masked,), grown = _peak_growth(lambda: mask_sentences([sentence], tok, LABELS, 64))
+    (masked,), grown = peak_growth(lambda: mask_sentences([sentence], tok, LABELS, 64))
     seconds = time.perf_counter() - start
     ((ids, labels),) = encode_masked([masked], [""], tok, 64)
     assert len(ids) == 66 and len(masked.words) < 64 * 32

@@ -24,16 +24,6 @@ TABLE3_FEMALE = (
 )
 
 
-@pytest.fixture(scope="module")
-def bert(tiny_mlm):
-    return load_masked_lm(tiny_mlm)
-
-
-@pytest.fixture(scope="module")
-def roberta(tiny_roberta):
-    return load_masked_lm(tiny_roberta)
-
-
 def hand_scores(lm, texts, female_ids, male_ids, k=5):
     """Per text, one unpadded forward pass: softmax at the mask, top-k, the gendered ids (each once)."""
     import torch

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from textcause.cli.parsing import CommandParser
+from textcause.cli.parsing import CommandParser, progress_option
 
 __all__ = [
     "build_parser",
@@ -70,7 +70,7 @@ def run_cfr_command(args: argparse.Namespace) -> dict:
         experiment,
         out,
         db=args.db,
-        progress=False if args.no_progress else None,
+        progress=progress_option(args),
         echo=lambda line: print(line, file=sys.stderr, flush=True),
     )
     result = run.pop("result")

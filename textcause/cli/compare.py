@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from textcause.cli.parsing import CommandParser
+from textcause.cli.parsing import CommandParser, options
 
 __all__ = [
     "compare_main",
@@ -33,15 +33,8 @@ def compare_main(argv: Sequence[str] | None = None) -> Any:
     from textcause.analysis.frame import load_results
     from textcause.analysis.inference import compare, format_comparison
 
-    table = compare(
-        load_results(args.db, grid=args.grid),
-        args.method_a,
-        args.method_b,
-        metric=args.metric,
-        estimator=args.estimator,
-        corpus=args.corpus,
-        alpha=args.alpha,
-    )
+    results = load_results(args.db, grid=args.grid)
+    table = compare(results, args.method_a, args.method_b, **options(args, "metric", "estimator", "corpus", "alpha"))
     print(format_comparison(table))
     return table
 

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from textcause.cli.parsing import CommandParser
+from textcause.cli.parsing import CommandParser, options, progress_option
 
 __all__ = [
     "build_parser",
@@ -71,13 +71,7 @@ def run_baseline_command(args: argparse.Namespace) -> list[Path]:
     from textcause.counterfactual.run import BaselineSettings, run_baseline, write_outputs
 
     settings = BaselineSettings(
-        model=args.model,
-        train=args.train,
-        test=args.test,
-        val_fraction=args.val_fraction,
-        seed=args.seed,
-        encoder=args.encoder,
-        progress=False if args.no_progress else None,
+        **options(args, "model", "train", "test", "val_fraction", "seed", "encoder"), progress=progress_option(args)
     )
     result = run_baseline(settings)
     t, v, s = result.test, result.validation, result.timings

@@ -32,7 +32,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from textcause.cli.parsing import CommandParser
+from textcause.cli.parsing import CommandParser, options, progress_option
 
 __all__ = [
     "build_parser",
@@ -164,16 +164,9 @@ def run_probe(args: argparse.Namespace) -> list[Path]:
     result = probe_model(
         args.model,
         lists,
-        variant=args.variant,
-        templates=args.templates,
-        words=args.words,
-        batch_size=args.batch_size,
-        n_boot=args.n_boot,
-        seed=args.seed,
-        unit=args.unit,
-        allow_download=args.allow_download,
+        **options(args, "variant", "templates", "words", "batch_size", "n_boot", "seed", "unit", "allow_download"),
         allow_untrained=args.allow_untrained_head,
-        progress=False if args.no_progress else None,
+        progress=progress_option(args),
     )
     out = Path(args.out) if args.out else Path("runs") / "gender" / file_stem(args.model)
     return write_probe_outputs(result, out)

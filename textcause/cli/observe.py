@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +32,14 @@ __all__ = [
 ]
 
 
-def observe(
-    config: str | Path,
-    out_dir: str | Path | None = None,
-    *,
-    models: Sequence[str] | None = None,
-    retry_failed: bool = False,
-    echo: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+def observe(config: str | Path, out_dir: str | Path | None = None, **run: Any) -> dict[str, Any]:
     """Run (or resume) a study's models, then write its tables and figure.
+
+    Args:
+        config: the study's YAML.
+        out_dir: the output folder (default ``runs/observe/<name>``).
+        **run: ``models``, ``retry_failed``, ``echo``: as
+            :func:`~textcause.experiments.observational.run_study` takes them.
 
     Returns:
         ``{"study", "rows", "disagreement", "files"}`` as also written to ``results.json``.
@@ -48,7 +47,7 @@ def observe(
     from textcause.experiments.observational import run_study
     from textcause.reports.study import write_outputs
 
-    ran = run_study(config, out_dir, models=models, retry_failed=retry_failed, echo=echo)
+    ran = run_study(config, out_dir, **run)
     return write_outputs(ran["spec"], ran["task"], ran["out"])
 
 

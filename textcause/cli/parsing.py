@@ -26,7 +26,15 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["CommandParser", "lightning_help_kwargs", "plain_text", "rewrite_config_args", "rewrite_renamed"]
+__all__ = [
+    "CommandParser",
+    "lightning_help_kwargs",
+    "options",
+    "plain_text",
+    "progress_option",
+    "rewrite_config_args",
+    "rewrite_renamed",
+]
 
 _ROLE = re.compile(r":(?:py:)?(?:func|class|mod|meth|attr|data|obj|exc|const|ref|doc|term):`~?([^`]+)`")
 _LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
@@ -161,3 +169,19 @@ def lightning_help_kwargs() -> dict[str, Any]:
             return plain_text(super().format_help(*args, **kwargs))
 
     return {"parser_class": PlainHelpParser}
+
+
+def options(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """The parsed options ``names`` as keyword arguments, for a call that takes them under the same names.
+
+    Examples:
+        >>> options(argparse.Namespace(seed=3, out="x", db=None), "seed", "db")
+        {'seed': 3, 'db': None}
+    """
+    return {name: getattr(args, name) for name in names}
+
+
+def progress_option(args: argparse.Namespace) -> bool | None:
+    """The ``progress`` argument of a command with ``--no-progress``: False when given, else None (the
+    progress-bar policy of :mod:`textcause.progress` decides)."""
+    return False if args.no_progress else None

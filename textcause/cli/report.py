@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from textcause.cli.parsing import CommandParser
+from textcause.cli.parsing import CommandParser, options
 
 __all__ = [
     "report_main",
@@ -54,13 +54,7 @@ def report_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if not has_benchmark_results(url):
             return {"selection": selection}
     result = write_report(
-        args.db,
-        args.out,
-        interval=args.interval,
-        estimator=args.estimator,
-        formats=args.formats,
-        grid=args.grid,
-        corpora=args.corpus,
+        args.db, args.out, **options(args, "interval", "estimator", "formats", "grid"), corpora=args.corpus
     )
     if selection is not None:
         result["selection"] = selection

@@ -29,7 +29,6 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Optional
 
-import lightning as L
 import numpy as np
 import pandas as pd
 import torch
@@ -44,8 +43,7 @@ from textcause.counterfactual.data import (
     read_subtask2,
 )
 from textcause.counterfactual.spans import NULL, char_to_tokens, tokens_to_chars
-from textcause.data.batches import IndexDataset
-from textcause.data.samplers import LengthBucketSampler
+from textcause.data.serving import SplitServing, length_ordered_loader
 from textcause.features.encoder_inputs import window_texts
 from textcause.validation import check_int, check_options, check_real
 
@@ -231,7 +229,7 @@ class Collate:
         }
 
 
-class SemEvalDataModule(L.LightningDataModule):
+class SemEvalDataModule(SplitServing):
     """SemEval-2020 Task 5 sentences, tokenised for a fine-tuned encoder (see the module docstring).
 
     Args:
@@ -266,14 +264,8 @@ class SemEvalDataModule(L.LightningDataModule):
         predict_split: str = "test",
     ) -> None:
         super().__init__()
-        owner = "SemEvalDataModule"
-        check_int(batch_size, "batch_size", owner, low=1)
-        check_int(length_buckets, "length_buckets", owner, low=0)
-        check_int(num_workers, "num_workers", owner, low=0)
-        check_options(predict_split, "predict_split", owner, SPLIT_NAMES)
         self.save_hyperparameters()
-        fields = {f.name: self.hparams[f.name] for f in dataclasses.fields(SemEvalSettings)}
-        self.settings = SemEvalSettings(**fields)
+        self.settings = self.settings_from_hparams(SemEvalSettings, "SemEvalDataModule", SPLIT_NAMES)
         self._splits: Optional[dict[str, Split]] = None
         self._pad_id = 0
 
@@ -306,33 +298,16 @@ class SemEvalDataModule(L.LightningDataModule):
         self.splits  # noqa: B018 - build once, on every rank
 
     def loader(self, split: str, *, shuffle: bool = False) -> DataLoader:
-        """A loader over one split (``train`` in the bucketed random order when ``shuffle``)."""
+        """A loader over one split (``train`` in the bucketed random order when ``shuffle``); each batch
+        says which sentences it holds (``index``)."""
         data = self.splits[split]
-        lengths = np.array([len(x) for x in data.input_ids])
-        sampler, order = None, np.arange(len(data))
-        if shuffle:
-            sampler = LengthBucketSampler(
-                lengths, self.hparams.batch_size, self.hparams.length_buckets, self.hparams.seed
-            )
-        else:  # sorted by length (little padding); each batch says which sentences it holds ("index")
-            order = np.argsort(lengths, kind="stable")
-        return DataLoader(
-            IndexDataset(order),
+        return length_ordered_loader(
+            np.arange(len(data)),
+            np.array([len(x) for x in data.input_ids]),
+            Collate(data, self._pad_id),
+            shuffle=shuffle,
             batch_size=self.hparams.batch_size,
-            sampler=sampler,
+            length_buckets=self.hparams.length_buckets,
+            seed=self.hparams.seed,
             num_workers=self.hparams.num_workers,
-            collate_fn=Collate(data, self._pad_id),
-            persistent_workers=self.hparams.num_workers > 0,
         )
-
-    def train_dataloader(self) -> DataLoader:
-        return self.loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self.loader("val")
-
-    def test_dataloader(self) -> DataLoader:
-        return self.loader("test")
-
-    def predict_dataloader(self) -> DataLoader:
-        return self.loader(self.hparams.predict_split)

@@ -19,9 +19,8 @@ themselves (the network's config is stored with the hyperparameters).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
-import lightning as L
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -30,8 +29,8 @@ from torchmetrics.classification import BinaryAccuracy, BinaryF1Score
 
 from textcause.counterfactual.datamodule import IGNORE
 from textcause.counterfactual.spans import NULL
-from textcause.models.finetune import adamw_with_warmup
-from textcause.models.nets import as_net, save_net_config
+from textcause.models.finetune import FineTunedEncoder
+from textcause.models.nets import save_net_config
 from textcause.validation import check_int, check_real
 
 Batch = dict[str, torch.Tensor]
@@ -39,52 +38,23 @@ Batch = dict[str, torch.Tensor]
 _MASKED = -1e4
 
 
-class _FineTuned(L.LightningModule):
-    """Shared: the network, the encoder check against the data module, AdamW with warmup."""
+class _FineTuned(FineTunedEncoder):
+    """Shared by the two SemEval models: the training loss logged per step, the metrics reset."""
 
     owner = "_FineTuned"
+    metrics: nn.ModuleDict
 
-    def __init__(self, net: nn.Module, lr: float, weight_decay: float, warmup: float) -> None:
-        super().__init__()
-        owner = self.owner
-        self.lr = check_real(lr, "lr", owner, low=0.0, low_open=True)
-        self.weight_decay = check_real(weight_decay, "weight_decay", owner, low=0.0)
-        self.warmup = check_real(warmup, "warmup", owner, low=0.0, high=1.0, high_open=True)
-        self.net = as_net(net, owner)
+    def train_loss(self, batch: Batch) -> torch.Tensor:
+        """The mean training loss of a batch."""
+        raise NotImplementedError
 
-    def _datamodule(self) -> Any:
-        return getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
+    def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
+        loss = self.train_loss(batch)
+        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=len(batch["labels"]))
+        return loss
 
-    def setup(self, stage: str) -> None:
-        settings = getattr(self._datamodule(), "settings", None)
-        declared = getattr(self.net, "data_requirements", None)
-        needs = declared() if callable(declared) else {}
-        if settings is None or "encoder" not in needs or not hasattr(settings, "encoder"):
-            return
-        from textcause.features.encoder_spec import check_same_encoder
-
-        check_same_encoder(
-            settings.encoder,
-            needs["encoder"],
-            f"The data were tokenised with the encoder {settings.encoder!r}, but the network's encoder is "
-            f"{needs['encoder']!r}: set data.init_args.encoder to the network's encoder (null: all-MiniLM-L6-v2).",
-        )
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return self.net(input_ids, attention_mask)
-
-    def configure_optimizers(self) -> Any:
-        return adamw_with_warmup(
-            self.net,
-            lr=self.lr,
-            weight_decay=self.weight_decay,
-            warmup=self.warmup,
-            total_steps=self.trainer.estimated_stepping_batches,
-        )
-
-    def _log_metrics(self, metrics: nn.ModuleDict, stage: str) -> None:
-        for name, metric in metrics.items():
-            self.log(f"{stage}_{name}", metric, on_step=False, on_epoch=True, prog_bar=stage == "val")
+    def on_validation_epoch_start(self) -> None:
+        self._reset_metrics(self.metrics)
 
 
 class CounterfactualClassifier(_FineTuned):
@@ -132,15 +102,8 @@ class CounterfactualClassifier(_FineTuned):
             logits.float(), labels.float(), pos_weight=self.class_weight, reduction=reduction
         )
 
-    def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
-        loss = self.loss(self(batch["input_ids"], batch["attention_mask"]), batch["labels"])
-        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=len(batch["labels"]))
-        return loss
-
-    def on_validation_epoch_start(self) -> None:
-        with torch.inference_mode(False):
-            for metric in self.metrics.values():
-                metric.reset()
+    def train_loss(self, batch: Batch) -> torch.Tensor:
+        return self.loss(self(batch["input_ids"], batch["attention_mask"]), batch["labels"])
 
     def validation_step(self, batch: Batch, batch_idx: int) -> None:
         logits = self(batch["input_ids"], batch["attention_mask"]).float()
@@ -199,15 +162,8 @@ class CounterfactualSpanModel(_FineTuned):
         used = (labels != IGNORE).float()
         return (per * used).sum(1) / used.sum(1).clamp(min=1.0)
 
-    def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
-        loss = self.loss(self.masked_logits(batch), batch["labels"]).mean()
-        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=len(batch["labels"]))
-        return loss
-
-    def on_validation_epoch_start(self) -> None:
-        with torch.inference_mode(False):
-            for metric in self.metrics.values():
-                metric.reset()
+    def train_loss(self, batch: Batch) -> torch.Tensor:
+        return self.loss(self.masked_logits(batch), batch["labels"]).mean()
 
     def validation_step(self, batch: Batch, batch_idx: int) -> None:
         logits = self.masked_logits(batch)

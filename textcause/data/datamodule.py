@@ -14,10 +14,8 @@ process. Training batches are Lightning's ``DistributedSampler`` shards, as usua
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Optional
 
-import lightning as L
 import numpy as np
 import torch
 from torch.utils.data import DataLoader
@@ -29,8 +27,8 @@ from textcause.data.distributed import evaluation_sampler
 from textcause.data.featurizer import FEATURIZER_KEY, check_same
 from textcause.data.memory import keep_freed_memory
 from textcause.data.resumable import resumable_loader
+from textcause.data.serving import SplitServing
 from textcause.features.kinds import EMBEDDING_KINDS
-from textcause.validation import check_int, check_options
 
 __all__ = [
     "CausalTextDataModule",
@@ -39,7 +37,7 @@ __all__ = [
 _D = DataSettings()
 
 
-class CausalTextDataModule(L.LightningDataModule):
+class CausalTextDataModule(SplitServing):
     """A semi-synthetic causal task on a real corpus, served as propensity-model batches.
 
     Args:
@@ -124,12 +122,8 @@ class CausalTextDataModule(L.LightningDataModule):
         held_out_bank: float = _D.held_out_bank,
     ) -> None:
         super().__init__()
-        owner = "CausalTextDataModule"
-        check_options(predict_split, "predict_split", owner, SPLITS)
-        check_int(batch_size, "batch_size", owner, low=1)
-        check_int(num_workers, "num_workers", owner, low=0)
         self.save_hyperparameters()
-        self.settings = DataSettings(**{f.name: self.hparams[f.name] for f in dataclasses.fields(DataSettings)})
+        self.settings = self.settings_from_hparams(DataSettings, "CausalTextDataModule", SPLITS)
         self._built: Optional[BuiltData] = None
 
     # ------------------------------------------------------------------ building
@@ -207,7 +201,8 @@ class CausalTextDataModule(L.LightningDataModule):
         }
 
     # ------------------------------------------------------------------ loaders
-    def _loader(self, split: str, shuffle: bool) -> DataLoader[Any]:
+    def loader(self, split: str, *, shuffle: bool = False) -> DataLoader[Any]:
+        """A loader over one split (``train``: shuffled, resumable mid-epoch, when ``shuffle``)."""
         task = self.task
         if self.settings.representation in EMBEDDING_KINDS:
             tokens = self.settings.representation == "post_tokens"
@@ -247,15 +242,3 @@ class CausalTextDataModule(L.LightningDataModule):
         trainer = getattr(self, "trainer", None)
         precision = str(getattr(trainer, "precision", "")) if trainer is not None else ""
         return torch.bfloat16 if precision.startswith("bf16") else torch.float32
-
-    def train_dataloader(self) -> DataLoader[Any]:
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader[Any]:
-        return self._loader("val", shuffle=False)
-
-    def test_dataloader(self) -> DataLoader[Any]:
-        return self._loader("test", shuffle=False)
-
-    def predict_dataloader(self) -> DataLoader[Any]:
-        return self._loader(self.hparams["predict_split"], shuffle=False)

@@ -239,6 +239,29 @@ def _candidates(docs: list[Document], prefixes: list[Optional[str]], pattern: An
     return out, n
 
 
+def split_by_author(codes: np.ndarray, n_authors: int, seed: int, fractions: tuple[float, float, float]) -> Split:
+    """The examples split by author: ``codes`` is each example's author (0 .. ``n_authors`` - 1),
+    the authors are split by :func:`~textcause.corpus.splits.split_users` with ``seed`` and ``fractions``."""
+    by_author = split_users(n_authors, seed=seed, fractions=fractions)
+    return Split(*(np.flatnonzero(np.isin(codes, by_author[s])) for s in ("train", "val", "test")))
+
+
+def example_counts(
+    input_ids: list[np.ndarray], labels: list[np.ndarray], n_authors: int, split: Split
+) -> dict[str, Any]:
+    """What a build's ``info`` says of its examples: how many, their masks, the female share of the
+    masks, the authors, the split sizes and the mean tokens of an example."""
+    masks = np.concatenate([lab[lab != IGNORE] for lab in labels])
+    return {
+        "n_examples": len(input_ids),
+        "n_masks": int(masks.size),
+        "female_share": float(np.mean(masks == FEMALE)),
+        "n_authors": n_authors,
+        "split_sizes": list(split.sizes()),
+        "mean_tokens": float(np.mean([len(ids) for ids in input_ids])),
+    }
+
+
 def build_gender_data(settings: GenderDataSettings) -> GenderData:
     """The examples of ``settings`` (memoised per process; see the module docstring).
 
@@ -280,9 +303,7 @@ def build_gender_data(settings: GenderDataSettings) -> GenderData:
         raise ValueError(
             f"The {len(picked)} masked sentences come from {len(unique)} authors: a split by author needs at least 3."
         )
-    by_author = split_users(len(unique), seed=settings.seed, fractions=settings.fractions)
-    split = Split(*(np.flatnonzero(np.isin(codes, by_author[s])) for s in ("train", "val", "test")))
-    label_values = np.concatenate([lab[lab != IGNORE] for *_, lab in picked])
+    split = split_by_author(codes, len(unique), settings.seed, settings.fractions)
     built = GenderData(
         input_ids=tuple(p[2] for p in picked),
         labels=tuple(p[3] for p in picked),
@@ -296,12 +317,7 @@ def build_gender_data(settings: GenderDataSettings) -> GenderData:
             "n_documents_without_prefix": n_without,
             "n_sentences_seen": n_seen,
             "n_candidates": len(pool),
-            "n_examples": len(picked),
-            "n_masks": int(label_values.size),
-            "female_share": float(np.mean(label_values == FEMALE)),
-            "n_authors": len(unique),
-            "split_sizes": list(split.sizes()),
-            "mean_tokens": float(np.mean([len(p[2]) for p in picked])),
+            **example_counts([p[2] for p in picked], [p[3] for p in picked], len(unique), split),
             "seconds": time.perf_counter() - started,
         },
     )

@@ -14,26 +14,8 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
+from textcause.models.components.text_heads import load_encoder
 from textcause.validation import check_real
-
-
-def load_encoder(encoder: Optional[str]) -> nn.Module:
-    """A pretrained encoder without a pooler, from local files (None: all-MiniLM-L6-v2)."""
-    from transformers import AutoModel
-    from transformers.utils import logging as hf_logging
-
-    from textcause.features.encoder_spec import resolve_encoder
-
-    path = str(resolve_encoder(encoder).path)
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # the unused pooler weights of the checkpoint are expected
-    try:
-        try:
-            return AutoModel.from_pretrained(path, add_pooling_layer=False)
-        except TypeError:  # a model class without the option
-            return AutoModel.from_pretrained(path)
-    finally:
-        hf_logging.set_verbosity(verbosity)
 
 
 class GenderTagger(nn.Module):

@@ -24,20 +24,16 @@ Pick it in YAML by ``class_path`` (``configs/gender/finetune.yaml``)::
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Optional
 
-import lightning as L
 import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
 from textcause.corpus.types import SPLITS
-from textcause.data.batches import IndexDataset
-from textcause.data.samplers import LengthBucketSampler
+from textcause.data.serving import SplitServing, length_ordered_loader
 from textcause.gender.build import GenderData, GenderDataSettings, build_gender_data
 from textcause.gender.masking import IGNORE
-from textcause.validation import check_int, check_options
 
 _D = GenderDataSettings()
 
@@ -61,7 +57,7 @@ class MaskedCollate:
         return {"input_ids": ids, "attention_mask": attention, "labels": labels, "index": torch.tensor(indices)}
 
 
-class GenderDataModule(L.LightningDataModule):
+class GenderDataModule(SplitServing):
     """Sentences of texts with author metadata, every gendered word masked and labelled.
 
     Args:
@@ -108,14 +104,8 @@ class GenderDataModule(L.LightningDataModule):
         predict_split: str = "test",
     ) -> None:
         super().__init__()
-        owner = "GenderDataModule"
-        check_int(batch_size, "batch_size", owner, low=1)
-        check_int(length_buckets, "length_buckets", owner, low=0)
-        check_int(num_workers, "num_workers", owner, low=0)
-        check_options(predict_split, "predict_split", owner, SPLITS)
         self.save_hyperparameters()
-        fields = {f.name: self.hparams[f.name] for f in dataclasses.fields(GenderDataSettings)}
-        self.settings = GenderDataSettings(**fields)
+        self.settings = self.settings_from_hparams(GenderDataSettings, "GenderDataModule", SPLITS)
         self._built: Optional[GenderData] = None
 
     @property
@@ -133,42 +123,18 @@ class GenderDataModule(L.LightningDataModule):
     def setup(self, stage: Optional[str] = None) -> None:
         self.built  # noqa: B018 - build (or fetch from the memo) on every rank
 
-    def _loader(self, split: str, shuffle: bool) -> DataLoader:
+    def loader(self, split: str, *, shuffle: bool = False) -> DataLoader:
+        """A loader over one split (``train`` in the bucketed random order when ``shuffle``)."""
         data = self.built
         indices = data.split[split]
-        lengths = np.array([len(data.input_ids[i]) for i in indices])
-        sampler: Any = None
-        if shuffle:
-            sampler = LengthBucketSampler(
-                lengths, self.hparams.batch_size, self.hparams.length_buckets, self.hparams.seed
-            )
-        else:
-            indices = indices[np.argsort(lengths, kind="stable")]
-        dataset = IndexDataset(indices)
-        trainer = getattr(self, "trainer", None)
-        if not shuffle and trainer is not None and trainer.world_size > 1:
-            from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler
-
-            sampler = UnrepeatedDistributedSampler(
-                dataset, num_replicas=trainer.world_size, rank=trainer.global_rank, shuffle=False
-            )
-        return DataLoader(
-            dataset,
+        return length_ordered_loader(
+            indices,
+            np.array([len(data.input_ids[i]) for i in indices]),
+            MaskedCollate(data),
+            shuffle=shuffle,
             batch_size=self.hparams.batch_size,
-            sampler=sampler,
+            length_buckets=self.hparams.length_buckets,
+            seed=self.hparams.seed,
             num_workers=self.hparams.num_workers,
-            collate_fn=MaskedCollate(data),
-            persistent_workers=self.hparams.num_workers > 0,
+            trainer=getattr(self, "trainer", None),
         )
-
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("val", shuffle=False)
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test", shuffle=False)
-
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader(self.hparams.predict_split, shuffle=False)

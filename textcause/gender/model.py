@@ -29,7 +29,6 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-import lightning as L
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -38,18 +37,18 @@ from torchmetrics import MeanMetric
 from torchmetrics.classification import BinaryAccuracy, BinaryF1Score
 
 from textcause.gender.masking import IGNORE
-from textcause.gender.window import model_window, text_head, window_batch
+from textcause.gender.window import model_window, one_mask_batch
 from textcause.io import refuse_pickled_code
-from textcause.models.finetune import adamw_with_warmup
-from textcause.models.nets import as_net, save_net_config
+from textcause.models.finetune import FineTunedEncoder
+from textcause.models.nets import save_net_config
 from textcause.models.propensity import one_thread_if_forked, world_size
-from textcause.validation import check_int, check_real
+from textcause.validation import check_int
 
 Batch = dict[str, torch.Tensor]
 STAGES = ("val", "test")
 
 
-class GenderMaskedModel(L.LightningModule):
+class GenderMaskedModel(FineTunedEncoder):
     """Fine-tune an encoder to tell female from male at the masked gendered words.
 
     Args:
@@ -62,15 +61,16 @@ class GenderMaskedModel(L.LightningModule):
             from 0 to ``lr`` (then it falls linearly to 0 at the last step), in [0, 1).
     """
 
+    owner = "GenderMaskedModel"
+    encoder_mismatch = (
+        "The data were masked with the tokenizer of the encoder {data!r}, but the network's encoder is {net!r}: "
+        "set data.encoder to the network's encoder (null: all-MiniLM-L6-v2)."
+    )
+
     def __init__(self, net: nn.Module, lr: float = 1e-4, weight_decay: float = 0.01, warmup: float = 0.1) -> None:
-        super().__init__()
-        owner = "GenderMaskedModel"
-        self.lr = check_real(lr, "lr", owner, low=0.0, low_open=True)
-        self.weight_decay = check_real(weight_decay, "weight_decay", owner, low=0.0)
-        self.warmup = check_real(warmup, "warmup", owner, low=0.0, high=1.0, high_open=True)
-        self.net = as_net(net, owner)
+        super().__init__(net, lr, weight_decay, warmup)
         self.save_hyperparameters(ignore=["net"])
-        save_net_config(self, owner)
+        save_net_config(self, self.owner)
         self.metrics = nn.ModuleDict(
             {
                 stage: nn.ModuleDict(
@@ -85,20 +85,7 @@ class GenderMaskedModel(L.LightningModule):
         one_thread_if_forked(self)
         # The text must be masked by the tokenizer of the network's encoder (the data module's
         # typed settings say which; a data module without them is not checked).
-        datamodule = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
-        settings = getattr(datamodule, "settings", None)
-        declared = getattr(self.net, "data_requirements", None)
-        needs = declared() if callable(declared) else {}
-        if settings is None or "encoder" not in needs or not hasattr(settings, "encoder"):
-            return
-        from textcause.features.encoder_spec import check_same_encoder
-
-        check_same_encoder(
-            settings.encoder,
-            needs["encoder"],
-            f"The data were masked with the tokenizer of the encoder {settings.encoder!r}, but the network's "
-            f"encoder is {needs['encoder']!r}: set data.encoder to the network's encoder (null: all-MiniLM-L6-v2).",
-        )
+        super().setup(stage)
 
     def on_fit_start(self) -> None:
         trainer = self.trainer
@@ -117,10 +104,6 @@ class GenderMaskedModel(L.LightningModule):
         # early-stopping path), so the checkpoint watching val_loss has a value to save.
         if trainer.max_steps is not None and 0 <= trainer.max_steps <= trainer.global_step:
             trainer.should_stop = True
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """The female-vs-male logit of every token, shape (B, L)."""
-        return self.net(input_ids, attention_mask)
 
     def masked_logits(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits (float32) and labels at the masked positions of a batch, flattened."""
@@ -160,21 +143,13 @@ class GenderMaskedModel(L.LightningModule):
         prob = torch.sigmoid(logits)
         metrics["acc"].update(prob, labels)
         metrics["f1"].update(prob, labels)
-        for name, metric in metrics.items():  # Metric objects: computed (synced over ranks) at the epoch's end
-            self.log(f"{stage}_{name}", metric, on_step=False, on_epoch=True, prog_bar=stage == "val")
-
-    def _reset(self, stage: str) -> None:
-        # Fresh states that are normal tensors: states reset under one run's inference mode would be
-        # inference tensors, which a later run under no_grad (DDP with gloo) cannot update in place.
-        with torch.inference_mode(False):
-            for metric in self.metrics[stage].values():
-                metric.reset()
+        self._log_metrics(metrics, stage)
 
     def on_validation_epoch_start(self) -> None:
-        self._reset("val")
+        self._reset_metrics(self.metrics["val"])
 
     def on_test_epoch_start(self) -> None:
-        self._reset("test")
+        self._reset_metrics(self.metrics["test"])
 
     def validation_step(self, batch: Batch, batch_idx: int) -> None:
         self._evaluate(batch, "val")
@@ -188,15 +163,6 @@ class GenderMaskedModel(L.LightningModule):
         at = batch["labels"] != IGNORE
         index = batch["index"][:, None].expand_as(at)[at]
         return {"index": index, "p_female": torch.sigmoid(logits), "label": labels}
-
-    def configure_optimizers(self) -> Any:
-        return adamw_with_warmup(
-            self.net,
-            lr=self.lr,
-            weight_decay=self.weight_decay,
-            warmup=self.warmup,
-            total_steps=self.trainer.estimated_stepping_batches,
-        )
 
     # ------------------------------------------------------------------ probes
     @property
@@ -232,15 +198,7 @@ class GenderMaskedModel(L.LightningModule):
             with torch.inference_mode():
                 for start in range(0, len(texts), batch_size):
                     batch = list(texts[start : start + batch_size])
-                    enc = window_batch(tok, batch, window).to(device)
-                    at = enc["input_ids"] == tok.mask_token_id
-                    counts = at.sum(dim=1)
-                    if bool((counts != 1).any()):
-                        i = int(torch.nonzero(counts != 1)[0])
-                        raise ValueError(
-                            f"The text {text_head(batch[i])} holds {int(counts[i])} mask tokens in the model's "
-                            f"window of {window} tokens: exactly one is needed."
-                        )
+                    enc, at = one_mask_batch(tok, batch, window, device)
                     logits = self(enc["input_ids"], enc["attention_mask"]).float()[at]
                     out[start : start + len(batch)] = torch.sigmoid(logits.double()).cpu().numpy()
         finally:

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from textcause.gender.probes import Probe
-from textcause.gender.window import model_window, text_head, window_batch
+from textcause.gender.window import model_window, one_mask_batch
 from textcause.gender.words import GENDERS, GenderedIds, GenderedWords, gendered_token_ids
 from textcause.validation import check_int
 
@@ -284,15 +284,7 @@ def score_probes(
         with torch.inference_mode():
             for start in range(0, n, batch_size):
                 batch = texts[start : start + batch_size]
-                enc = window_batch(tok, batch, window).to(device)
-                at_mask = enc["input_ids"] == tok.mask_token_id
-                counts = at_mask.sum(dim=1)
-                if bool((counts != 1).any()):
-                    i = int(torch.nonzero(counts != 1)[0])
-                    raise ValueError(
-                        f"The probe {text_head(batch[i])} holds {int(counts[i])} mask tokens in the model's "
-                        f"window of {window} tokens: exactly one is needed."
-                    )
+                enc, at_mask = one_mask_batch(tok, batch, window, device, "probe")
                 logits = model(**enc).logits[at_mask]  # (batch, vocab): one mask per probe, in order
                 probs = torch.softmax(logits.double(), dim=-1)
                 top_p, top_i = torch.topk(probs, k=min(top_k, probs.shape[-1]), dim=-1)

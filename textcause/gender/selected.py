@@ -26,14 +26,14 @@ from typing import Any, Optional
 
 import numpy as np
 
-from textcause.corpus.splits import split_users
-from textcause.corpus.types import Split
 from textcause.gender.build import (
     GenderData,
     GenderDataSettings,
     build_gender_data,
     check_one_row_per_author,
+    example_counts,
     read_w_csv,
+    split_by_author,
     value_text,
 )
 from textcause.gender.datamodule import GenderDataModule
@@ -178,14 +178,12 @@ def select_examples(
     unique, codes = np.unique(kept_authors, return_inverse=True)
     if len(unique) < 3:
         raise ValueError(f"The selection kept {len(keep)} examples of {len(unique)} authors: a split needs 3.")
-    by_author = split_users(len(unique), seed=seed, fractions=fractions)
-    split = Split(*(np.flatnonzero(np.isin(codes, by_author[s])) for s in ("train", "val", "test")))
+    split = split_by_author(codes, len(unique), seed, fractions)
     labels = tuple(data.labels[i] for i in keep)
     train_w = np.concatenate(
         [np.full(int((labels[i] != IGNORE).sum()), index[w_of_author[kept_authors[i]]]) for i in split.train]
     )
     train_labels = np.concatenate([labels[i][labels[i] != IGNORE] == FEMALE for i in split.train])
-    all_labels = np.concatenate([lab[lab != IGNORE] for lab in labels])
     selected = GenderData(
         input_ids=tuple(data.input_ids[i] for i in keep),
         labels=labels,
@@ -197,12 +195,7 @@ def select_examples(
         info={
             **data.info,
             "n_pool": len(data),
-            "n_examples": len(keep),
-            "n_masks": int(all_labels.size),
-            "female_share": float(np.mean(all_labels == FEMALE)),
-            "n_authors": len(unique),
-            "split_sizes": list(split.sizes()),
-            "mean_tokens": float(np.mean([len(data.input_ids[i]) for i in keep])),
+            **example_counts([data.input_ids[i] for i in keep], list(labels), len(unique), split),
         },
     )
     info = SelectionInfo(

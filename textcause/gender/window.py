@@ -7,7 +7,8 @@ of each text that its window can use (:func:`textcause.features.encoder_inputs.c
 times longer, up to ``max_tokens * MAX_CHARS_PER_TOKEN``). A text shorter than the first cut reaches
 the tokenizer whole, so short texts are tokenised exactly as before; for a long one, the tokens
 kept are those of the whole text (for tokenizers that split words at spaces). :func:`window_batch`
-is ``tokenizer(texts, padding=True, return_tensors="pt")`` on the cut texts, truncated to the window.
+is ``tokenizer(texts, padding=True, return_tensors="pt")`` on the cut texts, truncated to the window;
+:func:`one_mask_batch` is that batch for texts of one mask token each (probes), checked.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from textcause.features.encoder_inputs import window_texts
 
-__all__ = ["model_window", "text_head", "window_batch", "window_texts"]
+__all__ = ["model_window", "one_mask_batch", "text_head", "window_batch", "window_texts"]
 
 #: Model types whose position ids start after the padding id (RoBERTa's ``pad_token_id + 1``).
 _OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text", "xmod")
@@ -56,6 +57,35 @@ def window_batch(tokenizer: Any, texts: Sequence[str], max_tokens: int) -> Any:
         max_length=max_tokens,
         return_tensors="pt",
     )
+
+
+def one_mask_batch(
+    tokenizer: Any, texts: Sequence[str], window: int, device: Any, noun: str = "text"
+) -> tuple[Any, Any]:
+    """:func:`window_batch` of texts that hold one mask token each, on ``device``, and the (B, L) bool
+    tensor of where the masks are (one True per row).
+
+    Args:
+        tokenizer: the masked LM's tokenizer (its ``mask_token_id`` marks the masks).
+        texts: the batch's texts.
+        window: the model's window (:func:`model_window`).
+        device: where the tensors go.
+        noun: what the message calls a text (``probe``, ``text``).
+
+    Raises:
+        ValueError: a text with no mask token, or several, within the window (named by
+            :func:`text_head`, never quoted whole).
+    """
+    enc = window_batch(tokenizer, texts, window).to(device)
+    at = enc["input_ids"] == tokenizer.mask_token_id
+    counts = at.sum(dim=1)
+    if bool((counts != 1).any()):
+        i = int((counts != 1).nonzero()[0])
+        raise ValueError(
+            f"The {noun} {text_head(texts[i])} holds {int(counts[i])} mask tokens in the model's "
+            f"window of {window} tokens: exactly one is needed."
+        )
+    return enc, at
 
 
 def text_head(text: str, chars: int = 60) -> str:

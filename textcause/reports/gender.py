@@ -18,6 +18,7 @@ import re
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -260,22 +261,19 @@ def _selection_figure(units, table, *, title: str = "") -> plt.Figure:
         truth["strength"], truth["label_slope"], "s--", color="black", ms=4, label="training labels' true W-G slope"
     )
     ax.axhline(0, color="#888888", linewidth=0.8)
-    ax.set_xlabel("selection strength")
-    ax.set_ylabel("female slope (percentage points per W step)")
-    ax.set_title("dose-response", fontsize=9, loc="left")
-    ax.legend(fontsize=7, frameon=False)
-    ax.grid(alpha=0.3)
+    _decorate(ax, "selection strength", "female slope (percentage points per W step)", "dose-response")
     ax = axes[1]
     for i, probe in enumerate(probes):
         u = units[units["probe"] == probe]
         ax.scatter(u["label_slope"], u["slope"], color=_PROBE_COLORS.get(probe, f"C{i}"), s=16, label=probe)
     lim = [min(0.0, float(units["label_slope"].min())), float(units["label_slope"].max())]
     ax.plot(lim, lim, color="#888888", linewidth=0.8, linestyle=":", label="model = labels")
-    ax.set_xlabel("training labels' true slope (points per W step)")
-    ax.set_ylabel("model's slope (points per W step)")
-    ax.set_title("each fine-tune: model vs the sample's truth", fontsize=9, loc="left")
-    ax.legend(fontsize=7, frameon=False)
-    ax.grid(alpha=0.3)
+    _decorate(
+        ax,
+        "training labels' true slope (points per W step)",
+        "model's slope (points per W step)",
+        "each fine-tune: model vs the sample's truth",
+    )
     ax = axes[2]
     u = units[units["probe"] == probes[0]]
     labels = json.loads(u["w_values"].iloc[0])
@@ -294,14 +292,19 @@ def _selection_figure(units, table, *, title: str = "") -> plt.Figure:
         )
     step = max(1, int(np.ceil(len(labels) / _MAX_TICKS)))
     ax.set_xticks(x[::step], labels[::step], rotation=45, ha="right", fontsize=7)
-    ax.set_xlabel(f"W: {u['w_name'].iloc[0]}")
-    ax.set_ylabel("P(female) at the mask (%)")
-    ax.set_title(f"{probes[0]} probes: mean over seeds", fontsize=9, loc="left")
-    ax.legend(fontsize=7, frameon=False)
-    ax.grid(alpha=0.3)
+    _decorate(ax, f"W: {u['w_name'].iloc[0]}", "P(female) at the mask (%)", f"{probes[0]} probes: mean over seeds")
     if title:
         fig.suptitle(title, fontsize=9)
     return fig
+
+
+def _decorate(ax: Any, xlabel: str, ylabel: str, title: str) -> None:
+    """One panel of the dose-response figure: its axis labels, its title (left), legend and grid."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9, loc="left")
+    ax.legend(fontsize=7, frameon=False)
+    ax.grid(alpha=0.3)
 
 
 def _selection_markdown(name: str, units, table, lines: Sequence[str]) -> str:

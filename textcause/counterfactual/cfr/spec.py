@@ -101,18 +101,9 @@ class CFRExperiment:
 
     @property
     def settings(self) -> CFRSettings:
-        s = self.spec
-        return CFRSettings(
-            test_fraction=s.test_fraction,
-            seed=s.seed,
-            C=s.C,
-            probe_C=s.probe_C,
-            n_samples=s.n_samples,
-            cfr_alpha=s.cfr_alpha,
-            svd_tol=s.svd_tol,
-            n_boot=s.n_boot,
-            methods=tuple(s.methods),
-        )
+        """The evaluation's settings: the spec's values of :class:`CFRSettings`' fields."""
+        same = {f.name: getattr(self.spec, f.name) for f in dataclasses.fields(CFRSettings)}
+        return CFRSettings(**{**same, "methods": tuple(self.spec.methods)})
 
     @property
     def config_hash(self) -> str:

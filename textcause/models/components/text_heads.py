@@ -32,14 +32,21 @@ from textcause.validation import check_real
 __all__ = [
     "EncoderClassifier",
     "SpanExtractor",
+    "load_encoder",
 ]
 
 #: The four span heads of :class:`SpanExtractor`, in output order.
 _SPAN_HEADS = ("antecedent_start", "antecedent_end", "consequent_start", "consequent_end")
 
 
-def _load_pretrained(encoder: Optional[str]) -> nn.Module:
-    """A pretrained encoder without a pooler, from local files (None: all-MiniLM-L6-v2), in train mode."""
+def load_encoder(encoder: Optional[str]) -> nn.Module:
+    """A pretrained encoder without a pooler (unused by a token or [CLS] head: DDP would find
+    parameters without gradients), from local files (None: all-MiniLM-L6-v2), in eval mode as
+    ``from_pretrained`` returns it.
+
+    Args:
+        encoder: a Hugging Face name or local path (:func:`~textcause.features.encoder_spec.resolve_encoder`).
+    """
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
 
@@ -50,12 +57,11 @@ def _load_pretrained(encoder: Optional[str]) -> nn.Module:
     hf_logging.set_verbosity_error()  # the unused pooler weights of the checkpoint are expected
     try:
         try:
-            model = AutoModel.from_pretrained(path, add_pooling_layer=False)
+            return AutoModel.from_pretrained(path, add_pooling_layer=False)
         except TypeError:  # a model class without the option
-            model = AutoModel.from_pretrained(path)
+            return AutoModel.from_pretrained(path)
     finally:
         hf_logging.set_verbosity(verbosity)
-    return model.train()  # from_pretrained returns it in eval mode
 
 
 class _Encoded(nn.Module):
@@ -65,7 +71,7 @@ class _Encoded(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.dropout = check_real(dropout, "dropout", owner, low=0.0, high=1.0, high_open=True)
-        self.backbone = _load_pretrained(encoder)
+        self.backbone = load_encoder(encoder).train()  # from_pretrained returns it in eval mode
         self.hidden = int(self.backbone.config.hidden_size)
         self.drop = nn.Dropout(self.dropout)
 
