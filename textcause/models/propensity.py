@@ -34,12 +34,15 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 import lightning as L
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torchmetrics import MeanMetric
 
 from textcause.metrics.torch import PredictionCollector
+from textcause.models.components.linear import LogisticRegression
+from textcause.models.exact_lr import as_scipy, exact_fit, solve_exactly
 from textcause.validation import check_int, check_options, check_real
 
 EPS = 1e-6
@@ -403,6 +406,7 @@ class PropensityModel(PropensityModule):
         self.lbfgs_max_iter = check_int(lbfgs_max_iter, "lbfgs_max_iter", owner, low=1)
         self.net = as_net(net, owner)
         self._train_loss: Optional[torch.Tensor] = None  # (weighted sum, units) of this epoch's training losses
+        self._step_batch: Optional[Batch] = None  # the batch of an exact step (optimizer_step), between the calls
         self.save_hyperparameters(ignore=["net"])  # a subclass's own __init__ arguments too (Lightning reads its frame)
         save_net_config(self, owner)
 
@@ -481,6 +485,7 @@ class PropensityModel(PropensityModule):
         )
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
+        self._step_batch = batch if self.exact else None
         _, loss = self.propensity_and_loss(batch)
         loss = loss + self._penalty(self.parameters())
         self._add_train_loss(loss, int(batch["t"].shape[0]))
@@ -492,6 +497,41 @@ class PropensityModel(PropensityModule):
             mean = self.trainer.strategy.reduce(loss.detach().clone(), reduce_op="mean")  # the reduce is in place
             loss = loss + (mean - loss.detach())
         return loss
+
+    @property
+    def exact(self) -> bool:
+        """Whether a full-batch L-BFGS fit of this model is solved exactly by liblinear instead
+        (:mod:`textcause.models.exact_lr`): ``lbfgs`` with ``weight_decay > 0``, this class's own loss, a
+        plain :class:`~textcause.models.components.LogisticRegression` net, one process."""
+        return (
+            type(self.net) is LogisticRegression and self.refittable and self.weight_decay > 0 and world_size(self) == 1
+        )
+
+    def optimizer_step(self, epoch: int, batch_idx: int, optimizer: Any, optimizer_closure: Any = None) -> None:
+        """The L-BFGS step, or, for an :attr:`exact` full-batch fit, liblinear's solution of the same objective.
+
+        The exact step runs the training step once (Lightning's closure) at the current weights,
+        solves, sets the weights, runs the training step again (the epoch's ``train_loss`` is the
+        loss at the solution) and records the step as converged, so the fit ends after this epoch's
+        validation as a converged L-BFGS fit does. Anything else (mini-batches, DDP, another net,
+        one class, no penalty) takes the L-BFGS step.
+        """
+        lbfgs = self._lbfgs()
+        if lbfgs is None or not self.exact or not lbfgs.full_batch or lbfgs.frozen or optimizer_closure is None:
+            super().optimizer_step(epoch, batch_idx, optimizer, optimizer_closure)
+            return
+        optimizer_closure()
+        batch, self._step_batch = self._step_batch, None
+        if batch is None or not solve_exactly(
+            self.net, batch, self.weight_decay, seed=int(torch.initial_seed()) % 2**31
+        ):
+            self._train_loss = None  # one class, or liblinear's limit: L-BFGS after all, its closures logged
+            super().optimizer_step(epoch, batch_idx, optimizer, optimizer_closure)
+            return
+        self._train_loss = None
+        optimizer_closure()
+        self._step_batch = None
+        lbfgs.state[lbfgs._params[0]]["converged"] = True
 
     @property
     def refittable(self) -> bool:
@@ -523,7 +563,9 @@ class PropensityModel(PropensityModule):
         lower validation loss (early stopping). Hyperparameters (``weight_decay``, ``lr``,
         ``lbfgs_max_iter``) are this model's, as tuned. This model is left unchanged. Used by
         refitting intervals (:func:`textcause.estimators.refit.refit_interval`), which call it once
-        per replicate on resampled training users.
+        per replicate on resampled training users. An :attr:`exact` model (a plain logistic
+        regression with ``weight_decay > 0``) is solved by liblinear instead, as its Trainer fit is
+        (:mod:`textcause.models.exact_lr`): one step that converges, so ``val`` chooses nothing.
 
         Raises:
             ValueError: a model that is not :attr:`refittable` (its refit would be a whole
@@ -536,6 +578,18 @@ class PropensityModel(PropensityModule):
                 "only a PropensityModel trained by L-BFGS refits cheaply enough for a refitting interval."
             )
         max_steps = check_int(max_steps, "max_steps", "refit", low=1)
+        if self.exact:  # liblinear's exact solution: one converged step, nothing for the validation loss to choose
+            solution = exact_fit(
+                as_scipy(train["x"]),
+                train["t"].numpy(),
+                self.weight_decay,
+                bias=self.net.linear.bias is not None,
+                seed=seed,
+            )
+            if solution is not None:
+                coef, intercept = solution
+                logits = np.asarray(as_scipy(predict["x"]) @ coef, dtype=np.float64).ravel() + intercept
+                return clamp_propensity(torch.sigmoid(torch.as_tensor(logits, dtype=torch.float32)))
         net = copy.deepcopy(self.net)
         net.train()
         with torch.random.fork_rng(devices=[]):
