@@ -24,7 +24,7 @@ from toydata import ToyData
 
 from textcause.callbacks import CausalMetricsCallback
 from textcause.models import MLP, LogisticRegression, PropensityModel
-from textcause.models.propensity import ConvergedLBFGS
+from textcause.models.lbfgs import ConvergedLBFGS
 
 TRAINER = dict(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False)
 WEIGHT_DECAY = 0.02

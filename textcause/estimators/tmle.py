@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from textcause.estimators._common import effect, finite, prepare, require_propensity
+from textcause.estimators._common import BLOCK, blocks, dot, effect, finite, prepare, require_propensity
 from textcause.estimators.types import CI_INFLUENCE, Estimate
-from textcause.estimators.weighting import check_clip, clipped_propensity
-from textcause.validation import check_options, check_real, check_weights
+from textcause.estimators.weighting import check_clip, clipped_propensity, sum_squares
+from textcause.validation import check_options, check_real
 
 __all__ = [
     "OUTCOMES",
@@ -51,20 +51,44 @@ MAX_ITER = 100
 
 
 def _expit(x: np.ndarray) -> np.ndarray:
-    """The logistic function, without overflow warnings at any finite ``x``."""
-    p: np.ndarray = np.exp(-np.logaddexp(0.0, -x))
+    """The logistic function, without overflow at any finite ``x``: ``e = exp(-|x|)`` never overflows,
+    and ``1 / (1 + e)`` (``x >= 0``) or ``e / (1 + e)`` (``x < 0``) is within a rounding of exact."""
+    e = np.exp(-np.abs(x))
+    p: np.ndarray = np.where(x >= 0.0, 1.0, e) / (1.0 + e)
     return p
 
 
 def _logit(q: np.ndarray) -> np.ndarray:
     """``log(q / (1 - q))`` for ``q`` strictly inside (0, 1)."""
-    z: np.ndarray = np.log(q) - np.log1p(-q)
+    z: np.ndarray = np.log(q / (1.0 - q))
     return z
 
 
-def _nll(y: np.ndarray, lp: np.ndarray) -> float:
-    """Quasi-binomial negative log-likelihood of ``y`` in [0, 1] at linear predictor ``lp``."""
-    return float(np.dot(y, np.logaddexp(0.0, -lp)) + np.dot(1.0 - y, np.logaddexp(0.0, lp)))
+def _evaluate(
+    y: np.ndarray, offset: np.ndarray, h: np.ndarray, hh: np.ndarray, eps: float
+) -> tuple[float, float, float]:
+    """At ``lp = offset + eps * h``: the quasi-binomial negative log-likelihood of ``y`` in [0, 1], the
+    score ``sum h (y - q)`` and the information ``sum h^2 q (1 - q)`` (``q = expit(lp)``), in one pass.
+
+    With ``e = exp(-|lp|)`` (never overflowing) each unit's loss is ``log(1 + e) + max(lp, 0) - y lp``
+    (``y log(1 + exp(-lp)) + (1 - y) log(1 + exp(lp))`` rewritten), ``q = 1 / (1 + e)`` or
+    ``e / (1 + e)`` by the sign of ``lp``, and ``q (1 - q) = e / (1 + e)^2``. Blocks of :data:`BLOCK`
+    units keep the temporaries in cache.
+    """
+    loss = score = info = 0.0
+    for lo in blocks(y.size):
+        hi = lo + BLOCK
+        yb, hb = y[lo:hi], h[lo:hi]
+        lp = offset[lo:hi] + eps * hb
+        e = np.exp(-np.abs(lp))
+        d = 1.0 + e
+        loss += float(np.log(d).sum() + np.maximum(lp, 0.0).sum()) - dot(yb, lp)
+        q = np.where(lp >= 0.0, 1.0, e) / d
+        score += dot(hb, yb - q)
+        e /= d
+        e /= d
+        info += dot(hh[lo:hi], e)
+    return loss, score, info
 
 
 def _fluctuate(y: np.ndarray, offset: np.ndarray, h: np.ndarray, owner: str = "tmle") -> tuple[float, int]:
@@ -73,7 +97,9 @@ def _fluctuate(y: np.ndarray, offset: np.ndarray, h: np.ndarray, owner: str = "t
     ``y`` lies in [0, 1] (quasi-binomial when fractional), ``offset`` is finite and ``h`` has no zero.
     The log-likelihood is concave in ``eps``; its maximum is finite unless the outcomes are at their
     bounds on both sides of ``h`` (every unit with ``h > 0`` at 1 and every unit with ``h < 0`` at 0,
-    or the reverse), when ``eps`` runs to infinity.
+    or the reverse), when ``eps`` runs to infinity. Newton's method with step halving: a step is
+    taken while the loss does not increase (beyond rounding); each candidate costs one pass
+    (:func:`_evaluate`), which also gives the next Newton step.
 
     Raises:
         ValueError: no finite maximum (those separated outcomes), or Newton's method not converging.
@@ -89,26 +115,24 @@ def _fluctuate(y: np.ndarray, offset: np.ndarray, h: np.ndarray, owner: str = "t
             "so the fluctuation runs to infinity; use more units, or an estimator without a targeting step (aipw)."
         )
     h_max = float(np.max(np.abs(h)))
+    hh = h * h
     eps = 0.0
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        loss = _nll(y, offset)
+        loss, score, info = _evaluate(y, offset, h, hh, eps)
         for it in range(1, MAX_ITER + 1):
-            q = _expit(offset + eps * h)
-            score = float(np.dot(h, y - q))
-            info = float(np.dot(h * h, q * (1.0 - q)))
             if not (np.isfinite(score) and np.isfinite(info) and info > 0.0):
                 break
             step = score / info
             shrink = 1.0
             while True:  # step halving: the loss must not increase (beyond rounding)
                 cand = eps + shrink * step
-                new = _nll(y, offset + cand * h)
+                new, new_score, new_info = _evaluate(y, offset, h, hh, cand)
                 if (np.isfinite(new) and new <= loss + 1e-12 * (1.0 + abs(loss))) or shrink < 1e-12:
                     break
                 shrink *= 0.5
             if not np.isfinite(new):
                 break
-            eps, loss = cand, new
+            eps, loss, score, info = cand, new, new_score, new_info
             if abs(shrink * step) * h_max < 1e-10:
                 return float(eps), it
     raise ValueError(
@@ -186,8 +210,7 @@ def tmle(
     require_propensity(propensity, owner)
     n_clipped = 0
     if clip is None:
-        t, y, g, mu0, mu1 = prepare(t, y, propensity, ("mu0", mu0), ("mu1", mu1), owner=owner)
-        check_weights(t, g, owner)
+        t, y, g, mu0, mu1 = prepare(t, y, propensity, ("mu0", mu0), ("mu1", mu1), owner=owner, weights=True)
     else:
         clip = check_clip(clip, owner)
         t, y, mu0, mu1 = prepare(
@@ -205,9 +228,12 @@ def tmle(
                 "needs at least two distinct values to be mapped to [0, 1] (a constant outcome has no effect)."
             )
     scale = high - low
-    with np.errstate(over="ignore"):  # a prediction far outside a narrow range maps to +-inf, then to a bound
-        ys = np.clip((y - low) / scale, 0.0, 1.0)  # continuous: in [0, 1] up to rounding
-        s0, s1 = (mu0 - low) / scale, (mu1 - low) / scale
+    if kind == "binary":  # (x - 0) / 1 is x, and y already lies in [0, 1]: no pass needed
+        ys, s0, s1 = y, mu0, mu1
+    else:
+        with np.errstate(over="ignore"):  # a prediction far outside a narrow range maps to +-inf, then to a bound
+            ys = np.clip((y - low) / scale, 0.0, 1.0)  # in [0, 1] up to rounding
+            s0, s1 = (mu0 - low) / scale, (mu1 - low) / scale
     q0, q1 = np.clip(s0, bound, 1.0 - bound), np.clip(s1, bound, 1.0 - bound)
     n_bounded = int(np.count_nonzero(q0 != s0) + np.count_nonzero(q1 != s1))
     lq0, lq1 = _logit(q0), _logit(q1)
@@ -219,17 +245,26 @@ def tmle(
     if fluctuation == "ate":
         eps, iterations = _fluctuate(ys, offset, h, owner)
         epsilon: tuple[float, ...] = (eps,)
-        q1s, q0s = _expit(lq1 + eps * w1), _expit(lq0 - eps * w0)
+        d1, d0 = eps, -eps
     else:
         e1, it1 = _fluctuate(ys[treated], offset[treated], w1[treated], owner)
         e0, it0 = _fluctuate(ys[~treated], offset[~treated], w0[~treated], owner)
         epsilon, iterations = (e1, e0), it1 + it0
-        q1s, q0s = _expit(lq1 + e1 * w1), _expit(lq0 + e0 * w0)
-    m1, m0 = float(q1s.mean()), float(q0s.mean())
-    ate_scaled = float(effect(m1, m0))
-    eic = h * (ys - np.where(treated, q1s, q0s)) + (q1s - q0s) - ate_scaled
+        d1, d0 = e1, e0
+    # the targeted predictions Q*_1 = expit(lq1 + d1 w1), Q*_0 = expit(lq0 + d0 w0), block by block: their
+    # sums, and the influence curve up to its constant, D_i + ATE = H_i (Y_i - Q*_{T_i}) + Q*_1 - Q*_0
     n = int(t.size)
-    se = scale * float(eic.std(ddof=1)) / float(np.sqrt(n)) if n > 1 else 0.0
+    eic = np.empty(n)
+    sum1 = sum0 = 0.0
+    for start in blocks(n):
+        b = slice(start, start + BLOCK)
+        q1s, q0s = _expit(lq1[b] + d1 * w1[b]), _expit(lq0[b] + d0 * w0[b])
+        sum1 += float(q1s.sum())
+        sum0 += float(q0s.sum())
+        eic[b] = h[b] * (ys[b] - np.where(treated[b], q1s, q0s)) + (q1s - q0s)
+    m1, m0 = sum1 / n, sum0 / n
+    ate_scaled = float(effect(m1, m0))
+    se = scale * float(np.sqrt(sum_squares(eic, float(eic.mean())) / (n - 1))) / float(np.sqrt(n)) if n > 1 else 0.0
     ate = scale * ate_scaled
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     lo, hi = ate - z * se, ate + z * se

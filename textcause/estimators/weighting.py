@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from textcause.estimators._common import effect, finite, prepare, require_propensity
+from textcause.estimators._common import BLOCK, blocks, dot, effect, finite, prepare, require_propensity
 from textcause.estimators.types import CI_INFLUENCE, Estimate
-from textcause.validation import MAX_WEIGHT, check_consistent_length, check_probability, check_real, check_weights
+from textcause.validation import MAX_WEIGHT, check_consistent_length, check_probability, check_real
 
 __all__ = [
     "MIN_CLIP",
@@ -26,6 +26,7 @@ __all__ = [
     "unadjusted",
     "ipw",
     "aipw_psi",
+    "sum_squares",
     "aipw",
 ]
 
@@ -98,8 +99,8 @@ def unadjusted(t: Any, y: Any) -> Estimate:
     tf = t.astype(np.float64)
     n_treated = int(np.count_nonzero(t))
     n_control = int(t.size - n_treated)
-    m1 = float(_dot(tf, y) / n_treated)
-    m0 = float(_dot(1.0 - tf, y) / n_control)
+    m1 = float(dot(tf, y) / n_treated)
+    m0 = float(dot(1.0 - tf, y) / n_control)
     return finite(
         Estimate(
             ate=float(effect(m1, m0)),
@@ -161,16 +162,22 @@ def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estima
     require_propensity(propensity, "ipw")
     n_clipped = 0
     if clip is None:
-        t, y, p = prepare(t, y, propensity, owner="ipw")
-        check_weights(t, p, "ipw")
+        t, y, p = prepare(t, y, propensity, owner="ipw", weights=True)
     else:
         clip = check_clip(clip, "ipw")
         t, y = prepare(t, y, owner="ipw", paired_with=(("propensity", propensity),))
         p, n_clipped = clipped_propensity(t, propensity, clip)
-    # the columns of ipw_columns, one at a time: each unit's weight sits in its own arm's column
-    w1 = t / p
-    w0 = (1 - t) / (1.0 - p)
-    sums = np.array([_dot(w1, y), w1.sum(), _dot(w0, y), w0.sum()])
+    # the column sums of ipw_columns and the weights' squares and largest value, block by block: each
+    # unit's weight sits in its own arm's column
+    acc = np.zeros(6)
+    max_weight = 0.0
+    for lo in blocks(t.size):
+        tb, yb, pb = t[lo : lo + BLOCK], y[lo : lo + BLOCK], p[lo : lo + BLOCK]
+        w1 = tb / pb
+        w0 = (1 - tb) / (1.0 - pb)
+        acc += (dot(w1, yb), w1.sum(), dot(w0, yb), w0.sum(), dot(w1, w1), dot(w0, w0))
+        max_weight = max(max_weight, float(w1.max()), float(w0.max()))
+    sums = acc[:4]
     ate, _ = ratio_difference(sums)
     return finite(
         Estimate(
@@ -183,18 +190,35 @@ def ipw(t: Any, y: Any, propensity: Any, *, clip: float | None = None) -> Estima
                 "mean_control": float(sums[2] / sums[3]),
                 "n_clipped": n_clipped,
                 "clip": clip,
-                "max_weight": float(max(w1.max(), w0.max())),
-                "ess_treated": float(sums[1] ** 2 / _dot(w1, w1)),
-                "ess_control": float(sums[3] ** 2 / _dot(w0, w0)),
+                "max_weight": max_weight,
+                "ess_treated": float(sums[1] ** 2 / acc[4]),
+                "ess_control": float(sums[3] ** 2 / acc[5]),
             },
         )
     )
 
 
 def aipw_psi(t: np.ndarray, y: np.ndarray, p: np.ndarray, mu0: np.ndarray, mu1: np.ndarray) -> np.ndarray:
-    """Per-unit AIPW scores ``mu1 - mu0 + T (Y - mu1) / p - (1 - T)(Y - mu0) / (1 - p)``."""
-    psi: np.ndarray = mu1 - mu0 + t * (y - mu1) / p - (1 - t) * (y - mu0) / (1.0 - p)
+    """Per-unit AIPW scores ``mu1 - mu0 + T (Y - mu1) / p - (1 - T)(Y - mu0) / (1 - p)``.
+
+    Computed block by block (the same operations in the same order on each unit, so the same values as
+    the whole-array expression), with the temporaries of a block in cache.
+    """
+    psi = np.empty(t.size)
+    for lo in blocks(t.size):
+        hi = lo + BLOCK
+        tb, yb, pb, m0, m1 = t[lo:hi], y[lo:hi], p[lo:hi], mu0[lo:hi], mu1[lo:hi]
+        psi[lo:hi] = m1 - m0 + tb * (yb - m1) / pb - (1 - tb) * (yb - m0) / (1.0 - pb)
     return psi
+
+
+def sum_squares(x: np.ndarray, center: float) -> float:
+    """``sum((x - center) ** 2)``, block by block (no temporary the size of ``x``)."""
+    total = 0.0
+    for lo in blocks(x.size):
+        d = x[lo : lo + BLOCK] - center
+        total += dot(d, d)
+    return total
 
 
 def aipw(
@@ -243,8 +267,7 @@ def aipw(
     require_propensity(propensity, "aipw")
     n_clipped = 0
     if clip is None:
-        t, y, p, mu0, mu1 = prepare(t, y, propensity, ("mu0", mu0), ("mu1", mu1), owner="aipw")
-        check_weights(t, p, "aipw")
+        t, y, p, mu0, mu1 = prepare(t, y, propensity, ("mu0", mu0), ("mu1", mu1), owner="aipw", weights=True)
     else:
         clip = check_clip(clip, "aipw")
         t, y, mu0, mu1 = prepare(
@@ -253,7 +276,7 @@ def aipw(
         p, n_clipped = clipped_propensity(t, propensity, clip)
     psi = aipw_psi(t, y, p, mu0, mu1)
     ate = float(psi.mean())
-    se = float(psi.std(ddof=1) / np.sqrt(psi.size)) if psi.size > 1 else 0.0
+    se = float(np.sqrt(sum_squares(psi, ate) / (psi.size - 1)) / np.sqrt(psi.size)) if psi.size > 1 else 0.0
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     lo, hi = ate - z * se, ate + z * se
     return finite(
@@ -275,9 +298,3 @@ def aipw(
             },
         )
     )
-
-
-def _dot(a: np.ndarray, b: np.ndarray) -> float:
-    """``sum(a * b)`` in one pass without a temporary (einsum: no BLAS threads, so the result does not
-    depend on the thread count)."""
-    return float(np.einsum("i,i->", a, b))

@@ -21,18 +21,21 @@ import math
 from typing import Any, Optional
 
 import lightning as L
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torchmetrics import MeanMetric
 
 from textcause.metrics.torch import PredictionCollector
+from textcause.models.components.linear import LogisticRegression
+from textcause.models.exact_lr import as_scipy, exact_fit, solve_exactly
+from textcause.models.lbfgs import ConvergedLBFGS
 from textcause.models.nets import as_net, check_data_requirements, save_net_config
 from textcause.validation import check_int, check_options, check_real
 
 __all__ = [
     "Batch",
-    "ConvergedLBFGS",
     "EPS",
     "PropensityModel",
     "PropensityModule",
@@ -194,54 +197,6 @@ class PropensityModule(L.LightningModule):
 _OPTIMIZERS = ("adam", "lbfgs")
 
 
-class ConvergedLBFGS(torch.optim.LBFGS):
-    """``torch.optim.LBFGS`` that, in a full-batch fit, stops moving once a step stopped on its own tolerances.
-
-    Full-batch L-BFGS inside the Trainer takes one optimizer step (up to ``max_iter`` iterations)
-    per epoch. A step that ends before ``max_iter`` iterations and ``max_eval`` evaluations has
-    stopped on ``tolerance_grad`` / ``tolerance_change`` (in float32: the loss no longer changes),
-    and the optimizer records ``converged`` in its state (saved in checkpoints). With
-    ``full_batch`` set (every step sees the same whole training split; :class:`PropensityModel`
-    sets it when an epoch has one batch), later steps then evaluate the closure once (the
-    ``training_step`` logs the loss, every DDP rank takes part in the same gradient all-reduce) and
-    leave the weights alone, instead of new line searches that move them by rounding noise only.
-    With mini-batches every step iterates, as ``torch.optim.LBFGS`` does.
-
-    Attributes:
-        full_batch: whether every step sees the whole training split (default False).
-        stop_when_converged: a class attribute; False restores ``torch.optim.LBFGS``'s behaviour
-            (every step iterates again and the Trainer runs every epoch), for benchmarks.
-    """
-
-    stop_when_converged: bool = True
-    full_batch: bool = False
-
-    @property
-    def converged(self) -> bool:
-        """Whether the last step stopped on the tolerances rather than on ``max_iter`` / ``max_eval``."""
-        return bool(self.state[self._params[0]].get("converged", False))
-
-    @property
-    def frozen(self) -> bool:
-        """Whether steps leave the weights alone: converged, in a full-batch fit, with the switch on."""
-        return self.stop_when_converged and self.full_batch and self.converged
-
-    def step(self, closure):  # type: ignore[override]
-        """One L-BFGS step, or (:attr:`frozen`) one evaluation of ``closure`` with the weights left as they are."""
-        if self.frozen:
-            with torch.enable_grad():
-                return closure()
-        state = self.state[self._params[0]]
-        iters, evals = state.get("n_iter", 0), state.get("func_evals", 0)
-        loss = super().step(closure)
-        state = self.state[self._params[0]]
-        group = self.param_groups[0]
-        state["converged"] = bool(
-            state["n_iter"] - iters < group["max_iter"] and state["func_evals"] - evals < group["max_eval"]
-        )
-        return loss
-
-
 class PropensityModel(PropensityModule):
     """A propensity model trained with binary cross-entropy on T (Adam, Weld et al. appendix E.3).
 
@@ -276,6 +231,7 @@ class PropensityModel(PropensityModule):
         self.lbfgs_max_iter = check_int(lbfgs_max_iter, "lbfgs_max_iter", owner, low=1)
         self.net = as_net(net, owner)
         self._train_loss: Optional[torch.Tensor] = None  # (weighted sum, units) of this epoch's training losses
+        self._step_batch: Optional[Batch] = None  # the batch of an exact step (optimizer_step), between the calls
         self.save_hyperparameters(ignore=["net"])  # a subclass's own __init__ arguments too (Lightning reads its frame)
         save_net_config(self, owner)
 
@@ -371,6 +327,7 @@ class PropensityModel(PropensityModule):
         )
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
+        self._step_batch = batch if self.exact else None
         _, loss = self.propensity_and_loss(batch)
         loss = loss + self._penalty(self.parameters())
         self._add_train_loss(loss, int(batch["t"].shape[0]))
@@ -382,6 +339,41 @@ class PropensityModel(PropensityModule):
             mean = self.trainer.strategy.reduce(loss.detach().clone(), reduce_op="mean")  # the reduce is in place
             loss = loss + (mean - loss.detach())
         return loss
+
+    @property
+    def exact(self) -> bool:
+        """Whether a full-batch L-BFGS fit of this model is solved exactly by liblinear instead
+        (:mod:`textcause.models.exact_lr`): ``lbfgs`` with ``weight_decay > 0``, this class's own loss, a
+        plain :class:`~textcause.models.components.LogisticRegression` net, one process."""
+        return (
+            type(self.net) is LogisticRegression and self.refittable and self.weight_decay > 0 and world_size(self) == 1
+        )
+
+    def optimizer_step(self, epoch: int, batch_idx: int, optimizer: Any, optimizer_closure: Any = None) -> None:
+        """The L-BFGS step, or, for an :attr:`exact` full-batch fit, liblinear's solution of the same objective.
+
+        The exact step runs the training step once (Lightning's closure) at the current weights,
+        solves, sets the weights, runs the training step again (the epoch's ``train_loss`` is the
+        loss at the solution) and records the step as converged, so the fit ends after this epoch's
+        validation as a converged L-BFGS fit does. Anything else (mini-batches, DDP, another net,
+        one class, no penalty) takes the L-BFGS step.
+        """
+        lbfgs = self._lbfgs()
+        if lbfgs is None or not self.exact or not lbfgs.full_batch or lbfgs.frozen or optimizer_closure is None:
+            super().optimizer_step(epoch, batch_idx, optimizer, optimizer_closure)
+            return
+        optimizer_closure()
+        batch, self._step_batch = self._step_batch, None
+        if batch is None or not solve_exactly(
+            self.net, batch, self.weight_decay, seed=int(torch.initial_seed()) % 2**31
+        ):
+            self._train_loss = None  # one class, or liblinear's limit: L-BFGS after all, its closures logged
+            super().optimizer_step(epoch, batch_idx, optimizer, optimizer_closure)
+            return
+        self._train_loss = None
+        optimizer_closure()
+        self._step_batch = None
+        lbfgs.state[lbfgs._params[0]]["converged"] = True
 
     @property
     def refittable(self) -> bool:
@@ -413,7 +405,9 @@ class PropensityModel(PropensityModule):
         lower validation loss (early stopping). Hyperparameters (``weight_decay``, ``lr``,
         ``lbfgs_max_iter``) are this model's, as tuned. This model is left unchanged. Used by
         refitting intervals (:func:`textcause.estimators.refit.refit_interval`), which call it once
-        per replicate on resampled training users.
+        per replicate on resampled training users. An :attr:`exact` model (a plain logistic
+        regression with ``weight_decay > 0``) is solved by liblinear instead, as its Trainer fit is
+        (:mod:`textcause.models.exact_lr`): one step that converges, so ``val`` chooses nothing.
 
         Raises:
             ValueError: a model that is not :attr:`refittable` (its refit would be a whole
@@ -426,6 +420,18 @@ class PropensityModel(PropensityModule):
                 "only a PropensityModel trained by L-BFGS refits cheaply enough for a refitting interval."
             )
         max_steps = check_int(max_steps, "max_steps", "refit", low=1)
+        if self.exact:  # liblinear's exact solution: one converged step, nothing for the validation loss to choose
+            solution = exact_fit(
+                as_scipy(train["x"]),
+                train["t"].numpy(),
+                self.weight_decay,
+                bias=self.net.linear.bias is not None,
+                seed=seed,
+            )
+            if solution is not None:
+                coef, intercept = solution
+                logits = np.asarray(as_scipy(predict["x"]) @ coef, dtype=np.float64).ravel() + intercept
+                return clamp_propensity(torch.sigmoid(torch.as_tensor(logits, dtype=torch.float32)))
         net = copy.deepcopy(self.net)
         net.train()
         with torch.random.fork_rng(devices=[]):

@@ -24,6 +24,8 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
+from textcause.models.components.linear import SparseBatch
+from textcause.models.exact_lr import as_scipy
 from textcause.models.nets import as_net, save_net_config
 from textcause.models.propensity import Batch, PropensityModel, PropensityModule, world_size
 from textcause.validation import check_options, check_real
@@ -45,18 +47,8 @@ _OWNER = "TunedLogisticRegression"
 
 def _as_scipy(x: Any) -> Any:
     """A batch's features as a SciPy CSR matrix (sparse) or a float64 numpy array (dense)."""
-    if isinstance(x, torch.Tensor) and x.layout in (torch.sparse_coo, torch.sparse_csr):
-        csr = x if x.layout == torch.sparse_csr else x.coalesce().to_sparse_csr()
-        return sp.csr_matrix(
-            (
-                csr.values().detach().double().numpy(),
-                csr.col_indices().numpy(),
-                csr.crow_indices().numpy(),
-            ),
-            shape=tuple(csr.shape),
-        )
-    if isinstance(x, torch.Tensor):
-        return x.detach().double().numpy()
+    if isinstance(x, (torch.Tensor, SparseBatch)):
+        return as_scipy(x)
     raise ValueError(f"{_OWNER} needs n-gram or topic features (a tensor per batch). Got {type(x).__name__} instead.")
 
 
