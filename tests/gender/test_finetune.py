@@ -232,7 +232,7 @@ def test_a_gender_run_checkpoints_and_probes_from_the_cli(gender_corpus, tiny_en
 
 
 def test_plain_data_options_stay_the_causal_data_module(tiny_corpus):
-    cli = make_cli(["--config", str(CONFIGS.parent / "oracle.yaml"), "--data.corpus", tiny_corpus], run=False)
+    cli = make_cli(["--config", str(CONFIGS.parent / "model" / "oracle.yaml"), "--data.corpus", tiny_corpus], run=False)
     assert type(cli.datamodule).__name__ == "CausalTextDataModule" and cli.datamodule.hparams.corpus == tiny_corpus
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from textcause.io import content_key
-from textcause.paths import model_config_path
+from textcause.paths import config_dir, model_config_path
 from textcause.specs import NAME_DOC, SpecFile, holds, ints, is_name, key, one_of, read_yaml, reals
 
 KIND = "Selection experiment config"
@@ -135,7 +135,13 @@ def parse_experiment(data: Any, *, source: str = "<dict>") -> Experiment:
     spec = file.parse(SelectionSpec, {} if data is None else data)
     stem = Path(source).stem if source and not source.startswith("<") else "selection"
     name = file.name_or(spec.name, stem)
-    config = model_config_path(spec.model_config)
+    name_or_path = spec.model_config
+    if name_or_path.endswith((".yaml", ".yml")):
+        config = model_config_path(name_or_path)
+    else:  # a name under configs/ (the fine-tuning configs: gender/finetune), else a model config name
+        config = config_dir() / f"{name_or_path}.yaml"
+        if not config.is_file():
+            config = model_config_path(name_or_path)
     if not config.is_file():
         raise file.fail(f"'model_config' names {str(config)!r}, which does not exist: give e.g. gender/finetune.")
     if len(spec.w_values) < 2 or not all(is_name(str(v).replace(" ", "_")) for v in spec.w_values):
