@@ -72,7 +72,7 @@ def test_a_value_of_the_wrong_type_names_the_options_own_type(table, tmp_path, c
     with pytest.raises(SystemExit):
         make_cli(fit(table, tmp_path, "--data.n_users", "abc"))
     (line,) = error_lines(capsys.readouterr().err)
-    assert line.startswith("error: The option 'data.n_users' must be an int or null. Got 'abc' instead."), line
+    assert line.startswith("error: The option --data.n_users must be an int or null. Got 'abc' instead."), line
 
 
 def test_parameters_are_spelled_as_options_and_nothing_else():
@@ -182,6 +182,6 @@ def test_an_unknown_model_option_suggests_the_closest_argument(table, tmp_path, 
         make_cli(fit(table, tmp_path, "--model.lrr", "0.1"))
     (line,) = error_lines(capsys.readouterr().err)
     assert line.startswith(
-        "error: Unknown option 'model.lrr' (textcause.models.PropensityModel takes no such argument): "
+        "error: Unknown option --model.lrr (textcause.models.PropensityModel takes no such argument): "
         "did you mean --model.lr? See "
     ), line

@@ -51,17 +51,17 @@ NESTED_TYPE = """Parser key "model":
 @pytest.mark.parametrize(
     ("message", "line"),
     [
-        (UNION, "The option 'trainer.max_epochs' must be an int or null. Got 'abc' instead."),
+        (UNION, "The option --trainer.max_epochs must be an int or null. Got 'abc' instead."),
         (
             NOT_ACCEPTED,
-            "Unknown option 'data.levell' (textcause.data.CausalTextDataModule takes no such argument): "
+            "Unknown option --data.levell (textcause.data.CausalTextDataModule takes no such argument): "
             "run with --help for the options.",
         ),
-        (NESTED_TYPE, "The option 'model.lr' must be a float. Got 'x' instead."),
+        (NESTED_TYPE, "The option --model.lr must be a float. Got 'x' instead."),
         ("unrecognized arguments: --trainer.foo 5", "Unknown option --trainer.foo: run with --help for the options."),
         (
             "Parser key \"config\": File does not exist: '/x/nope.yaml'",
-            "No file at '/x/nope.yaml' (the option 'config').",
+            "No file at '/x/nope.yaml' (the option --config).",
         ),
     ],
 )
@@ -83,8 +83,8 @@ def _fit(corpus: str, root: Path, *extra: str) -> list[str]:
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
-        (("--trainer.max_epochs", "abc"), "error: The option 'trainer.max_epochs' must be an int or null. Got 'abc'"),
-        (("--data.no_such_key", "1"), "error: Unknown option 'data.no_such_key' (textcause.data.CausalTextDataModule"),
+        (("--trainer.max_epochs", "abc"), "error: The option --trainer.max_epochs must be an int or null. Got 'abc'"),
+        (("--data.no_such_key", "1"), "error: Unknown option --data.no_such_key (textcause.data.CausalTextDataModule"),
         (("--trainer.no_such_key", "1"), "error: Unknown option --trainer.no_such_key: see "),
     ],
 )

@@ -18,7 +18,8 @@ def option_error_sentence(message: str) -> str:
     """One line from a jsonargparse error message: the option, what was expected and what was given.
 
     ``Parser key "trainer.max_epochs": ... Subtypes: [<class 'int'>, <class 'NoneType'>] ... Given
-    value: abc`` becomes "The option 'trainer.max_epochs' must be an int or null. Got 'abc' instead."
+    value: abc`` becomes "The option --trainer.max_epochs must be an int or null. Got 'abc' instead."
+    Options are named as the user types them (``--data.n_users``).
     """
     text = str(message)
     unknown = re.search(r"unrecognized arguments: (.+)", text)
@@ -35,13 +36,13 @@ def option_error_sentence(message: str) -> str:
     if not_accepted:
         full = f"{keys[0]}.{not_accepted.group(1)}" if keys else not_accepted.group(1)
         who = f" ({owner.group(1)} takes no such argument)" if owner else ""
-        return f"Unknown option '{full}'{who}: run with --help for the options."
+        return f"Unknown option --{full}{who}: run with --help for the options."
     missing = re.search(r"File does not exist: '([^']+)'", text)
     if missing:
-        return f"No file at '{missing.group(1)}' (the option '{key or 'config'}')."
+        return f"No file at '{missing.group(1)}' (the option --{key or 'config'})."
     expected = re.search(r"Expected an? <class '([^']+)'>\. Got value: (.*)", text)
     if expected:
-        return f"The option '{key}' must be {_type_name(expected.group(1))}. Got {expected.group(2).strip()!r} instead."
+        return f"The option --{key} must be {_type_name(expected.group(1))}. Got {expected.group(2).strip()!r} instead."
     # the innermost key's types and value ('data.n_users': int or null, not the data module's Union)
     inner = text[[m.start() for m in re.finditer(r'Parser key "', text)][-1] :] if keys else text
     subtypes = re.search(r"Subtypes: \[(.*)\]", inner)
@@ -49,7 +50,7 @@ def option_error_sentence(message: str) -> str:
     if key and subtypes:
         kinds = [_type_name(t) for t in subtypes.group(1).split(",") if t.strip()]
         got = f" Got {given.group(1).strip()!r} instead." if given else ""
-        return f"The option '{key}' must be {' or '.join(kinds)}.{got}"
+        return f"The option --{key} must be {' or '.join(kinds)}.{got}"
     first = _first_text_line(text).rstrip(":")
     detail = next((ln.strip(" -") for ln in text.splitlines()[1:] if ln.strip(" -")), "")
     return f"{first}: {detail}" if detail and first.startswith("Parser key") else first or "The options were rejected."
