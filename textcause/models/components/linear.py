@@ -287,7 +287,19 @@ def linear_forward(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     return F.linear(x, layer.weight.contiguous(), layer.bias)
 
 
-class LogisticRegression(nn.Module):
+class _LinearHeads(nn.Module):
+    """``heads`` linear outputs of the features (``input_dim`` checked in the subclass's name)."""
+
+    heads = 1
+
+    def __init__(self, input_dim: Optional[int] = None, bias: bool = True) -> None:
+        super().__init__()
+        self.input_dim = check_int(input_dim, "input_dim", type(self).__name__, low=1)
+        self.bias = bool(bias)
+        self.linear = nn.Linear(self.input_dim, self.heads, bias=self.bias)
+
+
+class LogisticRegression(_LinearHeads):
     """A linear propensity model: ``logit P(T=1 | x) = w . x + b``.
 
     Args:
@@ -296,17 +308,14 @@ class LogisticRegression(nn.Module):
     """
 
     def __init__(self, input_dim: Optional[int] = None, bias: bool = True) -> None:
-        super().__init__()
-        self.input_dim = check_int(input_dim, "input_dim", "LogisticRegression", low=1)
-        self.bias = bool(bias)
-        self.linear = nn.Linear(self.input_dim, 1, bias=self.bias)
+        super().__init__(input_dim, bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Return the logits, shape (batch,), for a dense or sparse (batch, input_dim) tensor."""
         return linear_forward(self.linear, x).squeeze(-1)
 
 
-class JointLinear(nn.Module):
+class JointLinear(_LinearHeads):
     """Three linear heads on the same features: the propensity and one outcome regression per arm.
 
     ``heads = x @ W.T + b`` with ``W`` of shape (3, input_dim): column 0 is the logit of
@@ -321,11 +330,10 @@ class JointLinear(nn.Module):
         bias: learn an intercept per head (False: no intercepts).
     """
 
+    heads = 3
+
     def __init__(self, input_dim: Optional[int] = None, bias: bool = True) -> None:
-        super().__init__()
-        self.input_dim = check_int(input_dim, "input_dim", "JointLinear", low=1)
-        self.bias = bool(bias)
-        self.linear = nn.Linear(self.input_dim, 3, bias=self.bias)
+        super().__init__(input_dim, bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Return the heads, shape (batch, 3), for a dense or sparse (batch, input_dim) tensor."""
