@@ -53,29 +53,29 @@ class SplitServing(L.LightningDataModule):
         hp = self.hparams
         check_serving(
             owner,
-            batch_size=hp.batch_size,
-            num_workers=hp.num_workers,
-            predict_split=hp.predict_split,
+            batch_size=hp["batch_size"],
+            num_workers=hp["num_workers"],
+            predict_split=hp["predict_split"],
             splits=splits,
             length_buckets=hp.get("length_buckets"),
         )
         return kind(**{f.name: hp[f.name] for f in dataclasses.fields(kind)})  # type: ignore[arg-type]
 
-    def loader(self, split: str, *, shuffle: bool = False) -> DataLoader:
+    def loader(self, split: str, *, shuffle: bool = False) -> DataLoader[Any]:
         """The loader of one split (``shuffle``: the training order); a subclass defines it."""
         raise NotImplementedError
 
-    def train_dataloader(self) -> DataLoader:
+    def train_dataloader(self) -> DataLoader[Any]:
         return self.loader("train", shuffle=True)
 
-    def val_dataloader(self) -> DataLoader:
+    def val_dataloader(self) -> DataLoader[Any]:
         return self.loader("val")
 
-    def test_dataloader(self) -> DataLoader:
+    def test_dataloader(self) -> DataLoader[Any]:
         return self.loader("test")
 
-    def predict_dataloader(self) -> DataLoader:
-        return self.loader(self.hparams.predict_split)
+    def predict_dataloader(self) -> DataLoader[Any]:
+        return self.loader(self.hparams["predict_split"])
 
 
 def check_serving(
@@ -124,7 +124,7 @@ def length_ordered_loader(
     seed: int,
     num_workers: int,
     trainer: Any = None,
-) -> DataLoader:
+) -> DataLoader[Any]:
     """A loader over the examples ``indices`` of one split, whose lengths are ``lengths``.
 
     With ``shuffle`` the order is :class:`~textcause.data.samplers.LengthBucketSampler`'s (seeded,
