@@ -163,3 +163,22 @@ def test_the_tuned_choice_is_read_from_the_row_before_the_checkpoint(tmp_path):
     assert (own.penalty, own.scale) == ("l2", "none")
     from_ckpt = plan_for("lr_tuned_unigram_binary", config, n_train=80, checkpoint=str(path))  # no row: the checkpoint
     assert (from_ckpt.penalty, from_ckpt.l1_ratio, from_ckpt.scale) == ("elasticnet", 0.5, "none")
+
+
+def test_a_risk_ratio_that_does_not_exist_leaves_the_other_analyses_standing(monkeypatch):
+    """Before: the E-value's ValueError failed the whole stage (Twitter study: no refuters, no Austen plot)."""
+    from textcause.advise import confounding
+
+    def no_ratio(*args, **kwargs):
+        raise ValueError("The adjusted mean outcome of an arm is not positive in risk_ratio.")
+
+    monkeypatch.setattr(confounding, "risk_ratio", no_ratio)
+    rng = np.random.default_rng(0)
+    n = 300
+    X = rng.random((n, 6))  # non-negative, as text features are (the benchmark groups are NMF topics)
+    t = (rng.random(n) < 0.2 + 0.6 * X[:, 0]).astype(float)
+    y = ((0.5 * t + X[:, 0] + rng.normal(size=n)) > 0.5).astype(float)
+    plan = RefitPlan("m", "unigram_binary", "logistic", c_per_user=100.0)
+    out = sensitivity(plan, t, y, X, None, folds_of(t, 5, 0), bias=0.3, binary=True, e_value_asked=True)
+    assert out["e_value"] is None and "not positive" in out["e_value_error"]
+    assert out["curve"] is not None and out["rv"].rv_q > 0

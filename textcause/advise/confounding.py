@@ -59,6 +59,10 @@ _CS = np.logspace(-2, 2, 5)
 _ALPHAS = np.logspace(-2, 3, 6)
 
 
+#: The propensity clip of the AIPW risk ratio behind the E-value (as the refit's estimator clips).
+_RR_CLIP = 0.01
+
+
 def feature_groups(X: Any, terms: list[str] | None = None, *, k: int = GROUPS, seed: int = 0) -> dict[str, np.ndarray]:
     """The features in ``k`` topics: NMF of the non-negative users x features matrix, each feature
     (column) in the topic that loads it most; named by the topic's three heaviest features.
@@ -202,9 +206,13 @@ def sensitivity(
         ols = ols_coefficient(t, y, z)
         rv = robustness_value(ols.t_statistic, ols.dof)
         rr = ev = None
+        e_value_error = None
         if e_value_asked and binary:
-            rr = risk_ratio(t, y, g, mu0, mu1)
-            ev = e_value(rr.rr, rr.low, rr.high)
+            try:  # propensities clipped to [0.01, 0.99] as the refit's estimator clips them
+                rr = risk_ratio(t, y, np.clip(g, _RR_CLIP, 1 - _RR_CLIP), mu0, mu1)
+                ev = e_value(rr.rr, rr.low, rr.high)
+            except ValueError as err:  # no risk ratio exists here: the other analyses still stand
+                rr, ev, e_value_error = None, None, str(err)
         kind = (
             f"L2 logistic regression of Y on the features and T (C = {strength:g}, by 3-fold cross-validated log-loss)"
             if binary
@@ -216,6 +224,7 @@ def sensitivity(
             "rv": rv,
             "risk_ratio": rr,
             "e_value": ev,
+            "e_value_error": e_value_error,
             "groups": {name: int(cols.size) for name, cols in groups.items()},
             "outcome_model": kind + (", no features (the method adjusts for none)" if X is None else ""),
             "rv_summary": "no features (the method adjusts for none)"

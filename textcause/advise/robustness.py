@@ -203,8 +203,10 @@ def robustness(
         if ev is None
         else {"rr": rr.rr, "rr_low": rr.low, "rr_high": rr.high, "point": ev.point, "ci": ev.ci},
         "e_value_note": (
-            "computed (AIPW risk ratio from the same g and Q)"
+            "computed (AIPW risk ratio from the same g and Q, propensities clipped to [0.01, 0.99])"
             if ev is not None
+            else f"not computed: {found['e_value_error']}"
+            if found.get("e_value_error")
             else ("not asked for (e_value: false)" if binary else "not defined: the outcome is not binary")
         ),
         "sentence": headline(ate, low, high, curve, rv),
