@@ -229,7 +229,8 @@ def _author_strings(col: pd.Series, df: pd.DataFrame, where: str, author_col: st
         if bad is None:
             authors: pd.Series = pd.Series(out, index=col.index, dtype=object)
             return authors
-    assert bad is not None  # each branch above returned or found a bad row
+    if bad is None:  # each branch above returned or found a bad row
+        raise RuntimeError("Internal error: an author column was refused without a bad row to name.")
     value = col.iloc[bad]
     raise ValueError(
         f"{_position(df, bad, where)} has an author ({author_col!r}) of type {type_name(value)}: authors must be "

@@ -238,7 +238,8 @@ def _filtered(corpus: Any, settings: DataSettings) -> tuple[Any, dict[str, Any]]
     from textcause.corpus import filter_meta, sample_indices
 
     meta_filter = settings.meta_filter
-    assert meta_filter is not None  # called only for settings with a filter
+    if meta_filter is None:  # called only for settings with a filter
+        raise RuntimeError("Internal error: the corpus filter was applied without a filter.")
     kept = filter_meta(corpus, meta_filter)
     if settings.n_users is not None:
         if settings.n_users > len(kept):

@@ -78,7 +78,8 @@ class ResumableLoader(DataLoader[Any]):
             return
         self.generator.set_state(state["generator"])
         sampler = self.sampler
-        assert isinstance(sampler, ResumableRandomSampler)  # _resumable() checked it
+        if not isinstance(sampler, ResumableRandomSampler):  # _resumable() checked it
+            raise RuntimeError("Internal error: a resumable loader without its resumable sampler.")
         sampler.skip = int(state["skip"])
 
 

@@ -290,7 +290,8 @@ class Encoder:
                     states, layer_states = self._forward_states(input_ids, mask, bool(token_cap))
                     vectors[idx] = self._pool(states, mask).numpy()
                     if token_cap:
-                        assert kept is not None and offsets is not None and values is not None  # set with token_cap
+                        if kept is None or offsets is None or values is None:  # set with token_cap
+                            raise RuntimeError("Internal error: token states asked for without their buffers.")
                         states_np = layer_states.numpy()
                         for row, i in enumerate(idx):
                             values[offsets[i] : offsets[i + 1]] = states_np[row, : kept[i]]

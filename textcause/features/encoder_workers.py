@@ -169,7 +169,8 @@ class WorkerPool:
                     part = future.result()
                     vectors[idx] = part.vectors
                     if token_cap:
-                        assert values is not None and offsets is not None  # given with token_cap
+                        if values is None or offsets is None:  # given with token_cap
+                            raise RuntimeError("Internal error: token states asked for without their buffers.")
                         for row, i in enumerate(idx):
                             values[offsets[i] : offsets[i + 1]] = part.token_values[
                                 part.token_offsets[row] : part.token_offsets[row + 1]
@@ -208,7 +209,8 @@ def _init_worker(encoder: weakref.ref[Any] | tuple[type, dict[str, Any]]) -> Non
     torch.set_num_threads(1)
     if isinstance(encoder, weakref.ref):
         own = encoder()
-        assert own is not None  # the parent's encoder, alive while its pool is
+        if own is None:  # the parent's encoder, alive while its pool is
+            raise RuntimeError("Internal error: the encoder of a worker pool is gone.")
         own._workers = WorkerPool()  # the parent's workers are not this process's
         own.num_threads, own.processes = 1, 1
         _ENCODER = own
