@@ -213,6 +213,11 @@ class PropensityModel(PropensityModule):
             size that holds the whole training split and a few epochs). Full-batch L-BFGS
             (:class:`ConvergedLBFGS`) ends the fit after the epoch whose step converged.
         lbfgs_max_iter: L-BFGS iterations per optimizer step (per batch).
+        early_stopping_patience: validation epochs without a lower ``val_loss`` before training
+            stops, for a network whose loss sits on a plateau for a while before it falls
+            (SHERBERT on a weak signal): :meth:`configure_callbacks` then gives the trainer an
+            ``EarlyStopping`` on ``val_loss`` with this patience, which replaces the trainer's own
+            (Lightning's rule for a model's callbacks). None (default) keeps the trainer's.
     """
 
     def __init__(
@@ -222,6 +227,7 @@ class PropensityModel(PropensityModule):
         weight_decay: float = 0.0,
         optimizer: str = "adam",
         lbfgs_max_iter: int = 50,
+        early_stopping_patience: Optional[int] = None,
     ) -> None:
         super().__init__()
         owner = type(self).__name__  # a subclass's errors name the subclass
@@ -229,11 +235,29 @@ class PropensityModel(PropensityModule):
         self.weight_decay = check_real(weight_decay, "weight_decay", owner, low=0.0)
         self.optimizer_name = check_options(optimizer, "optimizer", owner, _OPTIMIZERS)
         self.lbfgs_max_iter = check_int(lbfgs_max_iter, "lbfgs_max_iter", owner, low=1)
+        self.early_stopping_patience = (
+            None
+            if early_stopping_patience is None
+            else check_int(early_stopping_patience, "early_stopping_patience", owner, low=1)
+        )
         self.net = as_net(net, owner)
         self._train_loss: Optional[torch.Tensor] = None  # (weighted sum, units) of this epoch's training losses
         self._step_batch: Optional[Batch] = None  # the batch of an exact step (optimizer_step), between the calls
         self.save_hyperparameters(ignore=["net"])  # a subclass's own __init__ arguments too (Lightning reads its frame)
         save_net_config(self, owner)
+
+    def configure_callbacks(self) -> list[L.Callback]:
+        """The model's own ``EarlyStopping`` on ``val_loss`` when it sets ``early_stopping_patience``.
+
+        Lightning puts a model's callbacks in place of the trainer's of the same type, so this one
+        replaces the early stopping of ``configs/trainer/default.yaml`` (patience 5) for this model
+        only; without the argument the trainer's callbacks stay as they are.
+        """
+        if self.early_stopping_patience is None:
+            return []
+        from lightning.pytorch.callbacks import EarlyStopping
+
+        return [EarlyStopping(monitor="val_loss", mode="min", patience=self.early_stopping_patience)]
 
     def setup(self, stage: str) -> None:
         super().setup(stage)
