@@ -380,6 +380,44 @@ def test_command_errors(tmp_path, tiny_corpus, capsys):
     assert "1 finished cells of grid 'tiny'" in capsys.readouterr().err
 
 
+def test_rerun_changed_runs_only_the_cells_whose_configuration_changed(tmp_path, tiny_corpus, capsys):
+    """A changed model YAML reruns that model's cells (old rows gone), and leaves the others untouched."""
+    model = tmp_path / "unadjusted_copy.yaml"
+    model.write_text((config_dir() / "model" / "unadjusted.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    config = write_grid(tmp_path, tiny_corpus, models=("oracle", str(model)), levels=(1,))
+    assert run(config, tmp_path) == 0
+    engine = db(tmp_path)
+    before = store.ledger(engine, "tiny")
+    old_rows = store.read_results(engine, "tiny")
+    model.write_text(model.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    grid = load_grid(config)
+    (edited,) = [c for c in grid.cells if c.model == "unadjusted_copy"]
+    (kept,) = [c for c in grid.cells if c.model == "oracle"]
+    capsys.readouterr()
+
+    assert run(config, tmp_path, "--dry-run") == 0  # the dry run names it and changes nothing
+    out = capsys.readouterr().out
+    assert f"{edited.cell_id}\tchanged" in out and f"{kept.cell_id}\tok" in out
+    assert "(1 done, 1 changed since they ran)" in out
+    assert run(config, tmp_path) == 2  # without the flag: refused, nothing deleted
+    assert "or run those cells again with --rerun-changed" in capsys.readouterr().err
+    assert store.ledger(engine, "tiny")[edited.cell_id].token == before[edited.cell_id].token
+
+    assert run(config, tmp_path, "--rerun-changed") == 0
+    assert "1 finished cells whose configuration changed (unadjusted_copy) are run again" in capsys.readouterr().err
+    after = store.ledger(engine, "tiny")
+    assert after[edited.cell_id].config_hash == edited.config_hash != before[edited.cell_id].config_hash
+    assert after[edited.cell_id].token != before[edited.cell_id].token
+    assert (after[kept.cell_id].token, after[kept.cell_id].started_at) == (
+        before[kept.cell_id].token,
+        before[kept.cell_id].started_at,
+    )
+    rows = store.read_results(engine, "tiny")
+    assert len(rows) == len(old_rows) and not rows.duplicated(["cell_id", "estimator"]).any()
+    assert (rows[rows.cell_id == edited.cell_id]["config_hash"] == edited.config_hash).all()
+    assert run(config, tmp_path) == 0  # and the grid is whole again: a plain rerun has nothing to do
+
+
 def test_dry_run_lists_cells_and_creates_nothing(tmp_path, tiny_corpus, capsys):
     config = write_grid(tmp_path, tiny_corpus)
     assert run(config, tmp_path, "--dry-run") == 0

@@ -6,7 +6,8 @@
     textcause benchmark --config configs/benchmark/smoke.yaml --method mypkg.methods:MyMethod  # add a method
 
 See :mod:`textcause.grid.runner` for how cells are scheduled, claimed and resumed. Rerunning the
-same command resumes a killed run; ``--retry-failed`` runs failed cells again.
+same command resumes a killed run; ``--retry-failed`` runs failed cells again, ``--rerun-changed``
+the finished cells whose model YAML, options or evaluation settings changed since they ran.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ def build_parser() -> CommandParser:
         help="also evaluate this importable method (a textcause.methods propensity or effect method; repeatable)",
     )
     parser.add_argument("--retry-failed", action="store_true", help="run failed cells again")
+    parser.add_argument(
+        "--rerun-changed",
+        action="store_true",
+        help="run again finished cells whose configuration changed (their old rows are deleted)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="list the cells and their status, run nothing")
     parser.add_argument("--heartbeat", type=int, default=HEARTBEAT_INTERVAL, help=argparse.SUPPRESS)
     parser.add_argument(
@@ -71,6 +77,7 @@ def benchmark_main(argv: Sequence[str]) -> int:
             threads=args.threads,
             methods=args.method or (),
             retry_failed=args.retry_failed,
+            rerun_changed=args.rerun_changed,
             dry_run=args.dry_run,
             heartbeat=args.heartbeat,
             freeze_gc=True,  # this command's own process

@@ -197,13 +197,22 @@ def _wait_for_exit(procs: list[Any], timeout: float) -> None:
             return
 
 
-def _check_config_unchanged(grid: Grid, engine: Any) -> None:
+def _check_config_unchanged(grid: Grid, engine: Any, rerun_changed: bool = False) -> None:
     changed = grid.reconfigured(store.ledger(engine, grid.name))
-    if changed:
+    if changed and rerun_changed:
+        models = sorted({c.model for c in grid.cells if c.cell_id in set(changed)})
+        forgotten = store.forget_cells(engine, grid.name, changed)
+        print(
+            f"{grid.name}: {forgotten} finished cells whose configuration changed ({', '.join(models)}) "
+            "are run again; their old rows are deleted.",
+            file=sys.stderr,
+            flush=True,
+        )
+    elif changed:
         raise ValueError(
             f"{len(changed)} finished cells of grid '{grid.name}' (e.g. {changed[0]}) were run with another "
             "configuration (a model YAML, an override or the evaluation settings changed): give the grid a new "
-            "name, or point --db at another database."
+            "name, point --db at another database, or run those cells again with --rerun-changed."
         )
 
 
@@ -216,6 +225,7 @@ def run_benchmark(
     threads: int | None = None,
     methods: Sequence[str] = (),
     retry_failed: bool = False,
+    rerun_changed: bool = False,
     dry_run: bool = False,
     heartbeat: int = HEARTBEAT_INTERVAL,
     freeze_gc: bool = False,
@@ -231,7 +241,10 @@ def run_benchmark(
         threads: torch threads per worker (default: the grid's, else cores // workers).
         methods: more ``package.module:Name`` methods to evaluate.
         retry_failed: run failed cells again.
-        dry_run: list the cells and their status, run nothing.
+        rerun_changed: finished cells whose configuration changed since they ran (a model YAML, an
+            override, a search space or the evaluation settings) are deleted, result rows and all,
+            and run again; without it such cells stop the run before anything starts.
+        dry_run: list the cells and their status (``changed`` for those), run nothing.
         heartbeat: seconds between Optuna heartbeats.
         freeze_gc: with one worker (in this process), freeze what lives after its first trained
             cell out of the garbage collector's scans (:func:`~textcause.grid.worker.worker_loop`);
@@ -250,7 +263,7 @@ def run_benchmark(
     Raises:
         ValueError: a bad option or grid, a cell whose model config, corpus or options cannot run
             (:func:`~textcause.grid.precheck.check_cells`, before anything runs), or finished cells
-            run under another configuration.
+            run under another configuration (without ``rerun_changed``).
     """
     check_int(workers, "workers", "run_benchmark", low=1)
     if threads is not None:
@@ -264,7 +277,7 @@ def run_benchmark(
         return _dry_run(grid, url, str(config))
     check_cells(grid.cells, str(config))  # every cell's settings, before anything is opened or run
     engine = store.open_store(url)
-    _check_config_unchanged(grid, engine)
+    _check_config_unchanged(grid, engine, rerun_changed)
     open_study(grid, url, create=True, heartbeat_interval=heartbeat, grace_period=GRACE_FACTOR * heartbeat)
     since = store.utcnow()
     threads = threads or grid.threads or max(1, (os.cpu_count() or 1) // workers)
@@ -352,16 +365,20 @@ def _dry_run(grid: Grid, url: str, source: str) -> int:
         if sa.inspect(engine).has_table(store.cells.name):
             rows = store.ledger(engine, grid.name)
         engine.dispose()
+    changed = set(grid.reconfigured(rows))
     missing: dict[str, str] = {}
     for cell in grid.cells:
         if cell.method is None and not Path(cell.model_path).is_file():
             missing[cell.model] = str(cell.model_path)
             status = "cannot run: no model config"
+        elif cell.cell_id in changed:
+            status = "changed"  # finished under another configuration: --rerun-changed runs it again
         else:
             status = rows[cell.cell_id].status if cell.cell_id in rows else "todo"
         print(f"{cell.cell_id}\t{status}")
-    done = sum(rows[c.cell_id].status == "ok" for c in grid.cells if c.cell_id in rows)
-    print(f"{grid.name}: {len(grid.cells)} cells ({done} done) in {url}")
+    done = sum(rows[c.cell_id].status == "ok" for c in grid.cells if c.cell_id in rows and c.cell_id not in changed)
+    note = f", {len(changed)} changed since they ran" if changed else ""
+    print(f"{grid.name}: {len(grid.cells)} cells ({done} done{note}) in {url}")
     if missing:
         names = ", ".join(f"'{m}' (expected {p})" for m, p in sorted(missing.items()))
         print(f"error: the grid names model configs that do not exist: {names}.", file=sys.stderr)

@@ -34,6 +34,7 @@ __all__ = [
     "cell_rows",
     "claim_decision",
     "finish_cell",
+    "forget_cells",
     "ledger",
     "progress",
     "try_claim",
@@ -175,6 +176,35 @@ def finish_cell(
         conn.execute(sa.delete(results).where(results.c.cell_id == cell_id))
         if clean:
             conn.execute(sa.insert(results), clean)
+
+
+def forget_cells(engine: sa.Engine, grid: str, cell_ids: Sequence[str]) -> int:
+    """Delete finished cells of ``grid`` (their ledger rows and result rows), so that they run again.
+
+    For cells whose configuration changed since they ran (``textcause benchmark --rerun-changed``):
+    their old rows describe a configuration the grid no longer has, so they go, in one transaction,
+    rather than stay readable beside the new ones. Only ``ok`` and ``failed`` cells are deleted; a
+    ``running`` cell is left to its worker.
+
+    Returns:
+        The number of cells deleted.
+    """
+    ids = list(dict.fromkeys(cell_ids))
+    if not ids:
+        return 0
+    with engine.begin() as conn:
+        found = [
+            r.cell_id
+            for r in conn.execute(
+                sa.select(cells.c.cell_id).where(
+                    cells.c.grid == grid, cells.c.cell_id.in_(ids), cells.c.status.in_(("ok", "failed"))
+                )
+            )
+        ]
+        if found:
+            conn.execute(sa.delete(results).where(results.c.cell_id.in_(found)))
+            conn.execute(sa.delete(cells).where(cells.c.cell_id.in_(found)))
+    return len(found)
 
 
 def cell_rows(engine: sa.Engine, cell_id: str) -> list[dict[str, Any]]:
