@@ -1,5 +1,6 @@
 """The whole loop on a synthetic corpus: a candidate blind to the inserted posts is ranked last and
-avoided, the report is written, and a rerun redoes no finished cell or model."""
+avoided, the report is written, a rerun redoes no finished cell or model, and a changed candidate
+is calibrated again."""
 
 from __future__ import annotations
 
@@ -57,3 +58,10 @@ def test_the_blind_candidate_ranks_last_and_a_rerun_redoes_nothing(tmp_path):
     saved = json.loads((out / "advise.json").read_text())["robustness"]
     assert saved["refuters"] == found["refuters"] and saved["sentence"] == found["sentence"]
     assert (out / "advise.html").read_text().count("data:image/png;base64") == 3
+
+    # a candidate whose options changed is calibrated again, and only it (its old rows deleted)
+    changed = dict(config, model_overrides={"lr_unigram_binary": {"model.init_args.weight_decay": 0.01}})
+    fourth = advise(advise_from_dict(changed, source="toy.yaml"), out)
+    rerun = _finished(fourth["store"], fourth["grid"])
+    assert set(rerun) == set(again)
+    assert {c for c in rerun if rerun[c] != again[c]} == {c for c in again if "/lr_unigram_binary/" in c}

@@ -58,9 +58,12 @@ def run_calibration(
 ) -> tuple[str, str]:
     """Write ``calibration.yaml`` and run (or resume) it; returns ``(database URL, grid name)``.
 
+    Finished cells are reused while their configuration holds; a cell whose candidate's model YAML,
+    options or evaluation changed since it ran is run again (``rerun_changed``), as the estimate
+    stage refits a changed model.
+
     Raises:
-        ValueError: a cell that cannot run (checked before any cell runs), or finished cells of the
-            same grid run under another configuration.
+        ValueError: a cell that cannot run (checked before any cell runs).
     """
     grid = grid_spec(spec, prepared)
     path = out / "calibration.yaml"
@@ -69,7 +72,7 @@ def run_calibration(
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         atomic_write_text(path, text)
     url = db or default_url(out)
-    run_benchmark(path, db=url, out=out / "calibration", workers=workers)
+    run_benchmark(path, db=url, out=out / "calibration", workers=workers, rerun_changed=True)
     return url, grid["name"]
 
 
