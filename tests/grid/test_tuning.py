@@ -47,7 +47,10 @@ def test_the_shipped_weld_grids_tune_every_network_and_agree():
     weld = load_grid(ROOT / "configs" / "benchmark" / "weld.yaml")
     twitter = load_grid(ROOT / "configs" / "benchmark" / "weld_twitter.yaml")
     tuned = {c.model for c in weld.cells if c.search}  # the LRs choose their penalty inside their own fit
-    assert tuned == {f"nn_{r}" for r in ("unigram_binary", "bigram_binary", "bigram_counts", "lda")}
+    networks = {f"nn_{r}" for r in ("unigram_binary", "bigram_binary", "bigram_counts", "lda")}
+    assert tuned == networks | {"sherbert_pooled"}
+    sherbert = next(c for c in weld.cells if c.model == "sherbert_pooled")
+    assert dict(sherbert.search) == {"model.init_args.lr": (0.001, 0.003)}  # the YAML's 0.001 is a candidate
     nn = next(c for c in weld.cells if c.model == "nn_bigram_binary")
     assert 0.01 in dict(nn.search)[WD] and 0.01 in dict(nn.search)["model.init_args.lr"]  # the defaults are candidates
     hashes = {c.cell_id: (c.config_hash, c.search) for c in weld.cells}
