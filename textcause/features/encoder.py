@@ -34,7 +34,7 @@ from textcause.features.encoder_inputs import (
     without_lone_surrogates,
 )
 from textcause.features.encoder_spec import EncoderSpec, resolve_encoder
-from textcause.features.encoder_workers import WorkerPool, workers_for
+from textcause.features.encoder_workers import EncodePlan, WorkerPool, encode_plan
 from textcause.validation import check_int, check_options, check_that
 
 __all__ = ["BF16_MIN_COSINE", "POOLINGS", "PRECISIONS", "EncodedPosts", "Encoder"]
@@ -157,6 +157,7 @@ class Encoder:
         self.precision_used: str | None = None if precision == "auto" else precision
         self.forward_calls = 0
         self.bf16_cosine: float | None = None
+        self.last_plan: EncodePlan | None = None  # how the last encode call ran
 
     @property
     def tokenizer(self) -> Any:
@@ -267,8 +268,10 @@ class Encoder:
             values = np.empty((int(offsets[-1]), self.dim), dtype=np.float32)
         order = np.argsort(lengths, kind="stable")
         pad_id = self.tokenizer.pad_token_id or 0
-        workers = self._workers_for(n)  # before the thread count is raised for the encode below
-        with torch_threads(self.num_threads or os.cpu_count() or 1), torch.inference_mode():
+        plan = self.last_plan = self._plan(n)  # before the thread count is set for the encode below
+        workers = plan.processes
+        # with workers, this process waits on one thread: no OpenMP team of its own to spin meanwhile
+        with torch_threads(1 if workers > 1 else plan.threads), torch.inference_mode():
             if self.precision_used is None and n:
                 probe = order[n // 2 : n // 2 + 16]  # typical lengths, not the shortest posts
                 self.precision_used = self._choose_precision(*pad_batch(ids, lengths, probe, pad_id))
@@ -299,9 +302,13 @@ class Encoder:
                         progress(len(idx))
         return EncodedPosts(vectors, values, offsets)
 
+    def _plan(self, n: int) -> EncodePlan:
+        """Processes and threads of a call with ``n`` posts (see :func:`encode_plan`)."""
+        return encode_plan(n, self.processes, self.num_threads)
+
     def _workers_for(self, n: int) -> int:
-        """How many worker processes a call with ``n`` posts uses (1: none; see :func:`workers_for`)."""
-        return workers_for(n, self.processes, self.num_threads)
+        """How many worker processes a call with ``n`` posts uses (1: none; see :func:`encode_plan`)."""
+        return self._plan(n).processes
 
     def close(self) -> None:
         """Stop the worker processes, if any (they also stop when the encoder is garbage-collected)."""
