@@ -213,6 +213,7 @@ def _run_child(engine: str, folder: str, spec: dict) -> dict:
 
 def old_package(ref: str, folder: str) -> str:
     """``textcause/`` as of git ``ref``, extracted into ``folder``; returns ``folder``."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "textcause"], capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=True)
     return folder

@@ -79,16 +79,20 @@ class Encoder:
             padded to their longest post).
         batch_tokens: at most this many padded tokens per forward pass (None: ``batch_size``
             posts whatever their length): short posts go in large batches, long ones in smaller.
-        num_threads: torch threads while encoding (restored after); None uses ``os.cpu_count()``.
+        num_threads: torch threads while encoding in this process (restored after); None: chosen by
+            :func:`~textcause.features.encoder_workers.encode_plan` from the CPUs available (affinity,
+            cgroup quota, load and ``OMP_WAIT_POLICY``), not from ``os.cpu_count()``.
         layer: the token states returned by ``encode(token_cap=...)``: None for the last layer, k for
             the hidden state after transformer layer k (0 = the embedding output; k = the number
             of layers is the last layer and becomes None). Pooled vectors always use the last layer.
         processes: encode in this many worker processes of one torch thread each (1: in this
-            process, on ``num_threads`` threads). None: on Linux, one per core (at most this
-            process's torch threads) when that is more than one, ``num_threads`` is not set and a
-            call has at least ``PARALLEL_MIN_POSTS`` posts. Never from a daemonic process. The
-            workers start on the first such call and stay until :meth:`close` (or until the
-            encoder is garbage-collected).
+            process). None: :func:`~textcause.features.encoder_workers.encode_plan` decides: on
+            Linux, one single-threaded worker per available CPU (affinity and cgroup quota, within
+            this process's torch threads) for a call of at least ``PARALLEL_MIN_POSTS`` posts when
+            ``num_threads`` is not set; else in this process on the CPUs the load leaves free. The
+            environment variable ``TEXTCAUSE_ENCODER_PLAN="PxT"`` (e.g. ``"1x2"``) fixes both where
+            neither argument is given. Never from a daemonic process. The workers start on the
+            first such call and stay until :meth:`close` (or until the encoder is garbage-collected).
         attention: ``"auto"``: on CPU, :func:`short_attention` for a model whose attention layers
             take a registered function (BERT, all-MiniLM-L6-v2 among them; transformers'
             ``AttentionInterface``), else the model's own; or a name for transformers'
