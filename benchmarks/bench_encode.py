@@ -16,6 +16,12 @@ encoder's worker processes can get at most, and the script prints the fraction o
     .venv/bin/python benchmarks/bench_encode.py --all --corpus twitter # fill the real cache (corpus + bank)
     .venv/bin/python benchmarks/bench_encode.py --all --corpus twitter --store-tokens --token-cap 32
 
+    .venv/bin/python benchmarks/bench_encode.py --busy 2 --n 3000      # under contention (_encode_busy.py)
+
+``--busy N`` runs only the contention benchmark of ``benchmarks/_encode_busy.py``: N extra
+single-threaded matmul processes while textcause's new and old defaults and both peers
+(sentence-transformers, Hugging Face ``AutoModel`` with sorted batches) encode, alternately.
+
 ``--all`` encodes every distinct post of the corpus's users (first 60 posts each) and of the
 synthetic post bank into ``textcause.paths.cache_root()/embeddings`` (resumable: rerun after a kill).
 
