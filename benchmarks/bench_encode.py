@@ -16,6 +16,12 @@ encoder's worker processes can get at most, and the script prints the fraction o
     .venv/bin/python benchmarks/bench_encode.py --all --corpus twitter # fill the real cache (corpus + bank)
     .venv/bin/python benchmarks/bench_encode.py --all --corpus twitter --store-tokens --token-cap 32
 
+    .venv/bin/python benchmarks/bench_encode.py --busy 2 --n 3000      # under contention (_encode_busy.py)
+
+``--busy N`` runs only the contention benchmark of ``benchmarks/_encode_busy.py``: N extra
+single-threaded matmul processes while textcause's new and old defaults and both peers
+(sentence-transformers, Hugging Face ``AutoModel`` with sorted batches) encode, alternately.
+
 ``--all`` encodes every distinct post of the corpus's users (first 60 posts each) and of the
 synthetic post bank into ``textcause.paths.cache_root()/embeddings`` (resumable: rerun after a kill).
 
@@ -51,6 +57,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -491,6 +498,22 @@ def openvino_peer_run(cache, posts: list[str], max_tokens: int, batch_size: int,
     return out
 
 
+_ENGINES = ("textcause", "textcause-old", "sentence-transformers", "hf-automodel")
+
+
+def busy_main(args: argparse.Namespace) -> None:
+    """``--busy N``: textcause (new and old default) against both peers with N extra busy processes."""
+    import numpy as np
+    from _encode_busy import run_busy
+
+    posts = corpus_posts(args.corpus, args.max_posts, with_bank=False)
+    rng = np.random.default_rng(0)
+    posts = [posts[i] for i in np.sort(rng.choice(len(posts), size=min(args.n, len(posts)), replace=False))]
+    threads = args.peer_threads or len(os.sched_getaffinity(0))
+    out = run_busy(posts, args.busy, args.rounds, args.engines.split(","), args.max_tokens, threads, args.old_ref)
+    print(json.dumps(out, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default="twitter", help="a corpus name or path for load_histories")
@@ -549,7 +572,23 @@ def main() -> None:
         help="also time OpenVINO (bf16, one request on all cores and one stream per core) on the same posts",
     )
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--busy",
+        type=int,
+        default=None,
+        metavar="N",
+        help="only the contention benchmark (benchmarks/_encode_busy.py): N extra single-threaded matmul "
+        "processes while textcause's old and new defaults and both peers encode, alternately (0: no extra load)",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of every engine with --busy")
+    parser.add_argument("--peer-threads", type=int, default=0, help="the peers' torch threads (0: available CPUs)")
+    parser.add_argument("--old-ref", default="226ce67", help="git ref of the old default's package (--busy)")
+    parser.add_argument(
+        "--engines", default=",".join(_ENGINES), help="with --busy: the engines, comma-separated, textcause first"
+    )
     args = parser.parse_args()
+    if args.busy is not None:
+        return busy_main(args)
 
     import numpy as np
 

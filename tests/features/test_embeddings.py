@@ -608,7 +608,8 @@ def test_auto_processes_only_for_large_calls_on_several_cores(tiny, monkeypatch)
     enc = Encoder(str(tiny))
     monkeypatch.setattr(encoder_workers, "can_fork", lambda: True)
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(encoder_workers, "available_cpus", lambda: 2)
+    monkeypatch.delenv(encoder_workers.PLAN_ENV, raising=False)
     assert enc._workers_for(encoder_workers.PARALLEL_MIN_POSTS - 1) == 1
     assert enc._workers_for(encoder_workers.PARALLEL_MIN_POSTS) == 2
     assert Encoder(str(tiny), num_threads=1)._workers_for(10**6) == 1
@@ -621,7 +622,7 @@ def test_auto_processes_only_for_large_calls_on_several_cores(tiny, monkeypatch)
         m.setattr(multiprocessing.current_process(), "daemon", True)
         assert enc._workers_for(10**6) == 1  # a daemonic process may not have children
     assert not multiprocessing.current_process().daemon
-    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(encoder_workers, "available_cpus", lambda: 1)  # affinity / quota: one CPU
     assert enc._workers_for(10**6) == 1
     with pytest.raises(ValueError, match="The 'processes' parameter of Encoder must be an int >= 1"):
         Encoder(str(tiny), processes=0)
@@ -709,3 +710,90 @@ def test_encoder_uses_short_attention_on_cpu_and_matches_the_models_own(tiny, mo
 def test_encoder_attention_must_be_a_name(tiny):
     with pytest.raises(ValueError, match="'attention' parameter of Encoder must be a non-empty str"):
         Encoder(str(tiny), attention=None)
+
+
+# ----------------------------------------------------------------------------- the encode plan (issue 46)
+
+
+def _plan(n=10**6, **kw):
+    from textcause.features.encoder_workers import encode_plan
+
+    base = dict(cpus=2, load=0.0, machine_cpus=2, thread_budget=2, wait_policy=None, forkable=True, daemon=False)
+    base.update(override=None)
+    base.update(kw)
+    return encode_plan(n, **base)
+
+
+def test_plan_uses_one_single_threaded_worker_per_available_cpu_for_large_calls():
+    from textcause.features.encoder_workers import PARALLEL_MIN_POSTS
+
+    assert (_plan().processes, _plan().threads) == (2, 1)
+    assert (_plan(load=9.0).processes, _plan(load=9.0).threads) == (2, 1)  # busy: independent workers still
+    assert (_plan(cpus=4, machine_cpus=64, thread_budget=64).processes) == 4  # affinity / quota, not cpu_count
+    small = _plan(PARALLEL_MIN_POSTS - 1)
+    assert (small.processes, small.threads) == (1, 2)  # quiet machine: in this process on both CPUs
+
+
+def test_plan_in_process_on_a_busy_machine_depends_on_the_wait_policy():
+    assert _plan(100, load=3.0).threads == 1  # 2 others on 2 CPUs: none free
+    assert _plan(100, load=3.0, wait_policy="PASSIVE").threads == 1
+    four = dict(cpus=4, machine_cpus=4, thread_budget=4)
+    assert _plan(100, load=2.0, **four).threads == 1  # ACTIVE / unset: no team that spins at barriers
+    assert _plan(100, load=2.0, wait_policy="passive", **four).threads == 3  # 1 other: 3 of 4 free
+    assert _plan(100, load=1.2, **four).threads == 4  # only this process running: all free
+    # load on a 64-CPU machine spread over it: 32 busy CPUs leave our 4 (affinity) half free
+    assert _plan(100, load=33.0, machine_cpus=64, thread_budget=64, cpus=4, wait_policy="PASSIVE").threads == 2
+
+
+def test_plan_overrides_and_limits():
+    assert _plan(processes=3).describe() == "3x1 (processes given)"
+    assert (_plan(processes=1).processes, _plan(processes=1).threads) == (1, 2)
+    assert (_plan(num_threads=1).processes, _plan(num_threads=1).threads) == (1, 1)
+    assert _plan(override="1x2").describe() == "1x2 (TEXTCAUSE_ENCODER_PLAN=1x2)"
+    assert _plan(override="1x2", processes=2).processes == 2  # the argument wins over the variable
+    with pytest.raises(ValueError, match="TEXTCAUSE_ENCODER_PLAN environment variable must be 'PxT'"):
+        _plan(override="two")
+    with pytest.raises(ValueError, match="must be 'PxT'"):
+        _plan(override="0x1")
+    assert _plan(thread_budget=1).processes == 1  # a grid worker given one thread
+    assert _plan(daemon=True).processes == 1 and _plan(daemon=True, processes=2).processes == 1
+    assert _plan(forkable=False).processes == 1
+    assert _plan(cpus=1).processes == 1
+
+
+def test_available_cpus_reads_affinity_and_the_cgroup_quota(tmp_path):
+    from textcause.features.encoder_workers import available_cpus, cgroup_cpu_quota
+
+    assert available_cpus(affinity=8, quota=None) == 8
+    assert available_cpus(affinity=8, quota=2.0) == 2
+    assert available_cpus(affinity=8, quota=1.5) == 2 and available_cpus(affinity=8, quota=0.2) == 1
+    assert available_cpus(affinity=2, quota=16.0) == 2
+    (tmp_path / "v2").mkdir()
+    (tmp_path / "v2" / "cpu.max").write_text("150000 100000\n")
+    assert cgroup_cpu_quota(str(tmp_path / "v2")) == 1.5
+    (tmp_path / "v2" / "cpu.max").write_text("max 100000\n")
+    assert cgroup_cpu_quota(str(tmp_path / "v2")) is None
+    v1 = tmp_path / "v1" / "cpu"
+    v1.mkdir(parents=True)
+    (v1 / "cpu.cfs_quota_us").write_text("300000\n")
+    (v1 / "cpu.cfs_period_us").write_text("100000\n")
+    assert cgroup_cpu_quota(str(tmp_path / "v1")) == 3.0
+    (v1 / "cpu.cfs_quota_us").write_text("-1\n")
+    assert cgroup_cpu_quota(str(tmp_path / "v1")) is None
+    assert cgroup_cpu_quota(str(tmp_path / "none")) is None
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16-full"])
+def test_the_new_default_gives_the_old_paths_vectors_to_the_bit(tiny, monkeypatch, precision):
+    """Workers (the old default), in process on 1 and on 2 threads: the same bits, whatever the plan."""
+    posts = _many_posts(200)
+    workers = Encoder(str(tiny), precision=precision, batch_size=8, processes=2)
+    old = workers.encode(posts).vectors
+    workers.close()
+    for threads in (1, 2):
+        enc = Encoder(str(tiny), precision=precision, batch_size=8, processes=1, num_threads=threads)
+        np.testing.assert_array_equal(enc.encode(posts).vectors, old)
+    monkeypatch.setenv("TEXTCAUSE_ENCODER_PLAN", "1x1")
+    enc = Encoder(str(tiny), precision=precision, batch_size=8)
+    np.testing.assert_array_equal(enc.encode(posts).vectors, old)
+    assert enc.last_plan is not None and enc.last_plan.reason == "TEXTCAUSE_ENCODER_PLAN=1x1"

@@ -34,7 +34,7 @@ from textcause.features.encoder_inputs import (
     without_lone_surrogates,
 )
 from textcause.features.encoder_spec import EncoderSpec, resolve_encoder
-from textcause.features.encoder_workers import WorkerPool, workers_for
+from textcause.features.encoder_workers import EncodePlan, WorkerPool, encode_plan
 from textcause.validation import check_int, check_options, check_that
 
 __all__ = ["BF16_MIN_COSINE", "POOLINGS", "PRECISIONS", "EncodedPosts", "Encoder"]
@@ -79,16 +79,20 @@ class Encoder:
             padded to their longest post).
         batch_tokens: at most this many padded tokens per forward pass (None: ``batch_size``
             posts whatever their length): short posts go in large batches, long ones in smaller.
-        num_threads: torch threads while encoding (restored after); None uses ``os.cpu_count()``.
+        num_threads: torch threads while encoding in this process (restored after); None: chosen by
+            :func:`~textcause.features.encoder_workers.encode_plan` from the CPUs available (affinity,
+            cgroup quota, load and ``OMP_WAIT_POLICY``), not from ``os.cpu_count()``.
         layer: the token states returned by ``encode(token_cap=...)``: None for the last layer, k for
             the hidden state after transformer layer k (0 = the embedding output; k = the number
             of layers is the last layer and becomes None). Pooled vectors always use the last layer.
         processes: encode in this many worker processes of one torch thread each (1: in this
-            process, on ``num_threads`` threads). None: on Linux, one per core (at most this
-            process's torch threads) when that is more than one, ``num_threads`` is not set and a
-            call has at least ``PARALLEL_MIN_POSTS`` posts. Never from a daemonic process. The
-            workers start on the first such call and stay until :meth:`close` (or until the
-            encoder is garbage-collected).
+            process). None: :func:`~textcause.features.encoder_workers.encode_plan` decides: on
+            Linux, one single-threaded worker per available CPU (affinity and cgroup quota, within
+            this process's torch threads) for a call of at least ``PARALLEL_MIN_POSTS`` posts when
+            ``num_threads`` is not set; else in this process on the CPUs the load leaves free. The
+            environment variable ``TEXTCAUSE_ENCODER_PLAN="PxT"`` (e.g. ``"1x2"``) fixes both where
+            neither argument is given. Never from a daemonic process. The workers start on the
+            first such call and stay until :meth:`close` (or until the encoder is garbage-collected).
         attention: ``"auto"``: on CPU, :func:`short_attention` for a model whose attention layers
             take a registered function (BERT, all-MiniLM-L6-v2 among them; transformers'
             ``AttentionInterface``), else the model's own; or a name for transformers'
@@ -157,6 +161,7 @@ class Encoder:
         self.precision_used: str | None = None if precision == "auto" else precision
         self.forward_calls = 0
         self.bf16_cosine: float | None = None
+        self.last_plan: EncodePlan | None = None  # how the last encode call ran
 
     @property
     def tokenizer(self) -> Any:
@@ -267,8 +272,10 @@ class Encoder:
             values = np.empty((int(offsets[-1]), self.dim), dtype=np.float32)
         order = np.argsort(lengths, kind="stable")
         pad_id = self.tokenizer.pad_token_id or 0
-        workers = self._workers_for(n)  # before the thread count is raised for the encode below
-        with torch_threads(self.num_threads or os.cpu_count() or 1), torch.inference_mode():
+        plan = self.last_plan = self._plan(n)  # before the thread count is set for the encode below
+        workers = plan.processes
+        # with workers, this process waits on one thread: no OpenMP team of its own to spin meanwhile
+        with torch_threads(1 if workers > 1 else plan.threads), torch.inference_mode():
             if self.precision_used is None and n:
                 probe = order[n // 2 : n // 2 + 16]  # typical lengths, not the shortest posts
                 self.precision_used = self._choose_precision(*pad_batch(ids, lengths, probe, pad_id))
@@ -299,9 +306,13 @@ class Encoder:
                         progress(len(idx))
         return EncodedPosts(vectors, values, offsets)
 
+    def _plan(self, n: int) -> EncodePlan:
+        """Processes and threads of a call with ``n`` posts (see :func:`encode_plan`)."""
+        return encode_plan(n, self.processes, self.num_threads)
+
     def _workers_for(self, n: int) -> int:
-        """How many worker processes a call with ``n`` posts uses (1: none; see :func:`workers_for`)."""
-        return workers_for(n, self.processes, self.num_threads)
+        """How many worker processes a call with ``n`` posts uses (1: none; see :func:`encode_plan`)."""
+        return self._plan(n).processes
 
     def close(self) -> None:
         """Stop the worker processes, if any (they also stop when the encoder is garbage-collected)."""

@@ -10,6 +10,7 @@ workers do; elsewhere they are spawned and load the weights themselves.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,7 +18,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BATCHES_PER_TASK", "PARALLEL_MIN_POSTS", "WorkerPool", "can_fork", "workers_for"]
+__all__ = [
+    "BATCHES_PER_TASK",
+    "PARALLEL_MIN_POSTS",
+    "PLAN_ENV",
+    "EncodePlan",
+    "WorkerPool",
+    "available_cpus",
+    "can_fork",
+    "cgroup_cpu_quota",
+    "encode_plan",
+    "workers_for",
+]
 
 #: ``processes=None`` uses worker processes only for a call with at least this many posts (a few
 #: seconds of work on 2 cores): smaller calls gain less than forking the workers and their last
@@ -35,32 +47,177 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
 
-def workers_for(n: int, processes: int | None, num_threads: int | None) -> int:
-    """How many worker processes a call with ``n`` posts uses (1: none).
+#: An explicit plan for every encoder of the process, ``"PxT"``: P worker processes of T torch threads
+#: each (``"1x2"``: in this process on 2 threads; ``"2x1"``: two single-threaded workers). The
+#: encoder's own ``processes`` / ``num_threads`` arguments still win over it.
+PLAN_ENV = "TEXTCAUSE_ENCODER_PLAN"
 
-    Never from a daemonic process (a pool's worker may not start processes of its own). In auto mode
-    (``processes`` None), one per core when forking is possible, ``num_threads`` is not set and
-    ``n >= PARALLEL_MIN_POSTS``, and at most this process's torch thread budget: a grid worker given
-    one thread (``textcause benchmark --workers 2`` on 2 cores) encodes in its own process.
+
+@dataclass(frozen=True)
+class EncodePlan:
+    """How one encode call runs: ``processes`` worker processes (1: in this process) of ``threads``
+    torch threads each, and why (``reason``)."""
+
+    processes: int
+    threads: int
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.processes}x{self.threads} ({self.reason})"
+
+
+def cgroup_cpu_quota(root: str = "/sys/fs/cgroup") -> float | None:
+    """The CPUs this process's cgroup may use (quota / period), or None where there is no limit.
+
+    Reads cgroup v2's ``cpu.max`` ("max 100000" or "200000 100000"), else v1's ``cpu/cpu.cfs_quota_us``
+    and ``cpu.cfs_period_us`` (quota -1: none), of the cgroup hierarchy's root as mounted in this
+    process's namespace (a container sees its own there). Unreadable files count as no limit.
+
+    >>> cgroup_cpu_quota("/nonexistent") is None
+    True
+    """
+    from pathlib import Path
+
+    base = Path(root)
+    try:
+        quota, period = (base / "cpu.max").read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        q = int((base / "cpu" / "cpu.cfs_quota_us").read_text())
+        p = int((base / "cpu" / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return None if q <= 0 or p <= 0 else q / p
+
+
+def available_cpus(affinity: int | None = None, quota: float | None | str = "read") -> int:
+    """The CPUs this process can use: those it may run on (``os.sched_getaffinity``), at most its
+    cgroup's CPU quota rounded up (:func:`cgroup_cpu_quota`), at least 1.
+
+    Args:
+        affinity: the number of CPUs in the affinity mask (None: read it).
+        quota: the cgroup quota in CPUs, None for no limit (``"read"``: read it).
+    """
+    import os
+
+    if affinity is None:
+        affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if quota == "read":
+        quota = cgroup_cpu_quota()
+    cpus = affinity if quota is None else min(affinity, max(1, math.ceil(float(quota) - 1e-9)))
+    return max(1, cpus)
+
+
+def encode_plan(
+    n: int,
+    processes: int | None = None,
+    num_threads: int | None = None,
+    *,
+    cpus: int | None = None,
+    load: float | None = None,
+    machine_cpus: int | None = None,
+    thread_budget: int | None = None,
+    wait_policy: str | None | bool = True,
+    forkable: bool | None = None,
+    daemon: bool | None = None,
+    override: str | None | bool = True,
+) -> EncodePlan:
+    """Processes, threads and why, for an encode of ``n`` posts, from the CPUs actually available.
+
+    The rules (measured on 2 cores in ``benchmarks/README.md``, bench_encode.py ``--busy``):
+
+    - ``processes`` / ``num_threads`` given: they decide (``processes`` > 1: workers of
+      ``num_threads or 1`` threads; else in this process on ``num_threads``, or as in auto mode).
+      Next the :data:`PLAN_ENV` environment variable (``"PxT"``), if set.
+    - Worker processes (one thread each, one per available CPU) for a call of at least
+      :data:`PARALLEL_MIN_POSTS` posts where forking is possible, outside a daemonic process, with
+      at least 2 CPUs available, and within this process's torch thread budget: independent
+      single-threaded workers lose only their share of a busy CPU, while threads of one forward pass
+      meet at a barrier after every operation and wait for whichever was preempted. The parent
+      runs on one thread meanwhile (an OpenMP team of its own would spin beside the workers under
+      ``OMP_WAIT_POLICY=ACTIVE``).
+    - Else in this process on every available CPU when the machine is quiet (the 1-minute load
+      less this process, scaled to our CPUs, leaves them free), and, on a busy machine, on the
+      CPUs left free with passive OpenMP waits, on one thread without.
+
+    Args:
+        n: the posts of the call.
+        processes, num_threads: the encoder's settings (None: auto).
+        cpus: the CPUs available (None: :func:`available_cpus`).
+        load: the 1-minute load average (None: ``os.getloadavg``).
+        machine_cpus: the machine's CPUs, which the load is spread over (None: ``os.cpu_count``).
+        thread_budget: this process's torch threads (None: ``torch.get_num_threads``); a grid worker
+            given one thread encodes on one.
+        wait_policy: ``OMP_WAIT_POLICY`` (True: read it from the environment).
+        forkable: whether workers can be forked (None: :func:`can_fork`).
+        daemon: whether this is a daemonic process (None: ask ``multiprocessing``).
+        override: the :data:`PLAN_ENV` value (True: read it; None: none).
+
+    Raises:
+        ValueError: :data:`PLAN_ENV` is not of the form ``"PxT"`` with P, T >= 1.
+
+    >>> encode_plan(5000, cpus=2, load=0.0, machine_cpus=2, thread_budget=2, forkable=True,
+    ...             daemon=False, override=None).describe()
+    '2x1 (worker processes, one per available CPU)'
+    """
+    import multiprocessing
+    import os
+
+    if daemon is None:
+        daemon = multiprocessing.current_process().daemon
+    if override is True:
+        override = os.environ.get(PLAN_ENV) or None
+    if processes is not None and processes > 1 and not daemon:
+        return EncodePlan(processes, num_threads or 1, "processes given")
+    if processes is None and num_threads is None and override and not daemon:
+        try:
+            p, t = (int(x) for x in str(override).lower().split("x"))
+            if p < 1 or t < 1:
+                raise ValueError
+        except ValueError:
+            raise ValueError(
+                f"The {PLAN_ENV} environment variable must be 'PxT' (worker processes x threads, both "
+                f">= 1, e.g. '2x1'). Got {override!r} instead."
+            ) from None
+        return EncodePlan(p, t, f"{PLAN_ENV}={override}")
+    if cpus is None:
+        cpus = available_cpus()
+    if thread_budget is None:
+        import torch
+
+        thread_budget = torch.get_num_threads()
+    cpus = max(1, min(cpus, thread_budget))
+    if num_threads is not None:
+        return EncodePlan(1, num_threads, "num_threads given")
+    if forkable is None:
+        forkable = can_fork()
+    if processes is None and not daemon and cpus >= 2 and n >= PARALLEL_MIN_POSTS and forkable:
+        return EncodePlan(cpus, 1, "worker processes, one per available CPU")
+    if load is None:
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    machine = max(machine_cpus or os.cpu_count() or cpus, cpus)
+    others = max(0.0, load - 1.0) * cpus / machine  # the others' runnable tasks on our CPUs
+    free = max(1, math.floor(cpus - others + 0.5))
+    if free >= cpus:
+        return EncodePlan(1, cpus, "in this process, the CPUs are free")
+    if wait_policy is True:
+        wait_policy = os.environ.get("OMP_WAIT_POLICY")
+    if str(wait_policy).upper() == "PASSIVE":
+        return EncodePlan(1, free, f"in this process, {free} of {cpus} CPUs free, passive waits")
+    return EncodePlan(1, 1, f"in this process, busy ({free} of {cpus} CPUs free), OpenMP waits not passive")
+
+
+def workers_for(n: int, processes: int | None, num_threads: int | None) -> int:
+    """How many worker processes a call with ``n`` posts uses (1: none): :func:`encode_plan`'s.
 
     Args:
         n: the posts of the call.
         processes: the encoder's ``processes`` setting.
         num_threads: the encoder's ``num_threads`` setting.
     """
-    import multiprocessing
-    import os
-
-    import torch
-
-    if multiprocessing.current_process().daemon:
-        return 1
-    if processes is not None:
-        return processes
-    cores = min(os.cpu_count() or 1, torch.get_num_threads())
-    if num_threads is not None or cores < 2 or n < PARALLEL_MIN_POSTS or not can_fork():
-        return 1
-    return cores
+    return encode_plan(n, processes, num_threads).processes
 
 
 class WorkerPool:
