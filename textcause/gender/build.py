@@ -6,9 +6,8 @@ random order (the same seed gives the same sentences, with or without a prefix),
 every gendered word with the encoder's tokenizer (:mod:`textcause.gender.masking`), cuts each
 sentence to ``max_tokens`` tokens, and splits the examples into train / validation / test by
 author: no author has sentences in two splits. Results are memoised per process (the data module,
-its DDP ranks under ``ddp_fork`` and a probe after a fit share one build).
-The sentence screen of the
-whole corpus, the bulk of a build, is cached on disk (:mod:`textcause.gender.candidates`).
+its DDP ranks under ``ddp_fork`` and a probe after a fit share one build). The sentence
+screen of the whole corpus, the bulk of a build, is cached on disk (:mod:`textcause.gender.candidates`).
 
 A prefix writes W before each sentence: the value of a metadata field (``prefix="age"`` gives
 ``"age: 23. "``), taken from the documents' metadata or, for a W of your own (say drawn at random
