@@ -6,7 +6,8 @@ random order (the same seed gives the same sentences, with or without a prefix),
 every gendered word with the encoder's tokenizer (:mod:`textcause.gender.masking`), cuts each
 sentence to ``max_tokens`` tokens, and splits the examples into train / validation / test by
 author: no author has sentences in two splits. Results are memoised per process (the data module,
-its DDP ranks under ``ddp_fork`` and a probe after a fit share one build).
+its DDP ranks under ``ddp_fork`` and a probe after a fit share one build). The sentence
+screen of the whole corpus, the bulk of a build, is cached on disk (:mod:`textcause.gender.candidates`).
 
 A prefix writes W before each sentence: the value of a metadata field (``prefix="age"`` gives
 ``"age: 23. "``), taken from the documents' metadata or, for a W of your own (say drawn at random
@@ -27,16 +28,16 @@ import numpy as np
 
 from textcause.corpus.splits import split_users
 from textcause.corpus.types import Split
+from textcause.gender.candidates import all_candidates
 from textcause.gender.masking import (
     FEMALE,
     IGNORE,
     candidate_pattern,
     encode_masked,
     mask_sentences,
-    might_be_gendered,
     word_labels,
 )
-from textcause.gender.sentences import Document, read_documents, split_sentences
+from textcause.gender.sentences import Document, read_documents
 from textcause.gender.words import load_gendered_words
 from textcause.io import content_key
 from textcause.paths import resolve_corpus
@@ -227,16 +228,12 @@ def _prefixes(docs: list[Document], settings: GenderDataSettings) -> list[Option
 
 
 def _candidates(docs: list[Document], prefixes: list[Optional[str]], pattern: Any) -> tuple[list[tuple[int, str]], int]:
-    """``(document, sentence)`` of every sentence that may hold a gendered word, and the sentence count."""
-    out, n = [], 0
-    for i, doc in enumerate(docs):
-        if prefixes[i] is None:
-            continue
-        for sentence in split_sentences(doc.text):
-            n += 1
-            if might_be_gendered(sentence, pattern):
-                out.append((i, sentence))
-    return out, n
+    """``(document, sentence)`` of every sentence that may hold a gendered word, and the sentence count
+    (of the documents with a prefix). The screen of the whole corpus is cached on disk
+    (:func:`textcause.gender.candidates.all_candidates`)."""
+    index, sentences, counts = all_candidates(docs, pattern)
+    out = [(i, s) for i, s in zip(index, sentences) if prefixes[i] is not None]
+    return out, sum(c for c, p in zip(counts, prefixes) if p is not None)
 
 
 def split_by_author(codes: np.ndarray, n_authors: int, seed: int, fractions: tuple[float, float, float]) -> Split:

@@ -67,11 +67,16 @@ def build_report(
     estimator: str = "stratified",
     formats: Sequence[str] = ("png", "svg"),
     source: str = "",
+    summary: pd.DataFrame | None = None,
 ) -> tuple[list[Block], dict[str, list[Path]]]:
-    """Draw the figures into ``out_dir`` and return the report's blocks and the figure paths."""
+    """Draw the figures into ``out_dir`` and return the report's blocks and the figure paths.
+
+    ``summary`` is :func:`~textcause.analysis.inference.seed_summary` of ``data`` when the caller has it
+    already (None: computed here); it is the slowest step of a report on a large grid.
+    """
     data = load_results(data)
     out_dir = Path(out_dir)
-    summary = seed_summary(data)
+    summary = seed_summary(data) if summary is None else summary
     interval = resolve_interval(summary, interval)
     seeds = summary.loc[summary["n_seeds"] > 0, "n_seeds"]
     estimators = estimator_order(summary["estimator"])
@@ -183,10 +188,13 @@ def write_report(
     label = "" if isinstance(source, pd.DataFrame) else str(source)
     label += f" (grid {grid})" if grid else ""
     label += f" (corpora {', '.join(sorted(set(data['corpus'])))})" if corpora is not None else ""
-    blocks, figures = build_report(data, out_dir, interval=interval, estimator=estimator, formats=formats, source=label)
+    summary_frame = seed_summary(data)  # once: the report's tables and figures and the CSV share it
+    blocks, figures = build_report(
+        data, out_dir, interval=interval, estimator=estimator, formats=formats, source=label, summary=summary_frame
+    )
     md = atomic_write_text(out_dir / "report.md", to_markdown(blocks))
     page = atomic_write_text(out_dir / "report.html", to_html(blocks, "textcause benchmark report", base_dir=out_dir))
-    summary = atomic_write_text(out_dir / "seed_summary.csv", seed_summary(data).to_csv(index=False))
+    summary = atomic_write_text(out_dir / "seed_summary.csv", summary_frame.to_csv(index=False))
     return {"markdown": md, "html": page, "summary": summary, "figures": figures}
 
 
