@@ -14,7 +14,9 @@ count), with the load average before and after:
     scaling, the search over L1 / L2 / elastic net and C, the scale folded back, the weights into
     the net) against the same search written by hand with scikit-learn alone on the same matrices
     (``MaxAbsScaler``, one ``LogisticRegression`` per candidate, the elastic net's path warm-started,
-    the validation log-loss);
+    the validation log-loss); and each candidate's fit (``fit_path``'s, on the scaled matrices) timed
+    beside scikit-learn's, the pairs alternated, summed over the search (the load drifts over a
+    20-40 s search, much less within one candidate's pair);
 (b) the plain LR's solver, ``PropensityModel.refit`` (the fit of a refitting replicate, and the
     solver of the Trainer's full-batch fit) from the torch batches, against scikit-learn's liblinear
     on the SciPy matrices solving textcause's exact objective, ``mean log-loss + weight_decay / 2 *
@@ -82,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=31, help="rounds of (b)")
     parser.add_argument("--tuned-rounds", type=int, default=3, help="rounds of (a): each search takes ~20 s")
+    parser.add_argument("--candidate-rounds", type=int, default=3, help="rounds of (a)'s fits side by side")
     parser.add_argument("--lbfgs", action="store_true", help="also time the torch L-BFGS solver (before issue 46)")
     parser.add_argument("--other-solvers", action="store_true", help="also scikit-learn's lbfgs and newton-cg")
     parser.add_argument("--no-nice", action="store_true", help="do not lower this process's priority to nice 10")
@@ -100,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     from textcause.models import LogisticRegression as NetLR
     from textcause.models import PropensityModel
     from textcause.models.exact_lr import as_scipy, exact_fit
-    from textcause.models.tuned_lr import TunedLogisticRegression, _as_scipy
+    from textcause.models.tuned_lr import TunedLogisticRegression, _as_scipy, _fit_one, _log_loss, _scaled, maxabs_scale
     from textcause.run.fit import RunSettings, instantiate, run_config
 
     torch.set_num_threads(1)  # as a benchmark worker of a 2-worker grid on 2 cores
@@ -159,33 +162,64 @@ def main(argv: list[str] | None = None) -> int:
         tuned._set_weights(coef, intercept)
         return coef, intercept, chosen
 
-    def sk_tuned():  # the same search written with scikit-learn alone
-        scaler = MaxAbsScaler().fit(xtr)
-        a, v = scaler.transform(xtr), scaler.transform(xva)
-        best, warm = None, {}
+    def sk_candidates():  # the search's (penalty, l1_ratio, C), in fitting order, from the model's settings
         for penalty in tuned.penalties:
             ratios = tuned.l1_ratios if penalty == "elasticnet" else [1.0 if penalty == "l1" else 0.0]
             for ratio in ratios:
                 for cc in sorted(tuned.cs):
-                    if penalty == "elasticnet":
-                        if cc > tuned.elasticnet_max_c:
-                            continue
-                        if ratio not in warm:  # the path: each C starts from the previous one's solution
-                            warm[ratio] = LogisticRegression(
-                                l1_ratio=ratio, solver="saga", tol=1e-3, max_iter=300, warm_start=True, random_state=0
-                            )
-                        m = warm[ratio].set_params(C=cc)
-                    else:
-                        dual = penalty == "l2"
-                        m = LogisticRegression(
-                            C=cc, l1_ratio=ratio, solver="liblinear", dual=dual, max_iter=1000, random_state=0
-                        )
-                    m.fit(a, ttr)
-                    z = v @ m.coef_.ravel() + m.intercept_[0]
-                    loss = float(np.mean(np.logaddexp(0.0, z) - tva * z))
-                    if math.isfinite(loss) and (best is None or loss < best[0]):
-                        best = (loss, m.coef_.ravel() / scaler.scale_, float(m.intercept_[0]), penalty, cc)
+                    if penalty != "elasticnet" or cc <= tuned.elasticnet_max_c:
+                        yield penalty, ratio, cc
+
+    def sk_fit(penalty, ratio, cc, a, v, warm):  # one candidate with scikit-learn alone: (val loss, model)
+        if penalty == "elasticnet":
+            if ratio not in warm:  # the path: each C starts from the previous one's solution
+                warm[ratio] = LogisticRegression(
+                    l1_ratio=ratio, solver="saga", tol=1e-3, max_iter=300, warm_start=True, random_state=0
+                )
+            m = warm[ratio].set_params(C=cc)
+        else:
+            m = LogisticRegression(
+                C=cc, l1_ratio=ratio, solver="liblinear", dual=penalty == "l2", max_iter=1000, random_state=0
+            )
+        m.fit(a, ttr)
+        z = v @ m.coef_.ravel() + m.intercept_[0]
+        return float(np.mean(np.logaddexp(0.0, z) - tva * z)), m
+
+    def sk_tuned():  # the same search written with scikit-learn alone
+        scaler = MaxAbsScaler().fit(xtr)
+        a, v = scaler.transform(xtr), scaler.transform(xva)
+        best, warm = None, {}
+        for penalty, ratio, cc in sk_candidates():
+            loss, m = sk_fit(penalty, ratio, cc, a, v, warm)
+            if math.isfinite(loss) and (best is None or loss < best[0]):
+                best = (loss, m.coef_.ravel() / scaler.scale_, float(m.intercept_[0]), penalty, cc)
         return best
+
+    def tc_fit(penalty, ratio, cc, a, v, warm):  # one candidate as TunedLogisticRegression's search fits it
+        coef, intercept, _ = _fit_one(penalty, ratio, cc, 0, a, ttr, warm)
+        return _log_loss(tva, v @ coef + intercept), None
+
+    def by_candidate(rounds):  # every candidate's two fits side by side: the load drifts less within a pair
+        xa, xv = as_scipy(b_tr["x"]), as_scipy(b_va["x"])
+        scale = maxabs_scale(xa)
+        scaler = MaxAbsScaler().fit(xtr)
+        inputs = (
+            (tc_fit, _scaled(xa, scale), _scaled(xv, scale)),
+            (sk_fit, scaler.transform(xtr), scaler.transform(xva)),
+        )
+        sides = ([], [])
+        for r in range(rounds):
+            warm, totals = ({}, {}), [[0.0, 0.0], [0.0, 0.0]]
+            for k, candidate in enumerate(sk_candidates()):
+                for side in (0, 1) if (r + k) % 2 == 0 else (1, 0):
+                    fn, a, v = inputs[side]
+                    wall, cpu = time.perf_counter(), time.process_time()
+                    fn(*candidate, a, v, warm[side])
+                    totals[side][0] += time.perf_counter() - wall
+                    totals[side][1] += time.process_time() - cpu
+            for side in (0, 1):
+                sides[side].append(tuple(totals[side]))
+        return sides
 
     coef_tc, b_tc = exact_fit(as_scipy(b_tr["x"]), ttr, wd, bias=True, seed=0)
     lib = LogisticRegression(C=c, solver="liblinear", dual=True, max_iter=1000, random_state=0).fit(xtr, ttr)
@@ -212,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
         tuned_times, _ = alternate({"t": (tc_tuned, sk_tuned, lambda: (collate(tr), collate(va)))}, args.tuned_rounds)
         a, b = tuned_times["t"]
         print(row("(a) tuned LR search, fresh batches", a, b, " - |"))
+    if args.candidate_rounds:
+        a, b = by_candidate(args.candidate_rounds)
+        print(row("(a) tuned LR's candidate fits, each beside scikit-learn's", a, b, " - |"))
     pairs = {
         "(b) plain LR vs liblinear, batch converted before": (tc_refit, sk, None),
         "(b) plain LR vs liblinear, fresh training batch": (tc_refit, sk, lambda: (collate(tr),)),
