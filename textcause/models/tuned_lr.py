@@ -4,7 +4,9 @@
 :class:`~sklearn.linear_model.LogisticRegression` for every point of a search over the penalty
 (``l1`` and ``l2`` with liblinear over ``Cs``; ``elasticnet`` with saga over ``l1_ratios`` and
 ``Cs`` up to ``elasticnet_max_C``) on max-abs-scaled features, and keeps the one with the lowest
-validation log-loss. The chosen weights (scale folded back in) live in the module's ``net``, a
+validation log-loss. The liblinear candidates are fitted by
+:func:`~textcause.models.exact_lr.fit_liblinear` (scikit-learn's own liblinear call, the same
+coefficients to the bit, handed the scaled matrix without validation copies). The chosen weights (scale folded back in) live in the module's ``net``, a
 plain :class:`~textcause.models.components.LogisticRegression`, so the checkpoint holds tensors
 only; what was chosen is returned by :meth:`TunedLogisticRegression.chosen_hyperparameters`, which
 evaluation writes into every result row's ``tuned`` column. The search sees the training and
@@ -25,7 +27,7 @@ import torch
 from torch import nn
 
 from textcause.models.components.linear import SparseBatch
-from textcause.models.exact_lr import as_scipy
+from textcause.models.exact_lr import as_scipy, fit_liblinear
 from textcause.models.nets import as_net, save_net_config
 from textcause.models.propensity import Batch, PropensityModel, PropensityModule, world_size
 from textcause.validation import check_options, check_real
@@ -53,6 +55,8 @@ def _as_scipy(x: Any) -> Any:
 
 
 def _stack(parts: Sequence[Any]) -> Any:
+    if len(parts) == 1:
+        return parts[0]
     return sp.vstack(parts, format="csr") if sp.issparse(parts[0]) else np.concatenate(parts)
 
 
@@ -74,6 +78,7 @@ def _candidates(penalties: Sequence[str], cs: Sequence[float], l1_ratios: Sequen
 
 
 def _estimator(penalty: str, l1_ratio: float, c: float, seed: int) -> Any:
+    """The scikit-learn estimator of a candidate (liblinear's are fitted by :func:`_fit_one` directly)."""
     from sklearn.linear_model import LogisticRegression
 
     if penalty == "elasticnet":
@@ -82,6 +87,30 @@ def _estimator(penalty: str, l1_ratio: float, c: float, seed: int) -> Any:
         )
     dual = penalty == "l2"  # liblinear's dual L2 solver: fast when users are fewer than features
     return LogisticRegression(C=c, l1_ratio=l1_ratio, solver="liblinear", dual=dual, max_iter=1000, random_state=seed)
+
+
+def _fit_one(
+    penalty: str, l1_ratio: float, c: float, seed: int, x: Any, t: np.ndarray, warm: dict[float, Any]
+) -> tuple[np.ndarray, float, int]:
+    """``(coef, intercept, iterations)`` of :func:`_estimator`'s fit on ``(x, t)``, to the bit.
+
+    L1 and L2 go to :func:`~textcause.models.exact_lr.fit_liblinear` (liblinear reads ``x``'s
+    arrays uncopied); the elastic net fits its saga estimator, warm-started from ``warm``'s previous
+    C of the same ``l1_ratio`` (``warm`` is updated).
+    """
+    if penalty != "elasticnet":
+        return fit_liblinear(x, t, c, penalty=penalty, dual=penalty == "l2", seed=seed, max_iter=1000)
+    model = warm.get(l1_ratio)
+    if model is None:  # the path: start from the previous C's solution
+        model = _estimator(penalty, l1_ratio, c, seed)
+    else:
+        model.set_params(C=c)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ConvergenceWarning at weak penalties: such fits are scored as they are
+        model.fit(x, t)
+    warm[l1_ratio] = model
+    coef = np.asarray(model.coef_, dtype=np.float64).ravel().copy()
+    return coef, float(np.asarray(model.intercept_).ravel()[0]), int(np.max(model.n_iter_))
 
 
 def fit_path(
@@ -116,21 +145,10 @@ def fit_path(
     rows = []
     warm: dict[float, Any] = {}
     for penalty, l1_ratio, c in _candidates(penalties, cs, l1_ratios, elasticnet_max_c):
-        if penalty == "elasticnet" and l1_ratio in warm:  # the path: start from the previous C's solution
-            model = warm[l1_ratio]
-            model.set_params(C=c)
-        else:
-            model = _estimator(penalty, l1_ratio, c, seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # ConvergenceWarning at weak penalties: such fits are scored as they are
-            model.fit(x_train, t_train)
-        if penalty == "elasticnet":
-            warm[l1_ratio] = model
-        coef = np.asarray(model.coef_, dtype=np.float64).ravel().copy()
-        intercept = float(np.asarray(model.intercept_).ravel()[0])
+        coef, intercept, iterations = _fit_one(penalty, l1_ratio, c, seed, x_train, t_train, warm)
         logits = np.asarray(x_val @ coef).ravel() + intercept
         loss = _log_loss(t_val, logits)
-        rows.append([penalty, l1_ratio, c, loss, int(np.max(model.n_iter_))])
+        rows.append([penalty, l1_ratio, c, loss, iterations])
         if math.isfinite(loss) and (best is None or loss < best[0]):
             best = (loss, coef, intercept, (penalty, l1_ratio, c))
     if best is None:
@@ -157,7 +175,13 @@ def maxabs_scale(x_train: Any) -> np.ndarray:
 
 
 def _scaled(x: Any, scale: np.ndarray) -> Any:
-    return x.multiply(1.0 / scale).tocsr() if sp.issparse(x) else x / scale
+    """Sparse ``x`` with each column times ``1 / scale`` (as ``MaxAbsScaler.transform``; the result shares ``x``'s
+    index arrays), dense ``x`` divided by it."""
+    if not sp.issparse(x):
+        return x / scale
+    csr = x.tocsr()
+    values = csr.data * (1.0 / scale)[csr.indices]
+    return sp.csr_matrix((values, csr.indices, csr.indptr), shape=csr.shape, copy=False)
 
 
 class TunedLogisticRegression(PropensityModule):
@@ -319,12 +343,9 @@ class TunedLogisticRegression(PropensityModule):
         c = self._chosen
         x = _as_scipy(train["x"])
         scale = maxabs_scale(x) if self.feature_scaling == "maxabs" else np.ones(x.shape[1])
-        model = _estimator(c["penalty"], c["l1_ratio"], c["C"], seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(_scaled(x, scale), train["t"].numpy().astype(np.int64))
-        coef = np.asarray(model.coef_, dtype=np.float64).ravel() / scale
-        logits = np.asarray(_as_scipy(predict["x"]) @ coef).ravel() + float(np.asarray(model.intercept_).ravel()[0])
+        t = train["t"].detach().cpu().numpy().astype(np.int64)
+        coef, intercept, _ = _fit_one(c["penalty"], c["l1_ratio"], c["C"], seed, _scaled(x, scale), t, {})
+        logits = np.asarray(_as_scipy(predict["x"]) @ (coef / scale)).ravel() + intercept
         p = torch.sigmoid(torch.as_tensor(logits, dtype=torch.float32))
         return p.clamp(1e-6, 1.0 - 1e-6)
 

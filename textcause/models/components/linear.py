@@ -58,29 +58,61 @@ class SparseBatch:
         csr: the batch as a torch CSR tensor.
         transposed: its transpose as CSR, built for the torch gradient kernel (None: not built).
         view: a SciPy CSR view of a CPU batch, for SciPy's kernels (None: not made).
+        view64: the view with float64 values, for scikit-learn's liblinear (None: not made).
         gradients: the forwards with a gradient it has been through.
     """
 
     csr: torch.Tensor
     transposed: Optional[torch.Tensor] = None
     view: Optional[sp.csr_matrix] = None
+    view64: Optional[sp.csr_matrix] = None
     gradients: int = 0
 
     def scipy(self) -> sp.csr_matrix:
-        """The batch as a SciPy CSR matrix sharing its values (made once; SciPy copies the indices to int32)."""
+        """The batch as a SciPy CSR matrix sharing its values, with int32 indices (made once; int64 indices are
+        copied to int32 where the shape allows, without scanning them)."""
         if self.view is None:
             csr = self.csr
-            self.view = sp.csr_matrix(
-                (csr.values().detach().numpy(), csr.col_indices().numpy(), csr.crow_indices().numpy()),
-                shape=tuple(csr.shape),
-            )
+            self.view = _csr_view(csr.values().detach().numpy(), csr)
         return self.view
+
+    def scipy_float64(self) -> sp.csr_matrix:
+        """The batch as a float64 SciPy CSR matrix, the input liblinear reads without a copy (made once).
+
+        Its index arrays are :meth:`scipy`'s (the same memory); its values are the batch's in float64
+        (:meth:`scipy` itself for a float64 batch).
+        """
+        if self.view64 is None:
+            view = self.scipy()
+            data = view.data.astype(np.float64, copy=False)
+            self.view64 = view if data is view.data else _csr(data, view.indices, view.indptr, view.shape)
+        return self.view64
 
     def transpose(self) -> torch.Tensor:
         """The batch's transpose as CSR (built once)."""
         if self.transposed is None:
             self.transposed = _transpose(self.csr, self.view)
         return self.transposed
+
+
+_INT32_MAX = int(np.iinfo(np.int32).max)
+
+
+def _csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, ...]) -> sp.csr_matrix:
+    """A SciPy CSR matrix holding exactly these arrays (SciPy copies none that already has its dtype)."""
+    return sp.csr_matrix((data, indices, indptr), shape=(int(shape[0]), int(shape[1])), copy=False)
+
+
+def _csr_view(data: np.ndarray, csr: torch.Tensor) -> sp.csr_matrix:
+    """A SciPy CSR matrix of the CPU CSR tensor ``csr`` with the values ``data``, its indices int32 where they fit.
+
+    Column indices lie below the column count and row pointers at most at the entry count, so both
+    bounds say whether int32 holds them; SciPy's own constructor scans int64 indices to decide.
+    """
+    indices, indptr = csr.col_indices().detach().numpy(), csr.crow_indices().detach().numpy()
+    if max(int(csr.shape[0]), int(csr.shape[1]), int(indices.size)) <= _INT32_MAX:
+        indices, indptr = indices.astype(np.int32, copy=False), indptr.astype(np.int32, copy=False)
+    return _csr(data, indices, indptr, tuple(csr.shape))
 
 
 def _as_csr(x: torch.Tensor) -> torch.Tensor:
@@ -93,9 +125,7 @@ def _transpose(csr: torch.Tensor, view: Optional[sp.csr_matrix] = None) -> torch
     """``csr``'s transpose as a torch CSR tensor (on CPU through SciPy, from ``view`` where the batch has one)."""
     if csr.device.type == "cpu":
         if view is None:
-            view = sp.csr_matrix(
-                (csr.values().numpy(), csr.col_indices().numpy(), csr.crow_indices().numpy()), shape=tuple(csr.shape)
-            )
+            view = _csr_view(csr.values().numpy(), csr)
         m = view.T.tocsr()
         return torch.sparse_csr_tensor(
             torch.from_numpy(m.indptr.astype(np.int64)),
