@@ -171,3 +171,24 @@ def test_read_yaml_refuses_a_key_given_twice(tmp_path):
         r"line 1: give each key once\)\.$",
     ):
         read_yaml(dup, kind="Toy config", example="x.yaml")
+
+
+def test_an_int_stays_an_int_after_a_float_first_union_was_parsed():
+    """Once jsonargparse has parsed a field annotated ``Union[float, int, None]`` (a model's signature,
+    through LightningCLI), it parses a spec's ``Union[int, float, None]`` float first in the same
+    process: a written 1 came back 1.0, and a sweep's int_uniform range was refused. Found when the
+    sweep tests ran after the CLI tests; reproduced here in a fresh process."""
+    code = (
+        "from typing import Union\n"
+        "from jsonargparse import ArgumentParser\n"
+        "def f(x: Union[float, int, None] = None): pass\n"
+        "p = ArgumentParser(exit_on_error=False); p.add_function_arguments(f); p.parse_object({'x': 1})\n"
+        "from textcause.sweep.spec import sweep_from_dict\n"
+        "s = sweep_from_dict({'method': 'random', 'program': 'train.py', 'parameters': {'a.b': {'min': 1, 'max': 9}},\n"
+        "    'command': ['${env}', '${interpreter}', '${program}', 'fit', '--config', 'configs/model/oracle.yaml',\n"
+        "    '${args}']})\n"
+        "(p,) = s.params; print(p.kind, type(p.low).__name__, type(p.high).__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["int_uniform", "int", "int"]

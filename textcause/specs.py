@@ -195,6 +195,7 @@ class SpecFile:
                 raise self.fail(" ".join(str(err).split())) from None
             raise self._type_error(cls, data, found.group(1)) from None
         instance = cls(**vars(parser.instantiate(namespace)))
+        instance = typing.cast(_T, _keep_ints(instance, data))
         self._check(instance, data, "")
         return instance
 
@@ -290,6 +291,33 @@ def _spec_type(hint: Any) -> type | None:
 
 def _optional(hint: Any) -> bool:
     return hint is Any or (typing.get_origin(hint) is Union and type(None) in typing.get_args(hint))
+
+
+def _keep_ints(instance: Any, data: Mapping[str, Any]) -> Any:
+    """``instance`` with every int written in ``data`` kept an int where its field admits ints.
+
+    Once jsonargparse has parsed a field annotated ``Union[float, int, None]`` in this process (a
+    model's signature, through LightningCLI), it parses a field annotated ``Union[int, float, None]``
+    float first too, and a written ``1`` comes back ``1.0`` (``tests/test_specs.py``).
+    """
+    hints, changes = _hints(type(instance)), {}
+    for f in dataclasses.fields(instance):
+        if f.name not in data:
+            continue
+        raw, value, hint = data[f.name], getattr(instance, f.name), hints[f.name]
+        if _spec_type(hint) and isinstance(raw, Mapping) and value is not None:
+            kept = _keep_ints(value, raw)
+            if kept is not value:
+                changes[f.name] = kept
+        elif (
+            isinstance(raw, int)
+            and not isinstance(raw, bool)
+            and isinstance(value, float)
+            and value == raw
+            and (hint is int or int in typing.get_args(hint))
+        ):
+            changes[f.name] = raw
+    return dataclasses.replace(instance, **changes) if changes else instance
 
 
 def _same(raw: Any, parsed: Any) -> bool:

@@ -156,5 +156,7 @@ def test_the_weld_grids_use_the_tuned_lr_and_search_the_networks_learning_rate()
         assert config["model"]["class_path"] == "textcause.models.TunedLogisticRegression"
         assert config["data"]["representation"] == rep
     searched = {c.model: dict(c.search) for c in weld.cells if c.search}
-    assert set(searched) == {f"nn_{r}" for r in ("unigram_binary", "bigram_binary", "bigram_counts", "lda")}
-    assert all(set(s) == {"model.init_args.weight_decay", "model.init_args.lr"} for s in searched.values())
+    networks = {f"nn_{r}" for r in ("unigram_binary", "bigram_binary", "bigram_counts", "lda")}
+    assert set(searched) == networks | {"sherbert_pooled"}
+    assert all(set(searched[n]) == {"model.init_args.weight_decay", "model.init_args.lr"} for n in networks)
+    assert set(searched["sherbert_pooled"]) == {"model.init_args.lr"}
