@@ -6,7 +6,7 @@ import pytest
 import yaml
 from advise.advise_corpus import advise_dict, write_study_corpus
 
-from textcause.advise.inputs import REFIT_REPS, cell_seconds, check_budget, prepare
+from textcause.advise.inputs import REFERENCE_WORDS, REFIT_REPS, cell_seconds, check_budget, prepare
 from textcause.advise.spec import advise_from_dict
 
 
@@ -56,9 +56,13 @@ def test_an_e_value_for_a_continuous_outcome_is_refused(tmp_path):
 def test_a_budget_too_small_for_the_seeds_is_refused(tmp_path):
     corpus = write_study_corpus(tmp_path / "c.jsonl.gz")
     spec, prepared = _prepare(tmp_path, corpus, budget_minutes=0.5)
-    # 4 levels x 3 seeds x 1 model, each cell a fixed start-up plus the LR rate for 240 users of 12 posts
-    per_cell = cell_seconds("lr", 240, 12)
-    assert per_cell == pytest.approx(3.0 + 6.0 * 0.24 * 0.2)
+    # 4 levels x 3 seeds x 1 model, each cell a fixed start-up plus the LR rate for 240 users, by their words
+    words = prepared.info["mean_words"]
+    assert words > prepared.info["mean_posts"]  # words, not posts
+    per_cell = cell_seconds("lr", 240, words)
+    assert per_cell == pytest.approx(3.0 + 6.0 * 0.24 * words / REFERENCE_WORDS)
+    # the same users with posts five times as long cost five times as much to fit
+    assert cell_seconds("lr", 8000, 5 * words) - 3.0 == pytest.approx(5 * (cell_seconds("lr", 8000, words) - 3.0))
     with pytest.raises(ValueError, match=r"the budget of 0.5 minutes is too small for 3 seeds: 12 calibration cells"):
         check_budget(spec, prepared.info)
 

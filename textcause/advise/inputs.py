@@ -29,7 +29,7 @@ import yaml
 from textcause.advise.spec import MIN_SEEDS, AdviseSpec, Variable
 from textcause.io import atomic_write_bytes, atomic_write_text
 
-__all__ = ["Prepared", "cell_seconds", "check_budget", "plan_minutes", "prepare"]
+__all__ = ["REFERENCE_WORDS", "Prepared", "cell_seconds", "check_budget", "plan_minutes", "prepare"]
 
 T_FIELD, Y_FIELD = "advise_t", "advise_y"
 #: Refitting replicates of the real estimates (``evaluation.refit_reps`` of the study: the models that refit).
@@ -210,12 +210,14 @@ def prepare(spec: AdviseSpec, out: str | Path) -> Prepared:
     if not users.exists() or users.read_bytes() != payload:
         atomic_write_bytes(users, payload)
     n_posts = [len(p) for p in task.texts]
+    n_words = [sum(len(str(post).split()) for post in posts) for posts in task.texts]
     info = {
         **task.info,
         "n_users": len(t),
         "min_posts": int(min(n_posts)),
         "max_posts": int(max(n_posts)),
         "mean_posts": float(np.mean(n_posts)),
+        "mean_words": float(np.mean(n_words)),
         "mean_y": float(np.mean(y)),
         **labels,
     }
@@ -223,10 +225,14 @@ def prepare(spec: AdviseSpec, out: str | Path) -> Prepared:
 
 
 # ---------------------------------------------------------------------------------------------- the budget
-#: Rough seconds per cell per 1,000 users of 60 posts on 2 cores, by what the model fits (measured
-#: orders of magnitude, not promises), plus a fixed start-up cost per cell.
+#: Rough seconds per cell per 1,000 users of :data:`REFERENCE_WORDS` words each (60 tweets), by what
+#: the model fits (measured orders of magnitude, not promises), plus a fixed start-up cost per cell.
 RATES = {"none": 0.5, "lr": 6.0, "nn": 15.0, "lda": 40.0, "embeddings": 12.0, "joint": 20.0, "method": 8.0}
 CELL_OVERHEAD = 3.0
+#: Words per user that :data:`RATES` are for: 60 posts of the Twitter corpus (15.7 words each). The
+#: cost grows with the words, not the posts: a blogger's 23 posts hold 2,679 words on average, and a
+#: tuned LR cell on 8,000 of them took 140 CPU seconds (the rate per post had said 16).
+REFERENCE_WORDS = 940.0
 
 
 def model_kind(path: Path) -> str:
@@ -246,16 +252,17 @@ def model_kind(path: Path) -> str:
     return "lr" if "LogisticRegression" in text else "nn"
 
 
-def cell_seconds(kind: str, n_users: int, mean_posts: float) -> float:
-    """The estimated seconds of one cell of a model of ``kind`` on ``n_users`` users."""
-    return CELL_OVERHEAD + RATES[kind] * (n_users / 1000.0) * (mean_posts / 60.0)
+def cell_seconds(kind: str, n_users: int, mean_words: float) -> float:
+    """The estimated seconds of one cell of a model of ``kind`` on ``n_users`` users of ``mean_words`` words."""
+    return CELL_OVERHEAD + RATES[kind] * (n_users / 1000.0) * (mean_words / REFERENCE_WORDS)
 
 
 def plan_minutes(spec: AdviseSpec, info: dict[str, Any]) -> dict[str, float]:
     """Estimated minutes of the calibration and of the estimate (one fit per candidate)."""
-    n, posts = int(info["n_users"]), float(info["mean_posts"])
-    per_model = [cell_seconds(model_kind(p), n, posts) for _, p in spec.candidates]
-    per_model += [cell_seconds("method", n, posts)] * len(spec.methods)
+    n = int(info["n_users"])
+    words = float(info.get("mean_words", float(info["mean_posts"]) * REFERENCE_WORDS / 60.0))
+    per_model = [cell_seconds(model_kind(p), n, words) for _, p in spec.candidates]
+    per_model += [cell_seconds("method", n, words)] * len(spec.methods)
     levels = sum(len(v) for v in spec.tasks.values())
     calib = sum(per_model) * levels * spec.seeds
     estimate = sum(per_model[: len(spec.candidates)])
