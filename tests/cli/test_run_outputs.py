@@ -251,3 +251,23 @@ def test_model_card_flags_and_observational_limits(tmp_path):
     assert "No intervals (n_boot = 0)." in text
     assert "| learning rate | 0.01 |" in text
     assert "featurizer: not saved" in text
+
+
+@pytest.mark.parametrize(("model_patience", "shown"), [(None, 5), (10, 10)])
+def test_the_model_card_gives_the_patience_that_stopped_training(tmp_path, model_patience, shown):
+    """A model's own ``early_stopping_patience`` replaces the trainer's EarlyStopping: the card says so."""
+    early = {
+        "class_path": "lightning.pytorch.callbacks.EarlyStopping",
+        "init_args": {"monitor": "val_loss", "patience": 5},
+    }
+    init = {"lr": 0.001} if model_patience is None else {"lr": 0.001, "early_stopping_patience": model_patience}
+    text = model_card_text(
+        meta={"model": "SHERBERT", "representation": "post_embeddings", "split": "test", "true_ate": 0.4},
+        rows=[_row("stratified")],
+        config={"model": {"init_args": init}, "trainer": {"callbacks": [early]}},
+        representation={"kind": "post_embeddings"},
+        checkpoint=None,
+        log_dir=tmp_path,
+        n_boot=0,
+    )
+    assert f"| early stopping | val_loss, patience {shown} |" in text

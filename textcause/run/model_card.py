@@ -172,6 +172,8 @@ def model_card_text(
     )
     lines += ["", "## Training", "", "| setting | value |", "|---|---|"]
     early = _callback(config, "EarlyStopping")
+    if early and model.get("early_stopping_patience") is not None:  # the model's own replaces the trainer's
+        early = {"monitor": "val_loss", "patience": model["early_stopping_patience"]}
     ckpt_cb = _callback(config, "ModelCheckpoint") or {}
     valid = (
         _validation_metrics(log_dir, ckpt_cb.get("monitor", "val_loss"), ckpt_cb.get("mode", "min")) if log_dir else {}
