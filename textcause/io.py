@@ -12,10 +12,11 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "WRITE_CHUNK",
@@ -27,6 +28,8 @@ __all__ = [
     "atomic_write_text",
     "atomic_write_bytes",
     "atomic_write_json",
+    "write_checked",
+    "read_checked",
     "refuse_pickled_code",
     "damaged_sentence",
     "is_damaged_torch_file",
@@ -210,6 +213,53 @@ def atomic_write_json(dest: str | os.PathLike[str], obj: Any) -> Path:
 
 
 # ------------------------------------------------------------------------------------------- safe loads
+_T = TypeVar("_T")
+
+
+def write_checked(dest: str | os.PathLike[str], body: bytes) -> Path:
+    """``body`` after a first line holding its SHA-256 (hex), written atomically; :func:`read_checked` reads it.
+
+    For caches whose damage must be noticed when read: a bit flipped on disk or a file cut short
+    no longer matches its checksum.
+    """
+    return atomic_write_bytes(dest, hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+
+
+def read_checked(
+    path: str | os.PathLike[str], parse: Callable[[bytes], _T], *, what: str, redo: str, stacklevel: int = 2
+) -> _T | None:
+    """The body of a file :func:`write_checked` wrote, through ``parse``; None when it must be rebuilt.
+
+    A missing file is a plain miss. One that cannot be read, fails its checksum, or whose body
+    ``parse`` refuses (any exception) is a miss named once in a warning: "Could not read the
+    ``what`` '<path>' (<error>); ``redo``." or "Ignoring the ``what`` '<path>': <why>; ``redo`` again."
+
+    Examples:
+        >>> import tempfile, json
+        >>> folder = tempfile.mkdtemp()
+        >>> _ = write_checked(f"{folder}/c.json", b'{"a": 1}')
+        >>> read_checked(f"{folder}/c.json", json.loads, what="cache", redo="computing it")
+        {'a': 1}
+        >>> read_checked(f"{folder}/none.json", json.loads, what="cache", redo="computing it") is None
+        True
+    """
+    try:
+        blob = Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        warnings.warn(f"Could not read the {what} '{path}' ({err}); {redo}.", stacklevel=stacklevel + 1)
+        return None
+    try:
+        recorded, _, body = blob.partition(b"\n")
+        if hashlib.sha256(body).hexdigest().encode() != recorded:
+            raise ValueError("it does not match its checksum")
+        return parse(body)
+    except Exception as err:  # damaged: a miss, named once
+        warnings.warn(f"Ignoring the {what} '{path}': {err}; {redo} again.", stacklevel=stacklevel + 1)
+        return None
+
+
 def _refused_sentence(path: Any, what: str = "checkpoint") -> str:
     """The one sentence for a file whose pickled objects a plain load refused (never unpickled)."""
     return (

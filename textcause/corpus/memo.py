@@ -16,7 +16,6 @@ times: benchmarks/README.md, ``bench_startup.py``.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import warnings
@@ -25,7 +24,7 @@ from typing import Any, Optional
 
 from textcause.corpus.readers import load_histories
 from textcause.corpus.types import Corpus, History
-from textcause.io import atomic_write_bytes, content_key
+from textcause.io import content_key, read_checked, write_checked
 from textcause.paths import cache_root, resolve_corpus
 
 __all__ = [
@@ -153,26 +152,15 @@ def sample_file(
 
 
 def _read_sample(file: Path) -> Optional[Corpus]:
-    try:
-        blob = file.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as err:
-        warnings.warn(f"Could not read the corpus sample cache '{file}' ({err}); reading the corpus.", stacklevel=4)
-        return None
-    try:
-        recorded, _, body = blob.partition(b"\n")
-        if hashlib.sha256(body).hexdigest().encode() != recorded:
-            raise ValueError("it does not match its checksum")
+    def parse(body: bytes) -> Corpus:
         data = json.loads(body)
         histories = tuple(
             History(str(u), tuple(posts), None if times is None else tuple(times), dict(meta))
             for u, posts, times, meta in data["histories"]
         )
         return Corpus(histories, str(data["source"]))
-    except Exception as err:  # damaged: a miss, named once
-        warnings.warn(f"Ignoring the corpus sample cache '{file}': {err}; reading the corpus again.", stacklevel=4)
-        return None
+
+    return read_checked(file, parse, what="corpus sample cache", redo="reading the corpus", stacklevel=4)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -199,6 +187,6 @@ def _write_sample(file: Path, corpus: Corpus) -> None:
     if not _same(json.loads(data), payload):  # not exactly (tuples, numpy numbers, non-string keys): no cache
         return
     try:
-        atomic_write_bytes(file, hashlib.sha256(data).hexdigest().encode() + b"\n" + data)
+        write_checked(file, data)
     except OSError as err:
         warnings.warn(f"Could not write the corpus sample cache '{file}' ({err}).", stacklevel=4)

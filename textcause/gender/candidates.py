@@ -20,7 +20,7 @@ from pathlib import Path
 
 from textcause.gender.masking import might_be_gendered
 from textcause.gender.sentences import Document, split_sentences
-from textcause.io import atomic_write_bytes, content_key
+from textcause.io import content_key, read_checked, write_checked
 from textcause.paths import cache_root
 
 __all__ = ["Candidates", "all_candidates", "candidates_file"]
@@ -57,25 +57,14 @@ def _compute(docs: Sequence[Document], pattern: re.Pattern[str]) -> Candidates:
 
 
 def _read(file: Path, n_docs: int) -> Candidates | None:
-    try:
-        blob = file.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as err:
-        warnings.warn(f"Could not read the candidate cache '{file}' ({err}); screening the corpus.", stacklevel=3)
-        return None
-    try:
-        recorded, _, body = blob.partition(b"\n")
-        if hashlib.sha256(body).hexdigest().encode() != recorded:
-            raise ValueError("it does not match its checksum")
+    def parse(body: bytes) -> Candidates:
         data = json.loads(body)
         index, sentences, counts = data["index"], data["sentences"], data["counts"]
         if len(index) != len(sentences) or len(counts) != n_docs:
             raise ValueError("its lengths do not match the documents")
         return index, sentences, counts
-    except Exception as err:  # damaged: a miss, named once
-        warnings.warn(f"Ignoring the candidate cache '{file}': {err}; screening the corpus again.", stacklevel=3)
-        return None
+
+    return read_checked(file, parse, what="candidate cache", redo="screening the corpus", stacklevel=3)
 
 
 def all_candidates(docs: Sequence[Document], pattern: re.Pattern[str], *, cache: bool = True) -> Candidates:
@@ -106,7 +95,7 @@ def all_candidates(docs: Sequence[Document], pattern: re.Pattern[str], *, cache:
     index, sentences, counts = _compute(docs, pattern)
     body = json.dumps({"index": index, "sentences": sentences, "counts": counts}, separators=(",", ":")).encode("ascii")
     try:
-        atomic_write_bytes(file, hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+        write_checked(file, body)
     except OSError as err:  # a read-only cache root: compute each time
         warnings.warn(f"Could not write the candidate cache '{file}' ({err}).", stacklevel=2)
     return index, sentences, counts
