@@ -144,7 +144,8 @@ def encode_plan(
 
     Args:
         n: the posts of the call.
-        processes, num_threads: the encoder's settings (None: auto).
+        processes: the encoder's worker processes (None: auto).
+        num_threads: the encoder's threads per process (None: auto).
         cpus: the CPUs available (None: :func:`available_cpus`).
         load: the 1-minute load average (None: ``os.getloadavg``).
         machine_cpus: the machine's CPUs, which the load is spread over (None: ``os.cpu_count``).
