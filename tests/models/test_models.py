@@ -344,6 +344,7 @@ def test_hparams_keep_the_nets_rebuild_config_not_the_module():
         "weight_decay": 0.0,
         "optimizer": "lbfgs",
         "lbfgs_max_iter": 50,
+        "early_stopping_patience": None,
         "net": net_config(model.net),
     }
     assert dict(model.hparams) == expected
