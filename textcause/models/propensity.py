@@ -447,7 +447,7 @@ class PropensityModel(PropensityModule):
         if self.exact:  # liblinear's exact solution: one converged step, nothing for the validation loss to choose
             solution = exact_fit(
                 as_scipy(train["x"]),
-                train["t"].numpy(),
+                train["t"].cpu().numpy(),
                 self.weight_decay,
                 bias=self.net.linear.bias is not None,
                 seed=seed,

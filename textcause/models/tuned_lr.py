@@ -250,12 +250,15 @@ class TunedLogisticRegression(PropensityModule):
         """Gather the epoch's training rows; at its last batch, fit the search and stop training."""
         if world_size(self) > 1:
             raise ValueError(f"{_OWNER} fits in one process: train it with trainer.devices=1.")
-        self._parts.append((batch["index"].numpy(), _as_scipy(batch["x"]), batch["t"].numpy()))
+        self._parts.append((batch["index"].cpu().numpy(), _as_scipy(batch["x"]), batch["t"].cpu().numpy()))
         if batch_idx + 1 < self.trainer.num_training_batches:
             return
         x_train, t_train = self._gather(self._parts)
         x_val, t_val = self._gather(
-            [(b["index"].numpy(), _as_scipy(b["x"]), b["t"].numpy()) for b in self.trainer.datamodule.val_dataloader()]
+            [
+                (b["index"].cpu().numpy(), _as_scipy(b["x"]), b["t"].cpu().numpy())
+                for b in self.trainer.datamodule.val_dataloader()
+            ]
         )
         self._parts = []
         coef, intercept, chosen = self._fit(x_train, t_train, x_val, t_val, seed=int(torch.initial_seed()) % 2**31)
