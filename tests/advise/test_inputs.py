@@ -6,7 +6,15 @@ import pytest
 import yaml
 from advise.advise_corpus import advise_dict, write_study_corpus
 
-from textcause.advise.inputs import REFERENCE_WORDS, REFIT_REPS, cell_seconds, check_budget, prepare
+from textcause.advise.inputs import (
+    REFERENCE_WORDS,
+    REFIT_REPS,
+    cell_seconds,
+    check_budget,
+    default_workers,
+    plan_minutes,
+    prepare,
+)
 from textcause.advise.spec import advise_from_dict
 
 
@@ -65,6 +73,28 @@ def test_a_budget_too_small_for_the_seeds_is_refused(tmp_path):
     assert cell_seconds("lr", 8000, 5 * words) - 3.0 == pytest.approx(5 * (cell_seconds("lr", 8000, words) - 3.0))
     with pytest.raises(ValueError, match=r"the budget of 0.5 minutes is too small for 3 seeds: 12 calibration cells"):
         check_budget(spec, prepared.info)
+
+
+def test_calibration_workers_divide_the_estimated_wall_time_and_default_to_the_usable_cpus(tmp_path):
+    corpus = write_study_corpus(tmp_path / "c.jsonl.gz")
+    spec, prepared = _prepare(tmp_path, corpus, budget_minutes=0.5)
+    one, two = plan_minutes(spec, prepared.info, 1), plan_minutes(spec, prepared.info, 2)
+    assert two["cells"] == one["cells"] == 12 and two["estimate"] == one["estimate"]
+    assert two["calibration"] == pytest.approx(one["calibration"] / 2)  # 12 cells, 6 each
+    # 12 cells on 5 workers: the busiest runs 3 of them, not 12 / 5
+    assert plan_minutes(spec, prepared.info, 5)["calibration"] == pytest.approx(one["calibration"] * 3 / 12)
+    assert plan_minutes(spec, prepared.info, 50)["calibration"] == pytest.approx(one["calibration"] / 12)
+    # the budget is wall time: what one worker cannot do in 0.5 minutes, two can
+    with pytest.raises(ValueError, match=r"12 calibration cells on 1 worker\(s\) and the estimate take about"):
+        check_budget(spec, prepared.info, 1)
+    assert one["calibration"] + one["estimate"] > 0.5 > two["calibration"] + two["estimate"]
+    assert check_budget(spec, prepared.info, 2)["workers"] == 2
+    # one per usable CPU, at most one per 2 GiB of available memory and one per cell
+    assert default_workers(84, cpus=2, available_gib=20.0) == 2
+    assert default_workers(84, cpus=16, available_gib=7.9) == 3
+    assert default_workers(84, cpus=4, available_gib=1.0) == 1
+    assert default_workers(3, cpus=8, available_gib=None) == 3
+    assert 1 <= default_workers(84) <= 84
 
 
 def test_fewer_seeds_than_the_verdict_needs_are_refused(tmp_path):

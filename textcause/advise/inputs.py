@@ -29,7 +29,16 @@ import yaml
 from textcause.advise.spec import MIN_SEEDS, AdviseSpec, Variable
 from textcause.io import atomic_write_bytes, atomic_write_text
 
-__all__ = ["REFERENCE_WORDS", "Prepared", "cell_seconds", "check_budget", "plan_minutes", "prepare"]
+__all__ = [
+    "REFERENCE_WORDS",
+    "WORKER_GIB",
+    "Prepared",
+    "cell_seconds",
+    "check_budget",
+    "default_workers",
+    "plan_minutes",
+    "prepare",
+]
 
 T_FIELD, Y_FIELD = "advise_t", "advise_y"
 #: Refitting replicates of the real estimates (``evaluation.refit_reps`` of the study: the models that refit).
@@ -257,20 +266,65 @@ def cell_seconds(kind: str, n_users: int, mean_words: float) -> float:
     return CELL_OVERHEAD + RATES[kind] * (n_users / 1000.0) * (mean_words / REFERENCE_WORDS)
 
 
-def plan_minutes(spec: AdviseSpec, info: dict[str, Any]) -> dict[str, float]:
-    """Estimated minutes of the calibration and of the estimate (one fit per candidate)."""
+#: Memory one calibration worker may need: a tuned LR cell on 8,000 bloggers held about 1.3 GiB.
+WORKER_GIB = 2.0
+
+
+def _available_gib() -> float | None:
+    """``MemAvailable`` of ``/proc/meminfo`` in GiB (None where there is no such file)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 2**20
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def default_workers(cells: int, *, cpus: int | None = None, available_gib: float | None | str = "read") -> int:
+    """Calibration workers when none are asked for: one per CPU this process may use (its affinity and
+    cgroup quota: :func:`textcause.features.encoder_workers.available_cpus`), at most one per
+    :data:`WORKER_GIB` of available memory and one per cell, at least 1.
+
+    Args:
+        cells: the calibration cells still to run (or all of them).
+        cpus: the usable CPUs (None: read them).
+        available_gib: the available memory in GiB, None for no limit (``"read"``: ``/proc/meminfo``).
+
+    >>> default_workers(84, cpus=2, available_gib=20.0), default_workers(84, cpus=16, available_gib=7.0)
+    (2, 3)
+    >>> default_workers(1, cpus=8, available_gib=None)
+    1
+    """
+    if cpus is None:
+        from textcause.features.encoder_workers import available_cpus
+
+        cpus = available_cpus()
+    gib = _available_gib() if available_gib == "read" else available_gib
+    by_memory = cpus if gib is None else int(float(gib) // WORKER_GIB)
+    return max(1, min(int(cpus), by_memory, int(cells)))
+
+
+def plan_minutes(spec: AdviseSpec, info: dict[str, Any], workers: int = 1) -> dict[str, float]:
+    """Estimated wall minutes of the calibration on ``workers`` processes and of the estimate (one fit
+    per candidate, in one process)."""
     n = int(info["n_users"])
     words = float(info.get("mean_words", float(info["mean_posts"]) * REFERENCE_WORDS / 60.0))
     per_model = [cell_seconds(model_kind(p), n, words) for _, p in spec.candidates]
     per_model += [cell_seconds("method", n, words)] * len(spec.methods)
     levels = sum(len(v) for v in spec.tasks.values())
+    cells = levels * spec.seeds * len(per_model)
+    # each worker runs whole cells: the cost per worker, rounded up to whole cells of the mean cost
     calib = sum(per_model) * levels * spec.seeds
+    share = math.ceil(cells / max(1, min(int(workers), cells))) / cells if cells else 0.0
     estimate = sum(per_model[: len(spec.candidates)])
-    return {"calibration": calib / 60.0, "estimate": estimate / 60.0, "cells": levels * spec.seeds * len(per_model)}
+    return {"calibration": calib * share / 60.0, "estimate": estimate / 60.0, "cells": cells, "workers": workers}
 
 
-def check_budget(spec: AdviseSpec, info: dict[str, Any]) -> dict[str, float]:
-    """Refuse a run whose seeds or estimated cost the verdict cannot have.
+def check_budget(spec: AdviseSpec, info: dict[str, Any], workers: int = 1) -> dict[str, float]:
+    """Refuse a run whose seeds or estimated cost (on ``workers`` calibration processes) the verdict
+    cannot have.
 
     Raises:
         ValueError: fewer than :data:`MIN_SEEDS` seeds, or an estimated cost above the budget.
@@ -281,13 +335,14 @@ def check_budget(spec: AdviseSpec, info: dict[str, Any]) -> dict[str, float]:
             f"'seeds' is {spec.seeds}, fewer than the {MIN_SEEDS} per task level the verdict needs to rank methods; "
             f"set seeds: {MIN_SEEDS} or more.",
         )
-    plan = plan_minutes(spec, info)
+    plan = plan_minutes(spec, info, workers)
     total = plan["calibration"] + plan["estimate"]
     if total > spec.budget_minutes:
         raise _fail(
             spec,
             f"the budget of {spec.budget_minutes:g} minutes is too small for {spec.seeds} seeds: "
-            f"{int(plan['cells'])} calibration cells and the estimate take about {total:.0f} minutes here; "
+            f"{int(plan['cells'])} calibration cells on {workers} worker(s) and the estimate take about "
+            f"{total:.0f} minutes here; "
             f"raise budget_minutes to {math.ceil(total)} or drop candidates.",
         )
     return plan

@@ -17,11 +17,12 @@ from typing import Any
 from textcause.advise.calibrate import load_calibration, run_calibration
 from textcause.advise.estimate import disagreement, ranked_estimates, run_estimates
 from textcause.advise.grades import candidate_pairs, grade, recommend, seed_support
-from textcause.advise.inputs import check_budget, prepare
+from textcause.advise.inputs import check_budget, default_workers, plan_minutes, prepare
 from textcause.advise.report import verdict, write_report
 from textcause.advise.robustness import robustness
 from textcause.advise.spec import AdviseSpec, load_advise
 from textcause.io import atomic_write_json
+from textcause.validation import check_int
 
 __all__ = ["advise"]
 
@@ -52,7 +53,7 @@ def advise(
     out: str | Path | None = None,
     *,
     db: str | None = None,
-    workers: int = 1,
+    workers: int | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Choose a text-adjustment method on the user's own users, estimate, refute, and report.
@@ -61,7 +62,8 @@ def advise(
         config: an advise config YAML (``configs/advise/*.yaml``) or a parsed spec.
         out: the output folder (default ``runs/advise/<name>``).
         db: the results store URL for the calibration grid (default SQLite under ``out``).
-        workers: calibration worker processes.
+        workers: calibration worker processes (None: :func:`~textcause.advise.inputs.default_workers`,
+            one per usable CPU within the available memory).
         echo: where progress lines go (default stderr).
 
     Returns:
@@ -74,13 +76,17 @@ def advise(
     """
     echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
     started = time.perf_counter()
+    if workers is not None:
+        check_int(workers, "workers", "advise", low=1)
     spec = config if isinstance(config, AdviseSpec) else load_advise(config)
     out = Path(out) if out is not None else Path("runs") / "advise" / spec.name
     prepared = prepare(spec, out)
-    plan = check_budget(spec, prepared.info)
+    if workers is None:
+        workers = default_workers(int(plan_minutes(spec, prepared.info)["cells"]))
+    plan = check_budget(spec, prepared.info, workers)
     echo(
-        f"{spec.name}: {prepared.info['n_users']} users; {int(plan['cells'])} calibration cells "
-        f"(about {plan['calibration']:.0f} min) and {len(spec.candidates)} real fits (about {plan['estimate']:.0f} min)"
+        f"{spec.name}: {prepared.info['n_users']} users; {int(plan['cells'])} calibration cells on {workers} "
+        f"worker(s) (about {plan['calibration']:.0f} min) and {len(spec.candidates)} real fits (about {plan['estimate']:.0f} min)"
     )
     url, grid = run_calibration(spec, prepared, out, db=db, workers=workers)
     results = candidate_pairs(load_calibration(url, grid))

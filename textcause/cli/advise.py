@@ -50,7 +50,12 @@ def build_parser() -> CommandParser:
     p.add_argument("--e-value", action="store_true", default=None, help="ask for an E-value (binary outcomes)")
     p.add_argument("--out", default=None, help="the output folder (default: runs/advise/<name>)")
     p.add_argument("--db", default=None, help="the results store URL (default: SQLite under the output folder)")
-    p.add_argument("--workers", type=int, default=1, help="calibration worker processes")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="calibration worker processes (default: one per usable CPU, at most one per 2 GiB of free memory)",
+    )
     return p
 
 
