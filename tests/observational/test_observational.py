@@ -379,6 +379,29 @@ def test_a_failed_model_is_recorded_and_the_run_goes_on(study):
     assert "| broken | failed:" in md and "| LR 1-gram |" in md
 
 
+def test_two_workers_give_the_same_records(study, tmp_path, monkeypatch):
+    """The models shared among two processes (each fitting in its own): the same rows, the failure
+    recorded, one progress line a model; a relative output folder resolves against the caller's."""
+    monkeypatch.setenv("TEXTCAUSE_CACHE", str(study["root"] / "cache"))
+    monkeypatch.chdir(tmp_path)
+    lines: list[str] = []
+    obs_run.run_study(study["config"], "par", echo=lines.append, workers=2)
+    for model in ("unadjusted", "lr_unigram_binary", "broken"):
+        one = json.loads((study["out"] / "models" / f"{model}.json").read_text())
+        two = json.loads((tmp_path / "par" / "models" / f"{model}.json").read_text())
+        assert two["status"] == one["status"] and two["key"] == one["key"]
+        for a, b in zip(one.get("rows") or [], two.get("rows") or [], strict=True):
+            assert (b["estimator"], b["ate"], b["ci_low"], b["ci_high"]) == (
+                a["estimator"],
+                a["ate"],
+                a["ci_low"],
+                a["ci_high"],
+            )
+    assert sorted(ln.split("]")[0] for ln in lines[1:]) == ["[1/3", "[2/3", "[3/3"]
+    with pytest.raises(ValueError, match=r"The 'workers' parameter of run_study must be an int >= 1"):
+        obs_run.run_study(study["config"], "par", workers=0)
+
+
 def test_progress_lines_show_elapsed_and_eta(study):
     """Each fitted model's line has the time elapsed and, while models remain, the ETA (mm:ss)."""
     lines = study["lines"][1:]

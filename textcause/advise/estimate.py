@@ -28,15 +28,18 @@ __all__ = ["REFIT_COLUMNS", "disagreement", "ranked_estimates", "run_estimates"]
 REFIT_COLUMNS = ("refit_ci_low", "refit_ci_high", "refit_ci_method", "refit_reps", "tuned")
 
 
-def run_estimates(prepared: Prepared, out: Path, echo: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """Fit (or resume) every candidate on the real T and Y; one row per (model, estimator).
+def run_estimates(
+    prepared: Prepared, out: Path, echo: Callable[[str], None] | None = None, workers: int = 1
+) -> list[dict[str, Any]]:
+    """Fit (or resume) every candidate on the real T and Y, on ``workers`` processes; one row per
+    (model, estimator).
 
     The rows are :func:`textcause.analysis.study.result_rows` with :data:`REFIT_COLUMNS` of the
     models' records (the refitting interval where the model refits, what a tuned model chose).
     """
     from textcause.analysis.study import result_rows
 
-    ran = run_study(prepared.study, out, echo=echo)
+    ran = run_study(prepared.study, out, echo=echo, workers=workers)
     records = load_records(ran["spec"], out)
     extra = {
         (rec["model"], r["estimator"]): {k: r[k] for k in REFIT_COLUMNS if r.get(k) is not None}

@@ -62,8 +62,9 @@ def advise(
         config: an advise config YAML (``configs/advise/*.yaml``) or a parsed spec.
         out: the output folder (default ``runs/advise/<name>``).
         db: the results store URL for the calibration grid (default SQLite under ``out``).
-        workers: calibration worker processes (None: :func:`~textcause.advise.inputs.default_workers`,
-            one per usable CPU within the available memory).
+        workers: calibration and estimate worker processes (None:
+            :func:`~textcause.advise.inputs.default_workers`, one per usable CPU within the
+            available memory).
         echo: where progress lines go (default stderr).
 
     Returns:
@@ -94,7 +95,7 @@ def advise(
     support = seed_support(results, graded)
     best = recommend(graded)
     echo(f"calibration graded: recommended {best['model']} / {best['estimator']}; fitting the real study")
-    rows = run_estimates(prepared, out / "estimate", echo=echo)
+    rows = run_estimates(prepared, out / "estimate", echo=echo, workers=workers)
     table = ranked_estimates(rows, graded)
     echo("refuting the recommended estimate and measuring its sensitivity to hidden confounding")
     found = robustness(

@@ -3,6 +3,7 @@
     textcause observe --config configs/observational/twitter_gender.yaml          # all models
     textcause observe --config configs/observational/blogs_gender.yaml --models unadjusted lr_lda
     textcause observe --config ... --dry-run        # build the task, print its counts, fit nothing
+    textcause observe --config ... --workers 2      # two models at a time, in two processes
 
 The models run through :func:`textcause.experiments.observational.run_study`; the tables and the paper's figure 2
 layout come from :func:`textcause.reports.study.write_outputs`. Results go to
@@ -38,7 +39,7 @@ def observe(config: str | Path, out_dir: str | Path | None = None, **run: Any) -
     Args:
         config: the study's YAML.
         out_dir: the output folder (default ``runs/observe/<name>``).
-        **run: ``models``, ``retry_failed``, ``echo``: as
+        **run: ``models``, ``retry_failed``, ``echo``, ``workers``: as
             :func:`~textcause.experiments.observational.run_study` takes them.
 
     Returns:
@@ -59,6 +60,9 @@ def build_parser() -> CommandParser:
     parser.add_argument("--models", nargs="+", default=None, help="run only these models of the study")
     parser.add_argument("--retry-failed", action="store_true", help="run models recorded as failed again")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="processes fitting models at once, each with its share of the CPUs"
+    )
     parser.add_argument("--dry-run", action="store_true", help="build the task, print its counts, fit nothing")
     return parser
 
@@ -84,7 +88,7 @@ def _observe(args: argparse.Namespace) -> int:
         task = load_task(args.config)
         print(json.dumps({"task": repr(task), **task.info}, indent=2, default=str))
         return 0
-    result = observe(args.config, args.out, models=args.models, retry_failed=args.retry_failed)
+    result = observe(args.config, args.out, models=args.models, retry_failed=args.retry_failed, workers=args.workers)
     md = Path(result["files"][0])
     print(md.read_text(encoding="utf-8"))
     print("wrote " + ", ".join(result["files"]), file=sys.stderr)

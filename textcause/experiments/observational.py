@@ -13,7 +13,9 @@ the figure:
 
 A model whose record has the same content key (the parsed study config, model config and default
 configs: comments do not count) is skipped on rerun, so a killed run resumes; a model that fails is recorded with its
-error and the run goes on (``--retry-failed`` runs it again).
+error and the run goes on (``--retry-failed`` runs it again). With ``workers`` above 1 the models
+to fit are shared among that many processes (:class:`concurrent.futures.ProcessPoolExecutor`, each
+with an equal share of the usable CPUs as torch threads); the records are the same.
 """
 
 from __future__ import annotations
@@ -172,6 +174,38 @@ def _progress(
     )
 
 
+def _init_worker(threads: int, cwd: str, environ: dict[str, str]) -> None:
+    """A study worker process as its parent is now (a fork server's children inherit the server's
+    directory and environment, from when it started), with its share of the CPUs as torch threads."""
+    import os
+
+    import torch
+
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(environ)
+    torch.set_num_threads(threads)
+
+
+def _model_pool(workers: int) -> Any:
+    """A process pool for ``workers`` model fits: forked from a fork server where the platform has
+    one (Linux), else spawned; each process with ``usable CPUs // workers`` torch threads."""
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    from textcause.features.encoder_workers import available_cpus
+
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    threads = max(1, available_cpus() // workers)
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context(method),
+        initializer=_init_worker,
+        initargs=(threads, os.getcwd(), dict(os.environ)),
+    )
+
+
 def _eta(fitted: Sequence[float], n_left: int) -> float | None:
     """The seconds the ``n_left`` models still to fit will take, at the mean time of those fitted so far."""
     if n_left <= 0 or not fitted:
@@ -186,6 +220,7 @@ def run_study(
     models: Sequence[str] | None = None,
     retry_failed: bool = False,
     echo: Callable[[str], None] | None = None,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Run (or resume) an observational study's models (their tables and figure: :mod:`textcause.reports.study`).
 
@@ -197,6 +232,8 @@ def run_study(
         retry_failed: run models recorded as failed again.
         echo: where progress lines go (default: stderr): one a model, with the time elapsed and,
             while models remain to fit, the ETA (their number times the mean time of those fitted).
+        workers: processes that fit the models (1: in this process, one after another); the
+            records do not depend on it.
 
     Returns:
         ``{"spec", "task", "out"}``: the parsed study, its task and the output folder.
@@ -205,7 +242,9 @@ def run_study(
         ValueError: an invalid config or a task that cannot be built (before any model runs).
     """
     from textcause.observational.task import load_task
+    from textcause.validation import check_int
 
+    check_int(workers, "workers", "run_study", low=1)
     echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
     config = Path(config).resolve()
     spec = load_spec(config)
@@ -226,18 +265,44 @@ def run_study(
     n_to_fit = sum(old is None for old in earlier)
     fitted: list[float] = []  # seconds per model fitted in this call
     started = time.perf_counter()
+
+    def finish(i: int, model: str, key: str, record: dict[str, Any], seconds: float) -> None:
+        record.update(key=key, finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        atomic_write_json(out / "models" / f"{model}.json", record)
+        fitted.append(seconds)
+        eta = _eta(fitted, n_to_fit - len(fitted))
+        echo(_progress(i, len(wanted), model, record, "done", time.perf_counter() - started, eta))
+
+    todo = [(i, m, p, k) for i, ((m, p), k, old) in enumerate(zip(wanted, keys, earlier), 1) if old is None]
+    if workers > 1 and len(todo) > 1:
+        from concurrent.futures import as_completed
+
+        for i, ((model, _), old) in enumerate(zip(wanted, earlier), 1):
+            if old is not None:
+                echo(_progress(i, len(wanted), model, old, "finished earlier", time.perf_counter() - started))
+        with _model_pool(min(workers, len(todo))) as pool:
+            futures = {pool.submit(_timed_model, spec, m, p, config, out): (i, m, k) for i, m, p, k in todo}
+            for future in as_completed(futures):
+                i, model, key = futures[future]
+                record, seconds = future.result()
+                finish(i, model, key, record, seconds)
+        return {"spec": spec, "task": task, "out": out}
     for i, ((model, path), key, old) in enumerate(zip(wanted, keys, earlier), 1):
         if old is not None:
             echo(_progress(i, len(wanted), model, old, "finished earlier", time.perf_counter() - started))
             continue
-        t0 = time.perf_counter()
-        record = run_model(spec, model, path, config, out)
-        record.update(key=key, finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-        atomic_write_json(out / "models" / f"{model}.json", record)
-        fitted.append(time.perf_counter() - t0)
-        eta = _eta(fitted, n_to_fit - len(fitted))
-        echo(_progress(i, len(wanted), model, record, "done", time.perf_counter() - started, eta))
+        record, seconds = _timed_model(spec, model, path, config, out)
+        finish(i, model, key, record, seconds)
     return {"spec": spec, "task": task, "out": out}
+
+
+def _timed_model(
+    spec: ObservationalSpec, model: str, path: Path, config: Path, out: Path
+) -> tuple[dict[str, Any], float]:
+    """:func:`run_model`'s record and the seconds it took (the unit of work of a study worker)."""
+    t0 = time.perf_counter()
+    record = run_model(spec, model, path, config, out)
+    return record, time.perf_counter() - t0
 
 
 def _finished(dest: Path, key: str, retry_failed: bool) -> dict[str, Any] | None:
