@@ -54,7 +54,7 @@ def build_parser() -> CommandParser:
         "--workers",
         type=int,
         default=None,
-        help="calibration worker processes (default: one per usable CPU, at most one per 2 GiB of free memory)",
+        help="worker processes of the calibration and the real fits (default: one per usable CPU, one per 2 GiB free)",
     )
     return p
 
