@@ -381,11 +381,22 @@ def test_a_failed_model_is_recorded_and_the_run_goes_on(study):
 
 def test_two_workers_give_the_same_records(study, tmp_path, monkeypatch):
     """The models shared among two processes (each fitting in its own): the same rows, the failure
-    recorded, one progress line a model; a relative output folder resolves against the caller's."""
-    monkeypatch.setenv("TEXTCAUSE_CACHE", str(study["root"] / "cache"))
+    recorded, one progress line a model; the processes work in the caller's directory and
+    environment (a relative output folder, its cache root), not the fork server's."""
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()  # the server starts here, so its directory and environment are not those below
+    monkeypatch.setenv("TEXTCAUSE_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
+    pools: list[int] = []
+    real_pool = obs_run._model_pool
+    monkeypatch.setattr(obs_run, "_model_pool", lambda n: pools.append(n) or real_pool(n))
     lines: list[str] = []
     obs_run.run_study(study["config"], "par", echo=lines.append, workers=2)
+    assert pools == [2]  # the models went to a pool of two processes
+    # each process wrote its run under the caller's directory, not the fork server's
+    assert (tmp_path / "par" / "runs" / "lr_unigram_binary").is_dir()
+    assert any((tmp_path / "cache" / "features").iterdir())  # and cached its features under the caller's root
     for model in ("unadjusted", "lr_unigram_binary", "broken"):
         one = json.loads((study["out"] / "models" / f"{model}.json").read_text())
         two = json.loads((tmp_path / "par" / "models" / f"{model}.json").read_text())

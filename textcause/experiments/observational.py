@@ -174,14 +174,14 @@ def _progress(
     )
 
 
-def _init_worker(threads: int, cwd: str, environ: dict[str, str]) -> None:
-    """A study worker process as its parent is now (a fork server's children inherit the server's
-    directory and environment, from when it started), with its share of the CPUs as torch threads."""
+def _init_worker(threads: int, environ: dict[str, str]) -> None:
+    """A study worker process with its parent's environment as it is now (a fork server's children
+    inherit the server's, from when it started; multiprocessing itself carries the working
+    directory over) and its share of the CPUs as torch threads."""
     import os
 
     import torch
 
-    os.chdir(cwd)
     os.environ.clear()
     os.environ.update(environ)
     torch.set_num_threads(threads)
@@ -202,7 +202,7 @@ def _model_pool(workers: int) -> Any:
         max_workers=workers,
         mp_context=multiprocessing.get_context(method),
         initializer=_init_worker,
-        initargs=(threads, os.getcwd(), dict(os.environ)),
+        initargs=(threads, dict(os.environ)),
     )
 
 
