@@ -242,6 +242,48 @@ def _first_start(url, barrier, queue):
         queue.put(f"{type(err).__name__}: {str(err).splitlines()[0]}")
 
 
+def _writer_of_a_new_file(path):
+    """A connection holding a write lock on a new rollback-journal SQLite file (releasable from a timer thread)."""
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE x (i)")
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO x VALUES (1)")
+    return holder
+
+
+def test_opening_a_new_database_waits_for_another_writer_instead_of_failing(tmp_path):
+    """SQLite refuses the switch to WAL at once, busy timeout or not, while another connection holds a
+    write lock on a file not yet in WAL mode (one of four commands starting together on a new
+    database failed so, 1 start in 120 under load); the store waits for the lock instead."""
+    import threading
+
+    from textcause.store.db import wal_mode
+
+    path = tmp_path / "results.db"
+    holder = _writer_of_a_new_file(path)
+    plain = sqlite3.connect(path, isolation_level=None, timeout=5)
+    start = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+        plain.execute("PRAGMA journal_mode = WAL")  # SQLite's own answer: no wait
+    assert time.monotonic() - start < 1.0
+    start = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+        wal_mode(plain.cursor(), timeout=0.3)  # still locked when its time is up: the error as it came
+    assert 0.25 <= time.monotonic() - start < 2.0
+    plain.close()
+    timer = threading.Timer(0.5, holder.execute, args=("COMMIT",))
+    timer.start()
+    start = time.monotonic()
+    engine = store.open_store(f"sqlite:///{path}")
+    waited = time.monotonic() - start
+    timer.join()
+    holder.close()
+    assert waited >= 0.4
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert sa.inspect(conn).has_table("cells")
+
+
 def test_commands_starting_together_on_a_fresh_sqlite_file_all_work(tmp_path):
     """Four first starts at once on an empty SQLite file (before: "table studies already exists")."""
     ctx = mp.get_context("fork")  # spawn cannot import a test module (pytest imports it by path)
