@@ -179,7 +179,12 @@ def main(argv: list[str] | None = None) -> int:
             m = warm[ratio].set_params(C=cc)
         else:
             m = LogisticRegression(
-                C=cc, l1_ratio=ratio, solver="liblinear", dual=penalty == "l2", max_iter=1000, random_state=0
+                C=cc,
+                l1_ratio=ratio,
+                solver="liblinear",
+                dual=penalty == "l2" and tuned.l2_solver == "dual",
+                max_iter=1000,
+                random_state=0,
             )
         m.fit(a, ttr)
         z = v @ m.coef_.ravel() + m.intercept_[0]
@@ -196,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         return best
 
     def tc_fit(penalty, ratio, cc, a, v, warm):  # one candidate as TunedLogisticRegression's search fits it
-        coef, intercept, _ = _fit_one(penalty, ratio, cc, 0, a, ttr, warm)
+        coef, intercept, _ = _fit_one(penalty, ratio, cc, 0, a, ttr, warm, tuned.l2_solver)
         return _log_loss(tva, v @ coef + intercept), None
 
     def by_candidate(rounds):  # every candidate's two fits side by side: the load drifts less within a pair

@@ -133,10 +133,14 @@ def test_the_tuned_search_scales_and_fits_as_scikit_learn_to_the_bit():
     assert (scaled != scaler.transform(x)).nnz == 0 and np.array_equal(scaled.data, scaler.transform(x).data)
     assert np.shares_memory(scaled.indices, x.indices)
     tr, va = slice(0, 150), slice(150, 200)
-    _, _, chosen = fit_path(scaled[tr], t[tr], scaled[va], t[va], penalties=["l1", "l2"], cs=[0.1, 1.0], seed=0)
-    for penalty, ratio, c, loss, iterations in chosen["candidates"]:
-        m = SkLR(C=c, l1_ratio=ratio, solver="liblinear", dual=penalty == "l2", max_iter=1000, random_state=0)
-        m.fit(scaled[tr], t[tr])
-        logits = scaled[va] @ m.coef_.ravel() + m.intercept_[0]
-        assert loss == float(np.mean(np.logaddexp(0.0, logits) - t[va] * logits))
-        assert iterations == int(m.n_iter_.max())
+    for solver in ("primal", "dual"):
+        _, _, chosen = fit_path(
+            scaled[tr], t[tr], scaled[va], t[va], penalties=["l1", "l2"], cs=[0.1, 1.0], seed=0, l2_solver=solver
+        )
+        for penalty, ratio, c, loss, iterations in chosen["candidates"]:
+            dual = penalty == "l2" and solver == "dual"
+            m = SkLR(C=c, l1_ratio=ratio, solver="liblinear", dual=dual, max_iter=1000, random_state=0)
+            m.fit(scaled[tr], t[tr])
+            logits = scaled[va] @ m.coef_.ravel() + m.intercept_[0]
+            assert loss == float(np.mean(np.logaddexp(0.0, logits) - t[va] * logits))
+            assert iterations == int(m.n_iter_.max())

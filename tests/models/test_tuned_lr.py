@@ -41,7 +41,7 @@ def test_fit_path_keeps_the_lowest_validation_loss_of_independent_sklearn_fits()
     for penalty, ratio, c, loss, _ in chosen["candidates"]:
         if penalty == "elasticnet":
             continue  # warm-started along its path: checked below through the chosen weights only
-        m = SkLR(C=c, l1_ratio=ratio, solver="liblinear", dual=penalty == "l2", max_iter=1000, random_state=0)
+        m = SkLR(C=c, l1_ratio=ratio, solver="liblinear", dual=False, max_iter=1000, random_state=0)  # L2: primal
         m.fit(x[tr], t[tr])
         assert loss == pytest.approx(log_loss(t[va], m.predict_proba(x[va])[:, 1]), rel=1e-6)
     losses = [row[3] for row in chosen["candidates"]]
@@ -54,6 +54,50 @@ def test_fit_path_keeps_the_lowest_validation_loss_of_independent_sklearn_fits()
     kinds = {row[0] for row in chosen["candidates"]}
     assert kinds == {"l1", "l2", "elasticnet"}
     assert sum(row[0] == "elasticnet" for row in chosen["candidates"]) == sum(c <= 1.0 for c in DEFAULT_CS)
+
+
+def test_the_l2_solvers_match_scikit_learns_and_minimise_the_same_objective():
+    x, t = _sparse_signal(seed=2)
+    tr, va = slice(0, 400), slice(400, 600)
+    runs = {}
+    for solver in ("primal", "dual"):
+        _, _, chosen = fit_path(x[tr], t[tr], x[va], t[va], penalties=["l2"], cs=[0.1, 1.0], l2_solver=solver)
+        runs[solver] = [row[3] for row in chosen["candidates"]]
+        for ((_, _, c, loss, _),) in zip(chosen["candidates"]):
+            m = SkLR(C=c, solver="liblinear", dual=solver == "dual", max_iter=1000, random_state=0).fit(x[tr], t[tr])
+            assert loss == pytest.approx(log_loss(t[va], m.predict_proba(x[va])[:, 1]), rel=1e-9)
+    # both converge here, to the one optimum of the same objective: validation losses agree to the tolerance
+    np.testing.assert_allclose(runs["primal"], runs["dual"], rtol=1e-3)
+    assert runs["primal"] != runs["dual"]  # yet they are two solvers, not one called twice
+
+
+def _first_stop(losses, k):
+    """How many candidates a path of ``losses`` fits with patience ``k``: it stops once the latest fit is
+    k past the first occurrence of the running minimum."""
+    for i in range(len(losses)):
+        if i - int(np.argmin(losses[: i + 1])) >= k:
+            return i + 1
+    return len(losses)
+
+
+@pytest.mark.parametrize("patience", [1, 2, 3])
+def test_path_patience_stops_each_path_after_k_strengths_without_improvement(patience):
+    x, t = _sparse_signal(seed=3)
+    tr, va = slice(0, 400), slice(400, 600)
+    cs = list(np.logspace(-2, 2, 9))
+    _, _, full = fit_path(x[tr], t[tr], x[va], t[va], cs=cs, seed=0)
+    coef, intercept, cut = fit_path(x[tr], t[tr], x[va], t[va], cs=cs, seed=0, path_patience=patience)
+    expected, n_full = [], 0
+    for key in (("l1", 1.0), ("l2", 0.0), ("elasticnet", 0.5)):
+        path = [row for row in full["candidates"] if (row[0], row[1]) == key]
+        n_full += len(path)
+        expected += path[: _first_stop([row[3] for row in path], patience)]
+    assert cut["candidates"] == expected  # the same fits, in the same order, and no others
+    assert cut["skipped"] == n_full - len(expected) > 0
+    assert full["skipped"] == 0
+    assert cut["val_loss"] == min(row[3] for row in expected)
+    if full["val_loss"] in [row[3] for row in expected]:  # the full search's choice was reached: it is kept
+        assert (cut["penalty"], cut["C"]) == (full["penalty"], full["C"])
 
 
 def test_maxabs_scaling_is_folded_back_into_the_weights():
@@ -77,6 +121,9 @@ def test_maxabs_scaling_is_folded_back_into_the_weights():
         ({"Cs": [0.0]}, "The 'Cs' parameter of TunedLogisticRegression"),
         ({"l1_ratios": [1.0]}, "The 'l1_ratios' parameter of TunedLogisticRegression"),
         ({"feature_scaling": "zscore"}, "The 'feature_scaling' parameter"),
+        ({"l2_solver": "newton"}, "The 'l2_solver' parameter of TunedLogisticRegression must be one of"),
+        ({"path_patience": 0}, "The 'path_patience' parameter of TunedLogisticRegression must be an int >= 1"),
+        ({"path_patience": True}, "The 'path_patience' parameter"),
     ],
 )
 def test_bad_settings_are_one_sentence(kwargs, message):
