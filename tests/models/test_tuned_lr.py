@@ -131,6 +131,14 @@ def test_bad_settings_are_one_sentence(kwargs, message):
         TunedLogisticRegression(LogisticRegression(input_dim=3), **kwargs)
 
 
+def test_fit_path_refuses_an_unknown_solver_or_patience_in_one_sentence():
+    x, t = _sparse_signal()
+    with pytest.raises(ValueError, match="The 'l2_solver' parameter of fit_path must be one of"):
+        fit_path(x[:400], t[:400], x[400:], t[400:], l2_solver="Dual")
+    with pytest.raises(ValueError, match="The 'path_patience' parameter of fit_path must be an int >= 1"):
+        fit_path(x[:400], t[:400], x[400:], t[400:], path_patience=2.5)
+
+
 def test_one_class_in_training_is_refused():
     x, _ = _sparse_signal()
     with pytest.raises(ValueError, match="needs treated and untreated users in its training split"):

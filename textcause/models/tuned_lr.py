@@ -73,6 +73,15 @@ def _log_loss(t: np.ndarray, logits: np.ndarray) -> float:
     return float(np.mean(np.logaddexp(0.0, logits) - t * logits))
 
 
+def _check_patience(value: Any, owner: str) -> Optional[int]:
+    """``value`` if it is None or an int >= 1; otherwise one sentence naming ``owner``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(
+            f"The 'path_patience' parameter of {owner} must be an int >= 1 or None. Got {value!r} instead."
+        )
+    return value
+
+
 def _paths(
     penalties: Sequence[str], cs: Sequence[float], l1_ratios: Sequence[float], en_max_c: float
 ) -> list[list[tuple[str, float, float]]]:
@@ -162,8 +171,11 @@ def fit_path(
         "seconds"}`` (``skipped``: the candidates that ``path_patience`` left unfitted).
 
     Raises:
-        ValueError: the training rows hold one class only.
+        ValueError: the training rows hold one class only; an unknown ``l2_solver``; a
+            ``path_patience`` that is not a positive int.
     """
+    check_options(l2_solver, "l2_solver", "fit_path", L2_SOLVERS)
+    _check_patience(path_patience, "fit_path")
     t_train = np.asarray(t_train).astype(np.int64)
     if np.unique(t_train).size < 2:
         raise ValueError(f"{_OWNER} needs treated and untreated users in its training split; it has one class only.")
@@ -280,13 +292,7 @@ class TunedLogisticRegression(PropensityModule):
         self.elasticnet_max_c = check_real(elasticnet_max_C, "elasticnet_max_C", _OWNER, low=0.0, low_open=True)
         self.feature_scaling = check_options(feature_scaling, "feature_scaling", _OWNER, SCALES)
         self.l2_solver = check_options(l2_solver, "l2_solver", _OWNER, L2_SOLVERS)
-        if path_patience is not None and (
-            isinstance(path_patience, bool) or not isinstance(path_patience, int) or path_patience < 1
-        ):
-            raise ValueError(
-                f"The 'path_patience' parameter of {_OWNER} must be an int >= 1 or None. Got {path_patience!r} instead."
-            )
-        self.path_patience = path_patience
+        self.path_patience = _check_patience(path_patience, _OWNER)
         self.automatic_optimization = False  # nothing for Lightning to optimise: the fit is scikit-learn's
         self._chosen: dict[str, Any] = {}
         self._parts: list[tuple[np.ndarray, Any, np.ndarray]] = []
