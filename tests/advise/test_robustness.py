@@ -79,6 +79,8 @@ def test_each_kind_of_model_gets_its_refit(monkeypatch):
     model = tuned.learner(160)  # a fold of 160 users: C scaled so the penalty per user is the chosen one
     assert (model.C, model.solver, model.l1_ratio) == (pytest.approx(0.25), "liblinear", 1.0)
     assert "(l1, C = 0.5 on its 80 training users" in tuned.note
+    l2 = refit_module.RefitPlan("m", "unigram_binary", "logistic", "l2", 40.0, 0.0, "maxabs", "tuned")
+    assert (l2.learner(160).solver, l2.learner(160).dual) == ("liblinear", False)  # the tuned LR's primal L2
 
 
 def test_the_sentence_names_the_strength_and_the_groups_that_reach_it():

@@ -13,8 +13,8 @@ study's split for that. :func:`plan_for` reads what the model is and what it cho
   log-loss plus ``weight_decay / 2 ||w||^2``); the intercept goes unpenalised (exact up to that);
 * the tuned logistic regression (``TunedLogisticRegression``, ``lr_tuned_*``): the penalty kind, C
   and l1_ratio it chose on validation (read from its result rows' ``tuned`` column, else from its
-  checkpoint), with the same solvers and the
-  same max-abs feature scaling; C is rescaled to each fold's size so that the penalty per user is
+  checkpoint), with the same solvers (``textcause.models.tuned_lr``'s own estimator: L2 by
+  liblinear's primal solver) and the same max-abs feature scaling; C is rescaled to each fold's size so that the penalty per user is
   the one chosen (exact up to that);
 * any other model (a network, a joint model, a hierarchical encoder model) or an outside method:
   *approximated* by the L2 logistic regression with its weight decay (``C = 1`` without one), on its
@@ -86,14 +86,9 @@ class RefitPlan:
         c = self.c_per_user / max(n, 1)
         if self.solver == "lbfgs":
             return LogisticRegression(C=c, solver="lbfgs", max_iter=1000)
-        if self.penalty == "elasticnet":  # the tuned LR's solvers (textcause.models.tuned_lr)
-            return LogisticRegression(
-                C=c, l1_ratio=self.l1_ratio, solver="saga", tol=1e-3, max_iter=300, random_state=seed
-            )
-        dual = self.penalty == "l2"
-        return LogisticRegression(
-            C=c, l1_ratio=self.l1_ratio, solver="liblinear", dual=dual, max_iter=1000, random_state=seed
-        )
+        from textcause.models.tuned_lr import _estimator
+
+        return _estimator(self.penalty, self.l1_ratio, c, seed)  # the tuned LR's own solvers (L2: primal)
 
     def fit_predict(self, X: Any, t: np.ndarray, train: np.ndarray, test: np.ndarray, seed: int = 0) -> np.ndarray:
         """Fit on the ``train`` rows; ``P(T=1 | x)`` of the ``test`` rows, clamped to ``[EPS, 1 - EPS]``."""

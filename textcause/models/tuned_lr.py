@@ -96,11 +96,6 @@ def _paths(
     return [path for path in out if path]
 
 
-def _candidates(penalties: Sequence[str], cs: Sequence[float], l1_ratios: Sequence[float], en_max_c: float):
-    """``(penalty, l1_ratio, C)`` in the order they are fitted (each penalty's path from the smallest C)."""
-    return [cand for path in _paths(penalties, cs, l1_ratios, en_max_c) for cand in path]
-
-
 def _estimator(penalty: str, l1_ratio: float, c: float, seed: int, l2_solver: str = "primal") -> Any:
     """The scikit-learn estimator of a candidate (liblinear's are fitted by :func:`_fit_one` directly)."""
     from sklearn.linear_model import LogisticRegression
