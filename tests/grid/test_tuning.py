@@ -52,7 +52,12 @@ def test_the_shipped_weld_grids_tune_every_network_and_agree():
     sherbert = next(c for c in weld.cells if c.model == "sherbert_pooled")
     assert dict(sherbert.search) == {"model.init_args.lr": (0.001, 0.003)}  # the YAML's 0.001 is a candidate
     nn = next(c for c in weld.cells if c.model == "nn_bigram_binary")
-    assert 0.01 in dict(nn.search)[WD] and 0.01 in dict(nn.search)["model.init_args.lr"]  # the defaults are candidates
+    # the penalty kind and strength, as the tuned LR's: none, L2 (the YAML's weight decay), L1, both
+    assert dict(nn.search) == {
+        WD: (0.0, 0.01),
+        "model.init_args.l1": (0.0, 0.001, 0.003, 0.01),
+        "model.init_args.lr": (0.001, 0.003),
+    }
     hashes = {c.cell_id: (c.config_hash, c.search) for c in weld.cells}
     assert all(hashes[c.cell_id] == (c.config_hash, c.search) for c in twitter.cells)
 

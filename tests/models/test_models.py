@@ -345,6 +345,7 @@ def test_hparams_keep_the_nets_rebuild_config_not_the_module():
         "optimizer": "lbfgs",
         "lbfgs_max_iter": 50,
         "early_stopping_patience": None,
+        "l1": 0.0,
         "net": net_config(model.net),
     }
     assert dict(model.hparams) == expected

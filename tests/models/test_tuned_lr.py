@@ -63,7 +63,7 @@ def test_the_l2_solvers_match_scikit_learns_and_minimise_the_same_objective():
     for solver in ("primal", "dual"):
         _, _, chosen = fit_path(x[tr], t[tr], x[va], t[va], penalties=["l2"], cs=[0.1, 1.0], l2_solver=solver)
         runs[solver] = [row[3] for row in chosen["candidates"]]
-        for ((_, _, c, loss, _),) in zip(chosen["candidates"]):
+        for _, _, c, loss, _ in chosen["candidates"]:
             m = SkLR(C=c, solver="liblinear", dual=solver == "dual", max_iter=1000, random_state=0).fit(x[tr], t[tr])
             assert loss == pytest.approx(log_loss(t[va], m.predict_proba(x[va])[:, 1]), rel=1e-9)
     # both converge here, to the one optimum of the same objective: validation losses agree to the tolerance
@@ -213,5 +213,7 @@ def test_the_weld_grids_use_the_tuned_lr_and_search_the_networks_learning_rate()
     searched = {c.model: dict(c.search) for c in weld.cells if c.search}
     networks = {f"nn_{r}" for r in ("unigram_binary", "bigram_binary", "bigram_counts", "lda")}
     assert set(searched) == networks | {"sherbert_pooled"}
-    assert all(set(searched[n]) == {"model.init_args.weight_decay", "model.init_args.lr"} for n in networks)
+    wd, l1, lr = (f"model.init_args.{k}" for k in ("weight_decay", "l1", "lr"))
+    assert all(set(searched[n]) == {wd, l1, lr} for n in networks - {"nn_lda"})  # the penalty kind too
+    assert set(searched["nn_lda"]) == {wd, lr}  # 20 topic proportions: nothing for an L1 penalty to select
     assert set(searched["sherbert_pooled"]) == {"model.init_args.lr"}

@@ -218,6 +218,17 @@ class PropensityModel(PropensityModule):
             (SHERBERT on a weak signal): :meth:`configure_callbacks` then gives the trainer an
             ``EarlyStopping`` on ``val_loss`` with this patience, which replaces the trainer's own
             (Lightning's rule for a model's callbacks). None (default) keeps the trainer's.
+        l1: L1 penalty (>= 0) on the network's input weights: ``l1 * sum(|w|)`` over the weights
+            that read the features (``net.input_weights()``: the MLP's hidden layer, the logistic
+            regression's ``w``) is added to the training loss (and to the logged ``train_loss``;
+            ``val_loss`` stays the plain log-loss). The penalty that makes a lasso, and the tuned LR's
+            L1, strong on tens of thousands of n-gram features, most of them noise; with Adam only
+            (L-BFGS needs a smooth loss). 0 (default): none. Adam's ``weight_decay`` still applies
+            beside it.
+
+    Raises:
+        ValueError: a bad value of any argument; ``l1 > 0`` with ``lbfgs``, or with a network
+            that names no input weights (SHERBERT, OrderCountNet).
     """
 
     def __init__(
@@ -228,6 +239,7 @@ class PropensityModel(PropensityModule):
         optimizer: str = "adam",
         lbfgs_max_iter: int = 50,
         early_stopping_patience: Optional[int] = None,
+        l1: float = 0.0,
     ) -> None:
         super().__init__()
         owner = type(self).__name__  # a subclass's errors name the subclass
@@ -241,6 +253,17 @@ class PropensityModel(PropensityModule):
             else check_int(early_stopping_patience, "early_stopping_patience", owner, low=1)
         )
         self.net = as_net(net, owner)
+        self.l1 = check_real(l1, "l1", owner, low=0.0)
+        if self.l1 > 0 and self.optimizer_name != "adam":
+            raise ValueError(
+                f"The 'l1' parameter of {owner} needs optimizer 'adam': the L1 penalty is not smooth, "
+                f"and L-BFGS assumes a smooth loss. Got l1={l1!r} with optimizer {optimizer!r}."
+            )
+        if self.l1 > 0 and not callable(getattr(self.net, "input_weights", None)):
+            raise ValueError(
+                f"The 'l1' parameter of {owner} penalises a network's input weights, and "
+                f"{type(self.net).__name__} names none (input_weights()): use it with MLP or LogisticRegression."
+            )
         self._train_loss: Optional[torch.Tensor] = None  # (weighted sum, units) of this epoch's training losses
         self._step_batch: Optional[Batch] = None  # the batch of an exact step (optimizer_step), between the calls
         self.save_hyperparameters(ignore=["net"])  # a subclass's own __init__ arguments too (Lightning reads its frame)
@@ -345,6 +368,12 @@ class PropensityModel(PropensityModule):
             return 0.0
         return 0.5 * self.weight_decay * sum((w**2).sum() for w in parameters)
 
+    def _l1_penalty(self) -> torch.Tensor:
+        """``l1 * sum(|w|)`` over the network's input weights (see the ``l1`` argument)."""
+        net: Any = self.net
+        weights: torch.Tensor = net.input_weights()
+        return self.l1 * weights.abs().sum()
+
     def _new_lbfgs(self, parameters: Any) -> ConvergedLBFGS:
         return ConvergedLBFGS(
             parameters, lr=self.lr, max_iter=self.lbfgs_max_iter, history_size=20, line_search_fn="strong_wolfe"
@@ -354,6 +383,8 @@ class PropensityModel(PropensityModule):
         self._step_batch = batch if self.exact else None
         _, loss = self.propensity_and_loss(batch)
         loss = loss + self._penalty(self.parameters())
+        if self.l1 > 0:
+            loss = loss + self._l1_penalty()
         self._add_train_loss(loss, int(batch["t"].shape[0]))
         if self.optimizer_name == "lbfgs" and world_size(self) > 1:
             # L-BFGS decides its line search and its stopping from the loss value: every rank must see

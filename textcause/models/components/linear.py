@@ -340,6 +340,10 @@ class LogisticRegression(_LinearHeads):
     def __init__(self, input_dim: Optional[int] = None, bias: bool = True) -> None:
         super().__init__(input_dim, bias)
 
+    def input_weights(self) -> torch.Tensor:
+        """The weights ``w`` (not the intercept): what ``PropensityModel(l1=...)`` penalises."""
+        return self.linear.weight
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Return the logits, shape (batch,), for a dense or sparse (batch, input_dim) tensor."""
         return linear_forward(self.linear, x).squeeze(-1)

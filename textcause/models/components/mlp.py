@@ -36,6 +36,10 @@ class MLP(nn.Module):
         self.drop = nn.Dropout(self.dropout)
         self.out = nn.Linear(self.hidden_size, 1)
 
+    def input_weights(self) -> torch.Tensor:
+        """The weights that read the features (the hidden layer's): what ``PropensityModel(l1=...)`` penalises."""
+        return self.hidden.weight
+
     def use_sparse_layout(self) -> None:
         """Lay out the hidden layer's weight for sparse batches (:func:`~textcause.models.components.linear.use_column_major`).
 
