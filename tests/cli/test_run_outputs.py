@@ -271,3 +271,19 @@ def test_the_model_card_gives_the_patience_that_stopped_training(tmp_path, model
         n_boot=0,
     )
     assert f"| early stopping | val_loss, patience {shown} |" in text
+
+
+@pytest.mark.parametrize(("l1", "shown"), [(None, False), (0.0, False), (0.003, True)])
+def test_the_model_card_gives_an_l1_penalty_when_there_is_one(tmp_path, l1, shown):
+    init = {"lr": 0.001, "weight_decay": 0.0} if l1 is None else {"lr": 0.001, "weight_decay": 0.0, "l1": l1}
+    text = model_card_text(
+        meta={"model": "nn_unigram_binary", "representation": "unigram_binary", "split": "test", "true_ate": 0.4},
+        rows=[_row("stratified")],
+        config={"model": {"init_args": init}, "trainer": {}},
+        representation={"kind": "unigram_binary"},
+        checkpoint=None,
+        log_dir=tmp_path,
+        n_boot=0,
+    )
+    assert ("| L1 penalty on the input weights | 0.003 |" in text) is shown
+    assert "| weight decay | 0.0 |" in text

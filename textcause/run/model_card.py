@@ -185,6 +185,7 @@ def model_card_text(
         ("optimizer", model.get("optimizer")),
         ("learning rate", model.get("lr")),
         ("weight decay", model.get("weight_decay")),
+        ("L1 penalty on the input weights", model.get("l1") or None),  # shown when the model has one
         ("batch size", data.get("batch_size")),
         ("max epochs", trainer.get("max_epochs")),
         ("epochs trained", valid.get("epochs")),
