@@ -26,9 +26,15 @@ def _fit(net_kind: str, l1: float, dim: int = 60, epochs: int = 30) -> Propensit
     net = MLP(dm.input_dim, hidden_size=10) if net_kind == "mlp" else LogisticRegression(dm.input_dim)
     model = PropensityModel(net, lr=0.003, l1=l1)
     with tempfile.TemporaryDirectory() as root:
-        L.Trainer(max_epochs=epochs, default_root_dir=root, enable_checkpointing=False, **TRAINER).fit(
-            model, datamodule=dm
+        trainer = L.Trainer(
+            max_epochs=epochs,
+            default_root_dir=root,
+            enable_checkpointing=False,
+            limit_val_batches=0,  # training only: the weights are what is checked
+            num_sanity_val_steps=0,
+            **TRAINER,
         )
+        trainer.fit(model, datamodule=dm)
     return model
 
 
