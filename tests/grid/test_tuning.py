@@ -55,7 +55,7 @@ def test_the_shipped_weld_grids_tune_every_network_and_agree():
     # the penalty kind and strength, as the tuned LR's: none, L2 (the YAML's weight decay), L1, both
     assert dict(nn.search) == {
         WD: (0.0, 0.01),
-        "model.init_args.l1": (0.0, 0.001, 0.003, 0.01),
+        "model.init_args.l1": (0.0, 0.001, 0.003, 0.01, 0.02),
         "model.init_args.lr": (0.001, 0.003),
     }
     hashes = {c.cell_id: (c.config_hash, c.search) for c in weld.cells}
