@@ -7,6 +7,7 @@
     textcause predict RUN_DIR --corpus new.csv --out propensities.csv   score new users with a trained run
     textcause demo                   the quick-start job on the real Twitter corpus
     textcause benchmark --config configs/benchmark/smoke.yaml [--workers N]   a task x model x seed grid
+    textcause results export --db runs/benchmark/<grid>/results.db --out grid.jsonl.gz   a grid's finished cells as one file (and import)
     textcause sweep --config configs/sweeps/sherbert_smoke.yaml [--trials N] [--summary]   a sweep, offline on Optuna
     textcause compare --db runs/benchmark/<grid>/results.db A B                      two methods across seeds
     textcause report --db runs/benchmark/<grid>/results.db --out report/            figures and a report
@@ -124,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         from textcause.cli.benchmark import benchmark_main
 
         return benchmark_main(rest)
+    if cmd == "results":  # handles its own errors and exit codes; light --help
+        from textcause.cli.results import results_main
+
+        return results_main(rest)
     if cmd == "sweep":  # handles its own errors and exit codes; light --help
         from textcause.cli.sweep import sweep_main
 
