@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from pathlib import Path
 
@@ -168,3 +169,38 @@ def test_command_errors(tmp_path, capsys):
     assert not (tmp_path / "x.jsonl.gz").exists()
     assert main(["results", "import", str(tmp_path / "nosuch.jsonl.gz"), "--db", str(db)]) == 2
     assert "error: The archive" in capsys.readouterr().err
+
+
+def test_a_grid_run_with_an_archive_restores_from_it_and_keeps_it_current(tmp_path, tiny_corpus, capsys):
+    spec = grid_spec(tiny_corpus, name="tiny", tasks={"linguistic_complexity": [1, 2]}, models=("oracle", "unadjusted"))
+    config = write_grid_spec(tmp_path, spec)
+    archive = tmp_path / "kept" / "tiny.jsonl.gz"
+    assert benchmark_main(["--config", str(config), "--out", str(tmp_path / "a"), "--archive", str(archive)]) == 0
+    assert f"tiny: 4 cells (16 result rows) kept in {archive}" in capsys.readouterr().err
+    written = archive.read_bytes()
+    # another machine with nothing but the archive: the same command imports it and runs nothing
+    assert benchmark_main(["--config", str(config), "--out", str(tmp_path / "b"), "--archive", str(archive)]) == 0
+    err = capsys.readouterr().err
+    assert f"tiny: 4 cells (16 result rows) imported from {archive}" in err and "4/4 cells done" in err
+    assert archive.read_bytes() == written
+    assert not (tmp_path / "b" / "runs").exists() or not any((tmp_path / "b" / "runs").iterdir())
+    (tmp_path / "o").mkdir()
+    other = write_grid_spec(tmp_path / "o", grid_spec(tiny_corpus, name="other", tasks={"linguistic_complexity": [1]}))
+    assert benchmark_main(["--config", str(other), "--out", str(tmp_path / "c"), "--archive", str(archive)]) == 2
+    assert "holds the cells of grid 'tiny', not of grid 'other'" in capsys.readouterr().err
+
+
+def test_the_archive_is_rewritten_when_cells_finish_at_most_once_a_period(tmp_path, monkeypatch):
+    from textcause.grid.keep import GridArchive
+
+    engine, path = fake_store(n=2, running=0), tmp_path / "g.jsonl.gz"
+    keep = GridArchive(path, engine, "g", every=3600.0)
+    assert keep.restore() is None  # no archive yet
+    assert keep.update(2).cells == 2  # the first rewrite
+    assert keep.update(3) is None and keep.update(2, final=True) is None  # too soon; nothing new
+    assert keep.update(3, final=True).cells == 2  # the last one is always written
+    monkeypatch.setattr("textcause.grid.keep.export_grid", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+    stream = io.StringIO()
+    keep.stream = stream
+    assert keep.update(4, final=True) is None
+    assert "warning: the archive" in stream.getvalue() and "disk full" in stream.getvalue()

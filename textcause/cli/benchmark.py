@@ -4,6 +4,7 @@
     textcause benchmark --config configs/benchmark/weld.yaml --workers 2       # two processes
     textcause benchmark --config configs/benchmark/weld.yaml --db postgresql://host/textcause  # on each machine
     textcause benchmark --config configs/benchmark/smoke.yaml --method mypkg.methods:MyMethod  # add a method
+    textcause benchmark --config configs/benchmark/weld.yaml --archive weld.jsonl.gz  # carried in one file
 
 See :mod:`textcause.grid.runner` for how cells are scheduled, claimed and resumed. Rerunning the
 same command resumes a killed run; ``--retry-failed`` runs failed cells again, ``--rerun-changed``
@@ -50,6 +51,13 @@ def build_parser() -> CommandParser:
         action="store_true",
         help="run again finished cells whose configuration changed (their old rows are deleted)",
     )
+    parser.add_argument(
+        "--archive",
+        default=None,
+        metavar="FILE.jsonl.gz",
+        help="add this archive's cells to the store first (if it exists), and keep it rewritten with the "
+        "grid's finished cells as they come in (textcause results export|import)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="list the cells and their status, run nothing")
     parser.add_argument("--heartbeat", type=int, default=HEARTBEAT_INTERVAL, help=argparse.SUPPRESS)
     parser.add_argument(
@@ -82,6 +90,7 @@ def benchmark_main(argv: Sequence[str]) -> int:
             heartbeat=args.heartbeat,
             freeze_gc=True,  # this command's own process
             worker_start=args.worker_start,
+            archive=args.archive,
         )
     )
 

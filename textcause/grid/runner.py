@@ -26,6 +26,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from textcause import store
+from textcause.grid.keep import GridArchive
 from textcause.grid.precheck import check_cells
 from textcause.grid.spec import Grid, load_grid
 from textcause.grid.worker import GRACE_FACTOR, HEARTBEAT_INTERVAL, open_study, run_worker
@@ -230,6 +231,7 @@ def run_benchmark(
     heartbeat: int = HEARTBEAT_INTERVAL,
     freeze_gc: bool = False,
     worker_start: str = "auto",
+    archive: str | Path | None = None,
 ) -> int:
     """Run (or resume) a grid: prepare the database and the study, run the workers, show progress.
 
@@ -255,6 +257,9 @@ def run_benchmark(
             worker spends its first seconds importing; ``"subprocess"``, each a new
             ``python -m textcause.grid.worker`` that imports for itself; ``"auto"`` (the
             default): the fork server on Linux, else subprocesses.
+        archive: a grid archive (``*.jsonl.gz``, :mod:`textcause.grid.keep`): its cells that the
+            store lacks are added first, and it is rewritten with the finished cells as they come in
+            (at most once a minute, and at the end). Not read by a dry run.
 
     Returns:
         The exit code: 0, or 1 when a cell failed, a worker or the database failed, or cells were
@@ -277,6 +282,10 @@ def run_benchmark(
         return _dry_run(grid, url, str(config))
     check_cells(grid.cells, str(config))  # every cell's settings, before anything is opened or run
     engine = store.open_store(url)
+    keeper = GridArchive(archive, engine, grid.name) if archive is not None else None
+    restored = keeper.restore() if keeper is not None else None
+    if restored is not None:
+        print(restored.describe("imported from"), file=sys.stderr, flush=True)
     _check_config_unchanged(grid, engine, rerun_changed)
     open_study(grid, url, create=True, heartbeat_interval=heartbeat, grace_period=GRACE_FACTOR * heartbeat)
     since = store.utcnow()
@@ -293,7 +302,9 @@ def run_benchmark(
 
         def show() -> None:
             while not stop.wait(2.0):
-                line.update()
+                shown = line.update()
+                if keeper is not None:
+                    keeper.update(shown.ok + shown.failed)
 
         shower = threading.Thread(target=show, daemon=True)
         shower.start()
@@ -325,7 +336,9 @@ def run_benchmark(
             procs.append((proc, log))
         told: set[int] = set()
         while any(p.poll() is None for p, _ in procs):
-            line.update()
+            shown = line.update()
+            if keeper is not None:
+                keeper.update(shown.ok + shown.failed)
             _wait_for_exit([p for p, _ in procs], 1.0)  # the progress line once a second
             for i, (p, log) in enumerate(procs):  # a worker that died is said at once, the others go on
                 if i not in told and p.poll() not in (None, 0) and any(q.poll() is None for q, _ in procs):
@@ -338,6 +351,9 @@ def run_benchmark(
                     print(f"\nerror: {worker_ended(i, p.returncode, log.name)}.", file=sys.stderr)
                 status = 1
     p = line.update(final=True)
+    kept = keeper.update(p.ok + p.failed, final=True) if keeper is not None else None
+    if kept is not None:
+        print(kept.describe("kept in"), file=sys.stderr, flush=True)
     failed = p.failed_since if retry_failed else p.failed
     if failed:
         print(

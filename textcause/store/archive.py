@@ -284,18 +284,25 @@ def read_archive(
     return header, rows["cells"], rows["results"], sorted(renamed)
 
 
-def import_grid(target: str | sa.Engine, path: str | os.PathLike[str]) -> ArchiveSummary:
+def import_grid(target: str | sa.Engine, path: str | os.PathLike[str], *, grid: str | None = None) -> ArchiveSummary:
     """Add the cells of the archive ``path`` to the store ``target`` (a SQLAlchemy URL or engine).
 
     Cells the store already holds (finished or running) are left as they are; the others are added
     with their result rows, all in one transaction. A later ``textcause benchmark`` run of the same
     grid counts them as done, or as changed if its configuration moved on since they ran.
 
+    Args:
+        target: the store.
+        path: the archive.
+        grid: the grid the archive must hold (None: any).
+
     Raises:
-        ValueError: a damaged archive or one of another version (see :func:`read_archive`), or a
-            store that cannot be written.
+        ValueError: a damaged archive or one of another version (see :func:`read_archive`), an
+            archive of another grid than ``grid``, or a store that cannot be written.
     """
     header, cell_rows, result_rows, renamed = read_archive(path)
+    if grid is not None and header["grid"] != grid:
+        raise ValueError(f"The archive '{path}' holds the cells of grid {header['grid']!r}, not of grid {grid!r}.")
     engine, own = _engine(target, create=True)
     try:
         with engine.begin() as conn:
