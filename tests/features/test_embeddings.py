@@ -797,3 +797,56 @@ def test_the_new_default_gives_the_old_paths_vectors_to_the_bit(tiny, monkeypatc
     enc = Encoder(str(tiny), precision=precision, batch_size=8)
     np.testing.assert_array_equal(enc.encode(posts).vectors, old)
     assert enc.last_plan is not None and enc.last_plan.reason == "TEXTCAUSE_ENCODER_PLAN=1x1"
+
+
+def _encode_in_child(tiny: str, cache_dir: str, posts: list[str], barrier, out) -> None:
+    """A second process of the same machine: opens the cache, waits for the other, encodes ``posts``."""
+    os.environ["TEXTCAUSE_CACHE"] = cache_dir
+    real = ShardStore.write
+
+    def slow_write(self, keys, **arrays):  # a shard takes a while, so that the two processes overlap
+        time.sleep(0.05)
+        return real(self, keys, **arrays)
+
+    ShardStore.write = slow_write
+    cache = PostEmbeddingCache(tiny, shard_size=4, precision="fp32", progress=False)
+    barrier.wait(timeout=60)
+    cache.embed(posts)
+    out.put(cache.last_stats["n_encoded"])
+
+
+def test_two_processes_share_the_encoding_and_encode_each_post_once(tiny, tmp_path):
+    import multiprocessing
+
+    posts = [f"post number {i} about {'the weather' if i % 3 else 'trains'} and day {i % 7}" for i in range(240)]
+    ctx = multiprocessing.get_context("fork")
+    barrier, out = ctx.Barrier(2), ctx.Queue()
+    cache_dir = os.environ["TEXTCAUSE_CACHE"]
+    procs = [ctx.Process(target=_encode_in_child, args=(str(tiny), cache_dir, posts, barrier, out)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    counts = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert sum(counts) == len(posts) and min(counts) > 0, counts  # the work was shared, no post twice
+    cache = make_cache(tiny, shard_size=4)
+    store = cache.pooled
+    rows = sum(int(np.load(store.folder / f"{n}.keys.npy").shape[0]) for n in store.shard_names)
+    assert rows == len(store) == len(posts)  # no post stored in two shards
+    got = cache.embed(posts)
+    assert cache.last_stats["n_encoded"] == 0
+    np.testing.assert_allclose(got, reference_vectors(str(tiny), posts), atol=2e-3, rtol=2e-3)
+
+
+def test_a_small_request_is_one_encode_under_its_buckets_locks(tiny, monkeypatch):
+    from textcause.features import embeddings
+
+    cache = make_cache(tiny, shard_size=4)
+    calls = []
+    real = cache.encoder.encode_ids
+    monkeypatch.setattr(cache.encoder, "encode_ids", lambda ids, **kw: calls.append(len(ids)) or real(ids, **kw))
+    cache.embed(POSTS)  # 7 distinct posts < 4 shards of 4: encoded in one go (two chunks of the shard size)
+    assert calls == [4, 3]
+    buckets = {post_key(p)[0] % embeddings.ENCODE_BUCKETS for p in POSTS}
+    assert {f".encode-{b:02d}.lock" for b in buckets} <= {p.name for p in cache.folder.iterdir()}

@@ -10,8 +10,11 @@ dtype), holding ``meta.json``, ``pooled/`` (one vector per post) and, with ``sto
 attention. Posts are keyed by a hash of their text, so a post shared by two corpora is stored once.
 Shards are written atomically as they finish (:mod:`textcause.features.embed_cache`): a killed
 encode keeps its finished shards and a rerun encodes only what is missing; a damaged shard is
-reported, set aside and encoded again, never used. Processes encoding into the same cache take
-turns on a file lock (``<key>/.encode.lock``). Precision is not part of the key. Before writing
+reported, set aside and encoded again, never used. Processes encoding into the same cache share
+the work without encoding a post twice: posts fall into :data:`ENCODE_BUCKETS` buckets by their
+key, each with a file lock (``<key>/.encode-<b>.lock``); a large request encodes one bucket at a
+time, taking those no other process holds first, and a small one holds its buckets' locks together
+(in bucket order). Precision is not part of the key. Before writing
 token states the cache checks the free disk space (``ValueError`` naming token_cap when it does not
 fit). Disk sizes: benchmarks/README.md, ``bench_encode.py``.
 """
@@ -24,7 +27,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,7 @@ from textcause.validation import check_int, check_options
 
 __all__ = [
     "CACHE_VERSION",
+    "ENCODE_BUCKETS",
     "HISTORY_MEMO_BYTES",
     "HistoryEmbeddings",
     "PostEmbeddingCache",
@@ -49,6 +53,12 @@ __all__ = [
 ]
 
 CACHE_VERSION = "post-embeddings/v1"
+#: The buckets posts fall into by their key, each with its own encode lock: processes that need the
+#: same new posts (a grid's workers on a new corpus) encode different buckets at once.
+ENCODE_BUCKETS = 16
+#: A request of fewer missing posts than this many shards is encoded in one go, its buckets' locks
+#: held together; a larger one bucket by bucket, so that other processes can take the rest.
+SHARED_MIN_SHARDS = 4
 #: The most pooled vectors (bytes) :meth:`PostEmbeddingCache.embed_histories` keeps per cache folder
 #: and dtype for later calls (the 227,333 distinct posts of the Twitter tasks are 350 MB in float32).
 HISTORY_MEMO_BYTES = 1 << 30
@@ -327,21 +337,16 @@ class PostEmbeddingCache:
         """Encode and store every post of ``posts`` not yet cached; return statistics of the run.
 
         The shards holding ``posts`` are checked first (a damaged one is set aside and its posts
-        count as missing). Missing posts are encoded under the cache's file lock, after looking
-        again: another process may have encoded them meanwhile.
+        count as missing). Missing posts are encoded under their buckets' file locks, after looking
+        again: another process may have encoded them meanwhile. ``n_encoded`` counts the posts this
+        process encoded; another process that took some buckets encoded the rest.
         """
         keys = self._prepare(posts) if keys is None else keys
         distinct = list(dict.fromkeys(keys))
-        todo, tok_todo = self._missing(distinct)
+        todo, _ = self._missing(distinct)
         stats: dict[str, Any] = {"n_requested": len(keys), "n_distinct": len(distinct), "n_encoded": 0}
         if todo:
-            with self._encode_lock():
-                todo, tok_todo = self._missing(distinct)
-                stats["n_encoded"] = len(todo)
-                if todo:
-                    text_of = dict(zip(keys, posts))
-                    self._check_disk(todo, tok_todo)
-                    stats.update(self._encode_missing(todo, text_of, tok_todo))
+            stats.update(self._encode_shared(todo, dict(zip(keys, posts))))
         self.last_stats = stats
         return stats
 
@@ -358,36 +363,79 @@ class PostEmbeddingCache:
             todo = list(dict.fromkeys(todo + [k for k in distinct if k in tok_todo]))
         return todo, tok_todo
 
-    @contextlib.contextmanager
-    def _encode_lock(self) -> Iterator[None]:
-        """This cache's file lock: one process at a time encodes into it (a dead holder's lock is freed)."""
-        from filelock import FileLock, Timeout  # a dependency of torch: always installed
+    def _bucket_lock(self, bucket: int) -> Any:
+        """The file lock of one bucket of posts (a dead holder's lock is freed by the system)."""
+        from filelock import FileLock  # a dependency of torch: always installed
 
-        lock = FileLock(self.folder / ".encode.lock")
+        return FileLock(self.folder / f".encode-{bucket:02d}.lock")
+
+    def _acquire(self, lock: Any, *, wait: bool) -> bool:
+        """Take ``lock``; without ``wait``, only if it is free now. Says once when it has to wait."""
+        from filelock import Timeout
+
         try:
-            lock.acquire(timeout=1.0)
+            lock.acquire(timeout=1.0 if wait else 0)
+            return True
         except Timeout:
-            print(f"waiting for another process encoding into {self.folder} ...", file=sys.stderr, flush=True)
-            lock.acquire()
-        try:
-            yield
-        finally:
-            lock.release()
+            if not wait:
+                return False
+        print(f"waiting for another process encoding into {self.folder} ...", file=sys.stderr, flush=True)
+        lock.acquire()
+        return True
 
-    def verify(self) -> dict[str, list[str]]:
-        """Check every shard of this cache now, hashes included; return the damaged ones set aside."""
-        out = {"pooled": self.pooled.verify()}
-        if self.store_tokens or self.tokens_folder.exists():
-            out["tokens"] = self.tokens.verify()
-        return out
-
-    def _encode_missing(self, todo: list[bytes], text_of: dict[bytes, str], tok_todo: set[bytes]) -> dict[str, Any]:
-        pooled_todo = set(self.pooled.missing(todo))
+    def _encode_shared(self, todo: list[bytes], text_of: dict[bytes, str]) -> dict[str, Any]:
+        """Encode the missing posts ``todo`` under their buckets' locks (see the module)."""
+        buckets: dict[int, list[bytes]] = {}
+        for key in todo:
+            buckets.setdefault(key[0] % ENCODE_BUCKETS, []).append(key)
+        order = sorted(buckets)
+        start = time.perf_counter()
+        done = {"n_encoded": 0, "tokens": 0}
         bar = progress_bar(
             total=len(todo), desc=f"encoding with {self.spec.name}", unit="post", progress=self.progress, smoothing=0.1
         )
-        start = time.perf_counter()
-        n_tokens = 0
+        try:
+            if len(todo) < SHARED_MIN_SHARDS * self.shard_size:  # a few posts: one encode, the locks held together
+                with contextlib.ExitStack() as held:
+                    for b in order:  # always in bucket order: two such requests never wait on each other in a cycle
+                        lock = self._bucket_lock(b)
+                        self._acquire(lock, wait=True)
+                        held.callback(lock.release)
+                    self._encode_now(todo, text_of, bar, done)
+            else:  # bucket by bucket, those nobody holds first, each process starting at its own place
+                shift = os.getpid() % len(order)
+                pending = order[shift:] + order[:shift]
+                while pending:
+                    locks = {b: self._bucket_lock(b) for b in pending}
+                    took = next((b for b in pending if self._acquire(locks[b], wait=False)), None)
+                    if took is None:  # another process holds every bucket left: wait for the first
+                        took = pending[0]
+                        self._acquire(locks[took], wait=True)
+                    try:
+                        self._encode_now(buckets[took], text_of, bar, done)
+                    finally:
+                        locks[took].release()
+                    pending.remove(took)
+        finally:
+            bar.close()
+            self.encoder.close()
+        seconds = time.perf_counter() - start
+        return {
+            **done,
+            "seconds": seconds,
+            "posts_per_s": done["n_encoded"] / seconds if seconds > 0 else float("inf"),
+            "precision": self.encoder.precision_used,
+        }
+
+    def _encode_now(self, keys: list[bytes], text_of: dict[bytes, str], bar: Any, done: dict[str, int]) -> None:
+        """Encode those of ``keys`` still missing (their bucket locks held) and write them in shards."""
+        todo, tok_todo = self._missing(keys)
+        if not bar.disable and len(keys) > len(todo):
+            bar.update(len(keys) - len(todo))  # encoded by another process meanwhile
+        if not todo:
+            return
+        self._check_disk(todo, tok_todo)
+        pooled_todo = set(self.pooled.missing(todo))
         chunks = [todo[lo : lo + self.shard_size] for lo in range(0, len(todo), self.shard_size)]
         tokenized: dict[int, list[list[int]]] = {}
 
@@ -395,29 +443,26 @@ class PostEmbeddingCache:
             if k < len(chunks) and k not in tokenized:
                 tokenized[k] = self.encoder.tokenize([text_of[key] for key in chunks[k]])
 
-        try:
-            for k, chunk in enumerate(chunks):
-                tokenize(k)
-                ids = tokenized.pop(k)
-                n_tokens += sum(map(len, ids))
-                cap = self.token_cap if any(key in tok_todo for key in chunk) else None
-                enc = self.encoder.encode_ids(
-                    ids,
-                    token_cap=cap,
-                    progress=None if bar.disable else bar.update,
-                    meanwhile=functools.partial(tokenize, k + 1),
-                )
-                self._write_chunk(chunk, enc, pooled_todo, tok_todo)
-        finally:
-            bar.close()
-            self.encoder.close()
-        seconds = time.perf_counter() - start
-        return {
-            "seconds": seconds,
-            "posts_per_s": len(todo) / seconds if seconds > 0 else float("inf"),
-            "tokens": n_tokens,
-            "precision": self.encoder.precision_used,
-        }
+        for k, chunk in enumerate(chunks):
+            tokenize(k)
+            ids = tokenized.pop(k)
+            done["tokens"] += sum(map(len, ids))
+            cap = self.token_cap if any(key in tok_todo for key in chunk) else None
+            enc = self.encoder.encode_ids(
+                ids,
+                token_cap=cap,
+                progress=None if bar.disable else bar.update,
+                meanwhile=functools.partial(tokenize, k + 1),
+            )
+            self._write_chunk(chunk, enc, pooled_todo, tok_todo)
+            done["n_encoded"] += len(chunk)
+
+    def verify(self) -> dict[str, list[str]]:
+        """Check every shard of this cache now, hashes included; return the damaged ones set aside."""
+        out = {"pooled": self.pooled.verify()}
+        if self.store_tokens or self.tokens_folder.exists():
+            out["tokens"] = self.tokens.verify()
+        return out
 
     def _write_chunk(self, chunk: list[bytes], enc: Any, pooled_todo: set[bytes], tok_todo: set[bytes]) -> None:
         rows = [i for i, k in enumerate(chunk) if k in pooled_todo]
