@@ -40,6 +40,7 @@ from textcause.reports.sections import (
     seed_words,
     task_tables,
 )
+from textcause.reports.timing import time_section
 from textcause.reports.tuning import tuning_section
 from textcause.simulation.tasks import list_tasks, same_draw_groups, task_label
 from textcause.validation import check_that
@@ -133,7 +134,7 @@ def build_report(
     blocks += doubly_robust_section(summary, data) + ad_interval_section(data)
     agreement, figs = agreement_section(data, out_dir, formats)
     written.update(figs)
-    blocks += agreement + tuning_section(data) + failed_section(data)
+    blocks += agreement + tuning_section(data) + time_section(data) + failed_section(data)
     return blocks, written
 
 
