@@ -19,6 +19,9 @@ SPHINX = re.compile(r"``|:(func|class|mod|meth|attr|data|obj|exc):`")
 HELP = [
     ["tasks"],
     ["benchmark"],
+    ["results"],
+    ["results", "export"],
+    ["results", "import"],
     ["sweep"],
     ["observe"],
     ["advise"],

@@ -48,6 +48,13 @@ def table(engine: sa.Engine, t: sa.Table) -> list[dict]:
     return sorted(({k: v for k, v in r.items() if k != "id"} for r in rows), key=lambda r: sorted(map(str, r.items())))
 
 
+def set_status(engine: sa.Engine, cell_id: str, status: str, **values) -> None:
+    """A cell's ledger row and result rows moved to ``status`` together, as a worker's finish does."""
+    with engine.begin() as conn:
+        conn.execute(sa.update(store.cells).where(store.cells.c.cell_id == cell_id).values(status=status, **values))
+        conn.execute(sa.update(store.results).where(store.results.c.cell_id == cell_id).values(status=status))
+
+
 def archive_lines(path: Path) -> list[dict]:
     with gzip.open(path, "rt", encoding="utf-8") as stream:
         return [json.loads(line) for line in stream]
@@ -73,17 +80,17 @@ def test_export_then_import_gives_the_same_rows_and_the_same_bytes(tmp_path):
     assert oct((tmp_path / "g.jsonl.gz").stat().st_mode & 0o777) != oct(0o600)  # an ordinary file, not mkstemp's
 
 
-def test_an_import_leaves_the_cells_a_store_holds_and_adds_the_rest(tmp_path):
+def test_an_import_adds_the_cells_a_store_lacks_and_keeps_its_finished_ones(tmp_path):
     export_grid(fake_store(n=3, running=0), "g", tmp_path / "g.jsonl.gz")
     target = fake_store(f"sqlite:///{tmp_path / 't.db'}", n=1, running=1)  # c0 finished, c1 running here
     with target.begin() as conn:
         conn.execute(sa.update(store.results).where(store.results.c.cell_id == "g/c0").values(ate=9.0))
     summary = import_grid(target, tmp_path / "g.jsonl.gz")
-    assert (summary.cells, summary.results, summary.skipped) == (1, 2, 2)
-    assert "1 cells (2 result rows) imported from" in summary.describe("imported from")
-    assert "2 cells already in the store were left as they were" in summary.describe("imported from")
-    ledger = store.ledger(target, "g")
-    assert {k: r.status for k, r in ledger.items()} == {"g/c0": "ok", "g/c1": "running", "g/c2": "ok"}
+    assert (summary.cells, summary.results, summary.skipped, summary.replaced) == (2, 4, 1, 1)
+    assert "2 cells (4 result rows) imported from" in summary.describe("imported from")
+    assert "1 cells already in the store were left as they were" in summary.describe("imported from")
+    ledger = store.ledger(target, "g")  # the running c1 (a dead worker's, or a live one that will write nothing)
+    assert {k: r.status for k, r in ledger.items()} == {"g/c0": "ok", "g/c1": "ok", "g/c2": "ok"}
     ate = {(r["cell_id"], r["estimator"]): r["ate"] for r in table(target, store.results)}
     assert ate[("g/c0", "ipw")] == 9.0 and ate[("g/c2", "stratified")] == pytest.approx(0.2)
 
@@ -190,17 +197,133 @@ def test_a_grid_run_with_an_archive_restores_from_it_and_keeps_it_current(tmp_pa
     assert "holds the cells of grid 'tiny', not of grid 'other'" in capsys.readouterr().err
 
 
-def test_the_archive_is_rewritten_when_cells_finish_at_most_once_a_period(tmp_path, monkeypatch):
+def test_the_archive_is_rewritten_when_the_ledger_changes_at_most_once_a_period(tmp_path, monkeypatch):
     from textcause.grid.keep import GridArchive
 
-    engine, path = fake_store(n=2, running=0), tmp_path / "g.jsonl.gz"
+    engine, path = fake_store(n=2, running=1), tmp_path / "g.jsonl.gz"
     keep = GridArchive(path, engine, "g", every=3600.0)
     assert keep.restore() is None  # no archive yet
-    assert keep.update(2).cells == 2  # the first rewrite
-    assert keep.update(3) is None and keep.update(2, final=True) is None  # too soon; nothing new
-    assert keep.update(3, final=True).cells == 2  # the last one is always written
-    monkeypatch.setattr("textcause.grid.keep.export_grid", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+    assert keep.update().cells == 2  # the first rewrite
+    set_status(engine, "g/c2", "ok")  # the running cell finishes
+    assert keep.update() is None  # too soon
+    assert keep.update(final=True).cells == 3  # the last one is always written
+    keep.every = 0.0
+    assert keep.update() is None  # nothing changed since
+    set_status(engine, "g/c0", "failed")  # a cell fails, is retried and ends ok: the same count of finished cells
+    assert keep.update().cells == 3
+    set_status(engine, "g/c0", "ok", finished_at=store.utcnow())
+    assert keep.update().cells == 3
+    assert {r["cell_id"]: r["status"] for r in archive_lines(path)[1:4]}["g/c0"] == "ok"
+    monkeypatch.setattr(
+        "textcause.grid.keep.export_grid", lambda *a: (_ for _ in ()).throw(sa.exc.OperationalError("x", {}, "gone"))
+    )
     stream = io.StringIO()
     keep.stream = stream
-    assert keep.update(4, final=True) is None
-    assert "warning: the archive" in stream.getvalue() and "disk full" in stream.getvalue()
+    assert keep.update(final=True) is None  # a database error is a warning: the grid goes on
+    assert "warning: the archive" in stream.getvalue() and "OperationalError" in stream.getvalue()
+    set_status(engine, "g/c1", "ok")  # a cell read as ok whose rows say otherwise: read again, then refused
+    with engine.begin() as conn:
+        conn.execute(sa.update(store.results).where(store.results.c.cell_id == "g/c1").values(status="failed"))
+    with pytest.raises(ValueError, match="kept changing while they were read"):
+        export_grid(engine, "g", tmp_path / "x.jsonl.gz")
+    with pytest.raises(ValueError, match=r"name it '\*.jsonl.gz'"):
+        GridArchive(tmp_path / "g.json", engine, "g")
+    with pytest.raises(ValueError, match="is a folder"):
+        GridArchive(tmp_path / "dir.jsonl.gz", engine, "g") if (tmp_path / "dir.jsonl.gz").mkdir() is None else None
+
+
+def test_an_ok_cell_of_the_archive_replaces_a_failed_or_running_one(tmp_path):
+    export_grid(fake_store(n=3, running=0), "g", tmp_path / "g.jsonl.gz")
+    target = fake_store(f"sqlite:///{tmp_path / 't.db'}", n=2, running=1)  # c2 running here (a dead worker)
+    set_status(target, "g/c1", "failed")
+    summary = import_grid(target, tmp_path / "g.jsonl.gz")
+    assert (summary.cells, summary.replaced, summary.skipped) == (2, 2, 1)
+    assert "(2 of them finished there where the store had them failed or running)" in summary.describe("imported")
+    assert {k: r.status for k, r in store.ledger(target, "g").items()} == {"g/c0": "ok", "g/c1": "ok", "g/c2": "ok"}
+    assert len(table(target, store.results)) == 6
+
+
+def test_values_keep_their_types_and_the_file_is_strict_json(tmp_path):
+    engine = fake_store(n=1, running=0)
+    with engine.begin() as conn:
+        conn.execute(sa.update(store.results).where(store.results.c.estimator == "ipw").values(ate=float("inf")))
+    path = tmp_path / "g.jsonl.gz"
+    export_grid(engine, "g", path)
+    assert path.read_bytes()[4:8] == b"\0\0\0\0"  # no timestamp in the gzip header
+
+    def strict(text):
+        raise AssertionError(f"not strict JSON: {text}")
+
+    with gzip.open(path, "rt", encoding="utf-8") as stream:
+        for line in stream:
+            json.loads(line, parse_constant=strict)
+    copy = store.open_store("sqlite://")
+    import_grid(copy, path)
+    back, before = table(copy, store.results), table(engine, store.results)
+    assert back == before and [type(v) for r in back for v in r.values()] == [
+        type(v) for r in before for v in r.values()
+    ]
+    assert sorted(r["ate"] for r in back)[-1] == float("inf")
+
+
+def test_an_old_store_is_exported_as_it_is_and_read_under_the_new_names(tmp_path):
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    meta = sa.MetaData()
+    columns = [
+        sa.Column("bound_low" if c.name == "ad_low" else c.name, c.type, primary_key=c.primary_key)
+        for c in store.results.columns
+    ]
+    old = sa.Table("results", meta, *columns)
+    store.cells.to_metadata(meta)
+    engine = sa.create_engine(url)
+    meta.create_all(engine)
+    start = store.utcnow()
+    with engine.begin() as conn:
+        conn.execute(
+            sa.insert(store.cells),
+            {"cell_id": "g/c", "grid": "g", "status": "ok", "token": "t", "attempts": 1, "finished_at": start},
+        )
+        conn.execute(
+            sa.insert(old),
+            [
+                {"cell_id": "g/c", "grid": "g", "status": "ok", "estimator": e, "bound_low": -1.0}
+                for e in ("ipw", "matching")
+            ],
+        )
+    before = (tmp_path / "old.db").read_bytes()
+    assert main(["results", "export", "--db", str(tmp_path / "old.db"), "--out", str(tmp_path / "g.jsonl.gz")]) == 0
+    assert (tmp_path / "old.db").read_bytes() == before  # the store was only read
+    summary = import_grid(store.open_store("sqlite://"), tmp_path / "g.jsonl.gz")
+    assert summary.renamed == ("bound_low",)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda h, rows: [{**h, "grid": None}, *rows], "names no grid in its first line"),
+        (lambda h, rows: [{**h, "cells": 4}, *rows[:1], *rows], "holds a cell, or a cell's estimator, twice"),
+        (
+            lambda h, rows: [h, {**rows[0], "finished_at": "yesterday"}, *rows[1:]],
+            "Line 2 .* has 'yesterday' in 'finished_at', which is not a date and time",
+        ),
+        (
+            lambda h, rows: [h, *rows[:-1], {**rows[-1], "ate": "lots"}],
+            "Line 10 .* the text 'lots' in the number or time column 'ate'",
+        ),
+    ],
+)
+def test_damaged_rows_are_named(tmp_path, edit, message):
+    path = tmp_path / "g.jsonl.gz"
+    export_grid(fake_store(), "g", path)
+    header, *rows = archive_lines(path)
+    with pytest.raises(ValueError, match=message):
+        read_archive(write_lines(tmp_path / "bad.jsonl.gz", edit(header, rows)))
+
+
+def test_a_line_that_is_not_utf8_is_named(tmp_path):
+    bad = tmp_path / "bad.jsonl.gz"
+    with gzip.open(bad, "wb") as out:
+        out.write(json.dumps({"format": FORMAT, "version": 1, "grid": "g", "cells": 0, "results": 0}).encode() + b"\n")
+        out.write(b"\xff\xfe{}\n")
+    with pytest.raises(ValueError, match="Line 2 of the archive .* is not JSON"):
+        read_archive(bad)

@@ -210,6 +210,7 @@ class PostEmbeddingCache:
         self.token_cap = check_int(token_cap, "token_cap", owner, low=1)
         self.shard_size = check_int(shard_size, "shard_size", owner, low=1)
         self.dtype, self.progress = dtype, progress
+        self._said_wait = False  # "waiting for another process" is said once a request
         self.key = content_key(
             CACHE_VERSION, self.spec.identity, self.encoder.max_tokens, pooling, self.encoder.normalize, dtype
         )[:24]
@@ -364,7 +365,8 @@ class PostEmbeddingCache:
         return todo, tok_todo
 
     def _bucket_lock(self, bucket: int) -> Any:
-        """The file lock of one bucket of posts (a dead holder's lock is freed by the system)."""
+        """The file lock of one bucket of posts (where the file system has ``flock``, a dead holder's
+        lock is freed by the system)."""
         from filelock import FileLock  # a dependency of torch: always installed
 
         return FileLock(self.folder / f".encode-{bucket:02d}.lock")
@@ -379,12 +381,15 @@ class PostEmbeddingCache:
         except Timeout:
             if not wait:
                 return False
-        print(f"waiting for another process encoding into {self.folder} ...", file=sys.stderr, flush=True)
+        if not self._said_wait:
+            print(f"waiting for another process encoding into {self.folder} ...", file=sys.stderr, flush=True)
+            self._said_wait = True
         lock.acquire()
         return True
 
     def _encode_shared(self, todo: list[bytes], text_of: dict[bytes, str]) -> dict[str, Any]:
         """Encode the missing posts ``todo`` under their buckets' locks (see the module)."""
+        self._said_wait = False
         buckets: dict[int, list[bytes]] = {}
         for key in todo:
             buckets.setdefault(key[0] % ENCODE_BUCKETS, []).append(key)

@@ -15,7 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from textcause.store.archive import ArchiveSummary, export_grid, import_grid
+import sqlalchemy as sa
+
+from textcause.store.archive import ArchiveSummary, check_archive_path, export_grid, import_grid
+from textcause.store.tables import cells
 
 __all__ = [
     "ARCHIVE_EVERY",
@@ -38,9 +41,10 @@ class GridArchive:
     """
 
     def __init__(self, path: str | Path, engine: Any, grid: str, *, every: float = ARCHIVE_EVERY, stream: Any = None):
+        check_archive_path(path)  # a bad name or folder is said before any cell runs
         self.path, self.engine, self.grid, self.every = Path(path), engine, grid, every
         self.stream = stream or sys.stderr
-        self.written: int | None = None  # finished cells at the last rewrite (None: none yet)
+        self.written: Any = None  # the ledger's fingerprint at the last rewrite (None: none yet)
         self.last = float("-inf")
 
     def restore(self) -> ArchiveSummary | None:
@@ -49,22 +53,41 @@ class GridArchive:
             return None
         return import_grid(self.engine, self.path, grid=self.grid)
 
-    def update(self, finished: int, *, final: bool = False) -> ArchiveSummary | None:
-        """Rewrite the archive if ``finished`` (the grid's ok + failed cells) moved since the last
-        rewrite and ``every`` seconds have passed (``final``: whatever the time). A failed rewrite is
-        said on ``stream`` and the grid goes on: the store still holds every cell.
+    def _fingerprint(self) -> Any:
+        """What changes whenever a cell of the grid finishes, is retried or is forgotten."""
+        finished = cells.c.status.in_(("ok", "failed"))
+        query = sa.select(
+            sa.func.count(),
+            sa.func.max(cells.c.finished_at),
+            sa.func.sum(sa.case((cells.c.status == "ok", 1), else_=0)),
+        )
+        with self.engine.connect() as conn:
+            return tuple(conn.execute(query.where(cells.c.grid == self.grid, finished)).one())
+
+    def update(self, *, final: bool = False) -> ArchiveSummary | None:
+        """Rewrite the archive if ``every`` seconds have passed since the last rewrite and a cell of the
+        grid finished, was retried or was forgotten since (``final``: at once, whatever changed). A failed
+        rewrite is said on ``stream`` and the grid goes on: the store still holds every cell.
 
         Returns:
             What was written, or None.
         """
         now = time.monotonic()
-        if finished == self.written or (not final and now - self.last < self.every):
+        if not final and now - self.last < self.every:
             return None
         try:
+            mark = self._fingerprint()
+            if mark == self.written and not final:
+                self.last = now
+                return None
             summary = export_grid(self.engine, self.grid, self.path)
-        except (OSError, ValueError) as err:
-            print(f"warning: the archive '{self.path}' was not rewritten ({err}); the grid goes on.", file=self.stream)
+        except Exception as err:  # whatever failed, the grid goes on and says so
+            print(
+                f"warning: the archive '{self.path}' was not rewritten ({type(err).__name__}: {err}); the grid goes on.",
+                file=self.stream,
+                flush=True,
+            )
             self.last = now
             return None
-        self.written, self.last = finished, now
+        self.written, self.last = mark, now
         return summary

@@ -297,61 +297,68 @@ def run_benchmark(
     )
     line = ProgressLine(grid, engine, since, retry_failed=retry_failed)
     status = 0
-    if workers == 1:
-        stop = threading.Event()
+    try:
+        if workers == 1:
+            stop = threading.Event()
 
-        def show() -> None:
-            while not stop.wait(2.0):
-                shown = line.update()
+            def show() -> None:
+                while not stop.wait(2.0):
+                    line.update()
+                    if keeper is not None:
+                        keeper.update()
+
+            shower = threading.Thread(target=show, daemon=True)
+            shower.start()
+            try:
+                run_worker(
+                    grid,
+                    url,
+                    out,
+                    since,
+                    threads=threads,
+                    retry_failed=retry_failed,
+                    heartbeat=heartbeat,
+                    freeze_gc=freeze_gc,
+                )
+            finally:
+                stop.set()
+                shower.join()
+        else:
+            (out / "logs").mkdir(parents=True, exist_ok=True)
+            procs = []
+            args = _worker_args(Path(config), url, out, since, threads, methods, retry_failed, heartbeat)
+            command = [sys.executable, "-m", "textcause.grid.worker", *args, "--parent-pid", str(os.getpid())]
+            for i in range(workers):
+                log = open(out / "logs" / f"worker-{i}.log", "a", encoding="utf-8")  # noqa: SIM115 - closed below
+                if server is None:
+                    proc: Any = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=os.getcwd())
+                else:  # a forked worker's parent is the server, not this process
+                    proc = _Forked(server, args, log.name, grid)
+                procs.append((proc, log))
+            told: set[int] = set()
+            while any(p.poll() is None for p, _ in procs):
+                line.update()
                 if keeper is not None:
-                    keeper.update(shown.ok + shown.failed)
-
-        shower = threading.Thread(target=show, daemon=True)
-        shower.start()
-        try:
-            run_worker(
-                grid,
-                url,
-                out,
-                since,
-                threads=threads,
-                retry_failed=retry_failed,
-                heartbeat=heartbeat,
-                freeze_gc=freeze_gc,
-            )
-        finally:
-            stop.set()
-            shower.join()
-    else:
-        (out / "logs").mkdir(parents=True, exist_ok=True)
-        procs = []
-        args = _worker_args(Path(config), url, out, since, threads, methods, retry_failed, heartbeat)
-        command = [sys.executable, "-m", "textcause.grid.worker", *args, "--parent-pid", str(os.getpid())]
-        for i in range(workers):
-            log = open(out / "logs" / f"worker-{i}.log", "a", encoding="utf-8")  # noqa: SIM115 - closed below
-            if server is None:
-                proc: Any = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=os.getcwd())
-            else:  # a forked worker's parent is the server, not this process
-                proc = _Forked(server, args, log.name, grid)
-            procs.append((proc, log))
-        told: set[int] = set()
-        while any(p.poll() is None for p, _ in procs):
-            shown = line.update()
-            if keeper is not None:
-                keeper.update(shown.ok + shown.failed)
-            _wait_for_exit([p for p, _ in procs], 1.0)  # the progress line once a second
-            for i, (p, log) in enumerate(procs):  # a worker that died is said at once, the others go on
-                if i not in told and p.poll() not in (None, 0) and any(q.poll() is None for q, _ in procs):
-                    told.add(i)
-                    print(f"\nerror: {worker_ended(i, p.poll(), log.name)}; the other workers go on.", file=sys.stderr)
-        for i, (p, log) in enumerate(procs):
-            log.close()
-            if p.returncode != 0:
-                if i not in told:
-                    print(f"\nerror: {worker_ended(i, p.returncode, log.name)}.", file=sys.stderr)
-                status = 1
+                    keeper.update()
+                _wait_for_exit([p for p, _ in procs], 1.0)  # the progress line once a second
+                for i, (p, log) in enumerate(procs):  # a worker that died is said at once, the others go on
+                    if i not in told and p.poll() not in (None, 0) and any(q.poll() is None for q, _ in procs):
+                        told.add(i)
+                        print(
+                            f"\nerror: {worker_ended(i, p.poll(), log.name)}; the other workers go on.", file=sys.stderr
+                        )
+            for i, (p, log) in enumerate(procs):
+                log.close()
+                if p.returncode != 0:
+                    if i not in told:
+                        print(f"\nerror: {worker_ended(i, p.returncode, log.name)}.", file=sys.stderr)
+                    status = 1
+    except BaseException:  # Ctrl-C or an error: the archive still gets what finished before
+        if keeper is not None:
+            keeper.update(final=True)
+        raise
     p = line.update(final=True)
-    kept = keeper.update(p.ok + p.failed, final=True) if keeper is not None else None
+    kept = keeper.update(final=True) if keeper is not None else None
     if kept is not None:
         print(kept.describe("kept in"), file=sys.stderr, flush=True)
     failed = p.failed_since if retry_failed else p.failed
