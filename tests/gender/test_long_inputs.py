@@ -95,7 +95,8 @@ def test_a_probe_with_a_50_mb_w_value_is_scored_in_bounded_time_and_memory(bert)
     scores, grown = peak_growth(lambda: score_probes(probes, bert, batch_size=2))
     seconds = time.perf_counter() - start
     assert np.isfinite(scores["female_softmax"]).all()
-    assert scores["female_softmax"].iloc[0] == want["female_softmax"].iloc[0]
+    # batched beside a longer probe, the short one is padded further: equal up to the order of float sums
+    assert scores["female_softmax"].iloc[0] == pytest.approx(want["female_softmax"].iloc[0], rel=1e-6)
     assert grown < 300e6, f"{grown / 1e6:.0f} MB"  # the rendered probe alone is 50 MB
     assert seconds < 10, f"{seconds:.1f} s"
 
@@ -120,7 +121,7 @@ def test_female_probability_of_a_50_mb_text(tiny_encoder):
     huge = short + " and his sister met her brother in the city ! " * 1_100_000
     want = model.female_probability([short])
     (p_huge, p_short), grown = peak_growth(lambda: model.female_probability([huge, short], batch_size=2))
-    assert p_short == want[0] and np.isfinite(p_huge)
+    assert p_short == pytest.approx(want[0], rel=1e-6) and np.isfinite(p_huge)  # padded further: float sums
     assert grown < 400e6, f"{grown / 1e6:.0f} MB"
     rule = r"^The text '.*'\.\.\. \(\d+ characters\) holds 0 mask tokens in the model's window of 512 tokens"
     with pytest.raises(ValueError, match=rule):
