@@ -809,6 +809,9 @@ def _encode_in_child(tiny: str, cache_dir: str, posts: list[str], barrier, out) 
         return real(self, keys, **arrays)
 
     ShardStore.write = slow_write
+    from textcause.features import embeddings
+
+    embeddings.SHARED_ROUND_POSTS = 8  # rounds of a few posts: 240 posts are many rounds to share
     cache = PostEmbeddingCache(tiny, shard_size=4, precision="fp32", progress=False)
     barrier.wait(timeout=60)
     cache.embed(posts)

@@ -12,9 +12,9 @@ Shards are written atomically as they finish (:mod:`textcause.features.embed_cac
 encode keeps its finished shards and a rerun encodes only what is missing; a damaged shard is
 reported, set aside and encoded again, never used. Processes encoding into the same cache share
 the work without encoding a post twice: posts fall into :data:`ENCODE_BUCKETS` buckets by their
-key, each with a file lock (``<key>/.encode-<b>.lock``); a large request encodes one bucket at a
-time, taking those no other process holds first, and a small one holds its buckets' locks together
-(in bucket order). Precision is not part of the key. Before writing
+key, each with a file lock (``<key>/.encode-<b>.lock``); a large request encodes in rounds of
+buckets no other process holds (at least :data:`SHARED_ROUND_POSTS` posts a round), and a small one
+holds its buckets' locks together (in bucket order). Precision is not part of the key. Before writing
 token states the cache checks the free disk space (``ValueError`` naming token_cap when it does not
 fit). Disk sizes: benchmarks/README.md, ``bench_encode.py``.
 """
@@ -59,6 +59,10 @@ ENCODE_BUCKETS = 16
 #: A request of fewer missing posts than this many shards is encoded in one go, its buckets' locks
 #: held together; a larger one bucket by bucket, so that other processes can take the rest.
 SHARED_MIN_SHARDS = 4
+#: The fewest posts a process encodes in one round of a large request: calls this large keep the
+#: encoder's worker processes as busy as one call for the whole request (rounds of 4,096 posts were
+#: 6% slower on 20,000 Twitter posts; ``benchmarks/bench_shared_encode.py``).
+SHARED_ROUND_POSTS = 8192
 #: The most pooled vectors (bytes) :meth:`PostEmbeddingCache.embed_histories` keeps per cache folder
 #: and dtype for later calls (the 227,333 distinct posts of the Twitter tasks are 350 MB in float32).
 HISTORY_MEMO_BYTES = 1 << 30
@@ -401,26 +405,23 @@ class PostEmbeddingCache:
         )
         try:
             if len(todo) < SHARED_MIN_SHARDS * self.shard_size:  # a few posts: one encode, the locks held together
-                with contextlib.ExitStack() as held:
+                with contextlib.ExitStack() as stack:
                     for b in order:  # always in bucket order: two such requests never wait on each other in a cycle
                         lock = self._bucket_lock(b)
                         self._acquire(lock, wait=True)
-                        held.callback(lock.release)
+                        stack.callback(lock.release)
                     self._encode_now(todo, text_of, bar, done)
-            else:  # bucket by bucket, those nobody holds first, each process starting at its own place
+            else:  # rounds of free buckets, each process starting at its own place (see _take_round)
                 shift = os.getpid() % len(order)
                 pending = order[shift:] + order[:shift]
                 while pending:
-                    locks = {b: self._bucket_lock(b) for b in pending}
-                    took = next((b for b in pending if self._acquire(locks[b], wait=False)), None)
-                    if took is None:  # another process holds every bucket left: wait for the first
-                        took = pending[0]
-                        self._acquire(locks[took], wait=True)
+                    taken = self._take_round(pending, buckets)
                     try:
-                        self._encode_now(buckets[took], text_of, bar, done)
+                        self._encode_now([key for b in taken for key in buckets[b]], text_of, bar, done)
                     finally:
-                        locks[took].release()
-                    pending.remove(took)
+                        for lock in taken.values():
+                            lock.release()
+                    pending = [b for b in pending if b not in taken]
         finally:
             bar.close()
             self.encoder.close()
@@ -432,6 +433,30 @@ class PostEmbeddingCache:
             "precision": self.encoder.precision_used,
         }
 
+    def _take_round(self, pending: list[int], buckets: dict[int, list[bytes]]) -> dict[int, Any]:
+        """The locks of the next round: free buckets of ``pending`` (in order, never waiting while one is
+        held) until they hold :data:`SHARED_ROUND_POSTS` posts; when none is free, the first one, waited for.
+
+        A round of at least that many posts keeps the encoder's worker processes busy (a call of fewer
+        than :data:`~textcause.features.encoder_workers.PARALLEL_MIN_POSTS` runs in this process, and
+        small calls sort fewer posts by length); a bucket of a large corpus is a round by itself, so
+        processes share its buckets evenly.
+        """
+        held: dict[int, Any] = {}
+        n = 0
+        for b in pending:
+            lock = self._bucket_lock(b)
+            if self._acquire(lock, wait=False):
+                held[b] = lock
+                n += len(buckets[b])
+                if n >= SHARED_ROUND_POSTS:
+                    break
+        if not held:  # another process holds every bucket left: wait for the first
+            lock = self._bucket_lock(pending[0])
+            self._acquire(lock, wait=True)
+            held[pending[0]] = lock
+        return held
+
     def _encode_now(self, keys: list[bytes], text_of: dict[bytes, str], bar: Any, done: dict[str, int]) -> None:
         """Encode those of ``keys`` still missing (their bucket locks held) and write them in shards."""
         todo, tok_todo = self._missing(keys)
@@ -441,7 +466,9 @@ class PostEmbeddingCache:
             return
         self._check_disk(todo, tok_todo)
         pooled_todo = set(self.pooled.missing(todo))
-        chunks = [todo[lo : lo + self.shard_size] for lo in range(0, len(todo), self.shard_size)]
+        n_chunks = -(-len(todo) // self.shard_size)  # shards of equal size, at most shard_size: no small last one
+        size = -(-len(todo) // n_chunks)
+        chunks = [todo[lo : lo + size] for lo in range(0, len(todo), size)]
         tokenized: dict[int, list[list[int]]] = {}
 
         def tokenize(k: int) -> None:  # the next shard is tokenised while the workers encode this one
