@@ -327,3 +327,23 @@ def test_a_line_that_is_not_utf8_is_named(tmp_path):
         out.write(b"\xff\xfe{}\n")
     with pytest.raises(ValueError, match="Line 2 of the archive .* is not JSON"):
         read_archive(bad)
+
+
+def test_an_export_during_a_workers_write_neither_waits_nor_sees_it(tmp_path):
+    """The runner rewrites the archive while workers write: its reads take no write lock on SQLite."""
+    import time
+
+    from textcause.grid.keep import GridArchive
+
+    engine = fake_store(f"sqlite:///{tmp_path / 's.db'}", n=2, running=0)
+    keep = GridArchive(tmp_path / "g.jsonl.gz", engine, "g", every=0.0)
+    with engine.begin() as writer:  # a worker's transaction (BEGIN IMMEDIATE), not yet committed
+        writer.execute(
+            sa.insert(store.cells),
+            {"cell_id": "g/new", "grid": "g", "status": "ok", "token": "t", "attempts": 1},
+        )
+        writer.execute(sa.insert(store.results), {"cell_id": "g/new", "grid": "g", "status": "ok", "estimator": "ipw"})
+        start = time.perf_counter()
+        assert keep.update().cells == 2  # the committed cells only
+        assert time.perf_counter() - start < 5
+    assert keep.update().cells == 3  # committed now: the fingerprint moved

@@ -18,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from textcause.store.archive import ArchiveSummary, check_archive_path, export_grid, import_grid
+from textcause.store.db import reading
 from textcause.store.tables import cells
 
 __all__ = [
@@ -61,7 +62,7 @@ class GridArchive:
             sa.func.max(cells.c.finished_at),
             sa.func.sum(sa.case((cells.c.status == "ok", 1), else_=0)),
         )
-        with self.engine.connect() as conn:
+        with reading(self.engine) as conn:  # no write lock: the workers never wait for it
             return tuple(conn.execute(query.where(cells.c.grid == self.grid, finished)).one())
 
     def update(self, *, final: bool = False) -> ArchiveSummary | None:

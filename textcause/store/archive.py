@@ -39,7 +39,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from textcause.metrics.schema import AD_COLUMNS, AD_ESTIMATORS, RENAMED_COLUMNS
-from textcause.store.db import open_store, read_only_engine
+from textcause.store.db import open_store, read_only_engine, reading
 from textcause.store.tables import cells, results
 
 __all__ = [
@@ -107,12 +107,12 @@ def _reader(source: str | sa.Engine) -> tuple[sa.Engine, bool]:
     return read_only_engine(source), True
 
 
-def _reflected(engine: sa.Engine) -> tuple[sa.Table, sa.Table]:
+def _reflected(conn: sa.Connection) -> tuple[sa.Table, sa.Table]:
     """The store's ``cells`` and ``results`` tables as they are on disk (an older store's column names
     included: :func:`read_archive` renames them)."""
     meta = sa.MetaData()
     try:
-        return sa.Table("cells", meta, autoload_with=engine), sa.Table("results", meta, autoload_with=engine)
+        return sa.Table("cells", meta, autoload_with=conn), sa.Table("results", meta, autoload_with=conn)
     except sa.exc.NoSuchTableError:
         raise ValueError("The store has no 'cells' and 'results' tables: no benchmark grid ever wrote to it.") from None
 
@@ -121,8 +121,8 @@ def grids_in(source: str | sa.Engine) -> list[str]:
     """The names of the grids with finished cells in a store, sorted."""
     engine, own = _reader(source)
     try:
-        cell_table, _ = _reflected(engine)
-        with engine.connect() as conn:
+        with reading(engine) as conn:
+            cell_table, _ = _reflected(conn)
             query = sa.select(cell_table.c.grid).where(cell_table.c.status.in_(FINISHED)).distinct()
             return sorted(conn.execute(query).scalars())
     finally:
@@ -142,14 +142,17 @@ def _plain(value: Any) -> Any:
 def _read_grid(engine: sa.Engine, grid: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The finished cells of ``grid`` and their result rows, read as one consistent picture.
 
-    The ledger is read first, then the result rows: a cell's rows and its status are committed
-    together (:func:`textcause.store.ledger.finish_cell`), so every cell read as finished has its rows
-    by then. A cell retried or forgotten between the two reads (its rows then disagree with its
+    Both reads are one read-only transaction (:func:`textcause.store.db.reading`: on SQLite a
+    deferred ``BEGIN``, which takes no write lock and, in WAL mode, sees one snapshot). Where a
+    transaction does not pin one (PostgreSQL's READ COMMITTED), the ledger is read first, then the
+    result rows: a cell's rows and its status are committed together
+    (:func:`textcause.store.ledger.finish_cell`), so every cell read as finished has its rows by
+    then, and a cell retried or forgotten between the two reads (its rows then disagree with its
     status) makes the whole read start again.
     """
-    cell_table, result_table = _reflected(engine)
     for _ in range(5):
-        with engine.connect() as conn:
+        with reading(engine) as conn:
+            cell_table, result_table = _reflected(conn)
             cell_rows = [
                 dict(r._mapping)
                 for r in conn.execute(
