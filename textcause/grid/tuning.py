@@ -8,6 +8,12 @@ best point is then evaluated on the cell's evaluation split exactly as an untune
 values go to the rows' ``tuned`` column (JSON): the test split is never seen during selection.
 Candidates run in ``<run>/tune/<k>/``, their scores go to ``<run>/tune/candidates.json``, and the
 losers' checkpoints are deleted once the choice is made. Why and how: docs/sweeps.md.
+
+A search over a propensity network's optimiser settings alone (``lr``, ``weight_decay``, ``l1``: the
+n-gram and LDA networks of the weld grids) trains its points side by side in one fit
+(:mod:`textcause.grid.bank`), which gives each point's validation loss bit for bit as its lone fit
+would, in a fraction of the time; the chosen point is then fitted alone (the run that is evaluated),
+and its validation loss must equal the bank's, or the search is done one point at a time after all.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -69,6 +76,10 @@ class Candidate:
     log_dir: Optional[str]
     seconds: float
     error: Optional[str] = None
+    #: how its score was found: ``"alone"`` (its own fit) or ``"bank"`` (side by side, textcause.grid.bank;
+    #: ``seconds`` is then its share of the bank's time, by epochs)
+    engine: str = "alone"
+    epochs: Optional[int] = None
 
 
 def _fit_candidate(settings: RunSettings, params: Mapping[str, Any], run_dir: Path) -> Candidate:
@@ -100,6 +111,11 @@ def _fit_candidate(settings: RunSettings, params: Mapping[str, Any], run_dir: Pa
 def select(settings: RunSettings, search: Search, run_dir: Path) -> tuple[Candidate, list[Candidate]]:
     """Fit every point of ``search`` (on ``settings``' task and seed) and choose the lowest validation loss.
 
+    Points that differ only in the optimiser's settings are trained side by side in one bank
+    (:mod:`textcause.grid.bank`) where it reproduces their lone fits; the chosen point is then fitted
+    alone, and unless its validation loss equals the bank's to the bit (a warning says so), every point
+    is fitted alone after all.
+
     Args:
         settings: the cell's run settings (its configs and overrides; its evaluation is not used here).
         search: the search space.
@@ -111,14 +127,41 @@ def select(settings: RunSettings, search: Search, run_dir: Path) -> tuple[Candid
     Raises:
         ValueError: every candidate failed to give a finite validation loss, or ``search`` is empty.
     """
-    import optuna
-
     points = grid_points(search)
     if not search or not points:
         raise ValueError("The search space of a tuned cell must name at least one option with one value.")
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     space = {name: list(values) for name, values in search}
-    study = optuna.create_study(direction="minimize", sampler=optuna.samplers.GridSampler(space, seed=0))
+    chosen = _select_in_bank(settings, points, run_dir) if len(points) > 1 else None
+    if chosen is None:
+        chosen = _select_alone(settings, space, points, run_dir)
+    best, candidates = chosen
+    atomic_write_json(
+        run_dir / "tune" / "candidates.json",
+        {"metric": "val_loss", "chosen": best.params, "candidates": [asdict(c) for c in candidates]},
+    )
+    for c in candidates:  # the losers' checkpoints are not needed again
+        if c is not best and c.log_dir:
+            shutil.rmtree(Path(c.log_dir) / "checkpoints", ignore_errors=True)
+    return best, candidates
+
+
+def _best(candidates: Sequence[Candidate], points: Sequence[Mapping[str, Any]], space: Mapping[str, Any]) -> Candidate:
+    scored = [c for c in candidates if c.score is not None]
+    if not scored:
+        raise ValueError(f"No candidate of the search {dict(space)} gave a finite validation loss.")
+    # the lowest loss; among equal losses the first in the grid's own order
+    order = {tuned_label(p): i for i, p in enumerate(points)}
+    return min(scored, key=lambda c: (c.score, order[tuned_label(c.params)]))
+
+
+def _select_alone(
+    settings: RunSettings, space: Mapping[str, list[Any]], points: Sequence[Mapping[str, Any]], run_dir: Path
+) -> tuple[Candidate, list[Candidate]]:
+    """Every point fitted on its own, in the order of Optuna's seeded grid sampler."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="minimize", sampler=optuna.samplers.GridSampler(dict(space), seed=0))
     candidates: list[Candidate] = []
 
     def objective(trial: optuna.Trial) -> float:
@@ -128,20 +171,49 @@ def select(settings: RunSettings, search: Search, run_dir: Path) -> tuple[Candid
         return candidate.score if candidate.score is not None else float("inf")
 
     study.optimize(objective, n_trials=len(points))
-    scored = [c for c in candidates if c.score is not None]
-    if not scored:
-        raise ValueError(f"No candidate of the search {dict(space)} gave a finite validation loss.")
-    # the lowest loss; among equal losses the first in the grid's own order (Optuna's order is seeded)
-    order = {tuned_label(p): i for i, p in enumerate(points)}
-    best = min(scored, key=lambda c: (c.score, order[tuned_label(c.params)]))
-    atomic_write_json(
-        run_dir / "tune" / "candidates.json",
-        {"metric": "val_loss", "chosen": best.params, "candidates": [asdict(c) for c in candidates]},
-    )
-    for c in candidates:  # the losers' checkpoints are not needed again
-        if c is not best and c.log_dir:
-            shutil.rmtree(Path(c.log_dir) / "checkpoints", ignore_errors=True)
-    return best, candidates
+    return _best(candidates, points, space), candidates
+
+
+def _select_in_bank(
+    settings: RunSettings, points: Sequence[Mapping[str, Any]], run_dir: Path
+) -> Optional[tuple[Candidate, list[Candidate]]]:
+    """The points scored side by side (:func:`textcause.grid.bank.bank_scores`) and the chosen one refitted
+    alone; None where no bank applies or the refit disagrees with the bank (then every point is fitted alone)."""
+    from textcause.grid.bank import bank_scores
+
+    banked = bank_scores(settings, points, bank_dir=run_dir / "tune" / "bank")
+    shutil.rmtree(run_dir / "tune" / "bank", ignore_errors=True)
+    if banked is None:
+        return None
+    results, seconds = banked
+    total_epochs = sum(r.epochs for r in results) or 1
+    candidates = [
+        Candidate(
+            dict(p),
+            r.score if r.score is not None and r.score == r.score else None,
+            None,
+            seconds * r.epochs / total_epochs,
+            None if r.score is not None else "the run has no finite best val_loss",
+            engine="bank",
+            epochs=r.epochs,
+        )
+        for p, r in zip(points, results)
+    ]
+    space = {k: [p[k] for p in points] for k in points[0]}
+    banked_best = _best(candidates, points, space)
+    k = candidates.index(banked_best)
+    alone = _fit_candidate(settings, banked_best.params, run_dir / "tune" / str(k))
+    if alone.score is None or alone.score != banked_best.score:
+        warnings.warn(
+            f"The side-by-side search chose {tuned_label(banked_best.params)} with validation loss "
+            f"{banked_best.score!r}, but its lone fit gives {alone.score!r}: every point is fitted alone instead.",
+            stacklevel=2,
+        )
+        shutil.rmtree(run_dir / "tune" / str(k), ignore_errors=True)
+        return None
+    chosen = Candidate(alone.params, alone.score, alone.log_dir, alone.seconds, epochs=banked_best.epochs)
+    candidates[k] = chosen
+    return chosen, candidates
 
 
 def fit_tuned(settings: RunSettings, search: Search) -> tuple[RunResult, Candidate, list[Candidate]]:
