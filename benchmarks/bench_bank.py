@@ -21,6 +21,7 @@ the same to the bit. The features come from the cache (``textcause features`` or
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -116,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         bank_s = time.perf_counter() - started
         bank_module.bank_scores = real
 
-    same = [a.score == b.score for a, b in zip(alone, cands)]
+    banked = {json.dumps(c.params, sort_keys=True): c.score for c in cands}
+    same = [a.score == banked.get(json.dumps(a.params, sort_keys=True)) for a in alone]
     print(f"one fit at a time ({'foreach' if args.new_adam else 'one-tensor'} Adam): {alone_s:7.1f} s")
     print(f"bank + the chosen point alone:        {bank_s:7.1f} s   (bank used: {bool(calls and calls[0])})")
     print(f"ratio: {alone_s / bank_s:.2f}x")

@@ -19,6 +19,18 @@ from textcause.grid.tuning import _fit_candidate, grid_points, select
 LR, WD, L1 = "model.init_args.lr", "model.init_args.weight_decay", "model.init_args.l1"
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One intra-op thread, as a grid worker runs: SciPy's kernels take the sparse products then, and
+    each point's batch must be prepared afresh for them (textcause.grid.bank._forget_sparse_batch)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _cell(corpus, tune, *, epochs=8, overrides=None):
     spec = grid_spec(
         corpus,
@@ -92,6 +104,10 @@ def test_a_network_that_draws_random_numbers_is_fitted_alone(tmp_path, tiny_corp
         ({"model.init_args.net.init_args.hidden_size": [4, 8]}, {}),  # another network, not an optimiser setting
         ({LR: [0.003, 0.03]}, {"trainer.accumulate_grad_batches": 2}),  # another training loop
         ({LR: [0.003, 0.03]}, {"model.init_args.optimizer": "lbfgs"}),
+        ({LR: [0.003, 0.03]}, {"trainer.limit_train_batches": 1}),  # one batch an epoch, not all of them
+        ({LR: [0.003, 0.03]}, {"trainer.reload_dataloaders_every_n_epochs": 1}),
+        ({LR: [0.003, 0.03]}, {"trainer.max_time": "00:00:10:00"}),
+        ({LR: ["fast", "slow"]}, {}),
     ],
 )
 def test_runs_a_bank_does_not_reproduce_are_refused(tmp_path, tiny_corpus, tune, overrides):
@@ -108,3 +124,44 @@ def test_a_refit_that_disagrees_with_the_bank_sends_every_point_to_its_own_fit(t
         best, cands = select(cell.run_settings(tmp_path / "run"), cell.search, tmp_path / "run")
     assert [c.engine for c in cands] == ["alone", "alone"]
     assert best.score != 0.1 and best.score == min(c.score for c in cands)
+
+
+def test_a_search_written_with_yaml_strings_scores_as_the_cli_reads_it(tmp_path, tiny_corpus):
+    # PyYAML reads 1e-2 as the string "1e-2"; the CLI (and so a lone fit) reads it as a float
+    cell = _cell(tiny_corpus, {LR: ["1e-2", "1e-1"]}, epochs=2)
+    settings = cell.run_settings(tmp_path / "run")
+    results, _ = bank_scores(settings, grid_points(cell.search), bank_dir=tmp_path / "bank")
+    alone = [_fit_candidate(settings, p, tmp_path / "alone" / str(i)) for i, p in enumerate(grid_points(cell.search))]
+    assert [r.score for r in results] == [a.score for a in alone]
+
+
+def test_a_network_that_draws_from_numpy_or_python_is_fitted_alone(tmp_path, tiny_corpus, monkeypatch):
+    import random
+
+    import numpy as np
+
+    from textcause.models.components.mlp import MLP
+
+    forward = MLP.forward
+    for draw in (np.random.rand, random.random):
+
+        def drawing(self, x, draw=draw):
+            draw()  # one draw inside NumPy's current block of 624 words leaves its key array as it was
+            return forward(self, x)
+
+        monkeypatch.setattr(MLP, "forward", drawing)
+        cell = _cell(tiny_corpus, {LR: [0.003, 0.03]}, epochs=1)
+        assert (
+            bank_scores(cell.run_settings(tmp_path / "run"), grid_points(cell.search), bank_dir=tmp_path / "b") is None
+        )
+
+
+def test_a_bank_that_fails_warns_and_every_point_is_fitted_alone(tmp_path, tiny_corpus, monkeypatch):
+    def broken(*a, **k):
+        raise MemoryError("20 copies of the network")
+
+    monkeypatch.setattr(bank_module, "bank_scores", broken)
+    cell = _cell(tiny_corpus, {LR: [0.003, 0.03]}, epochs=1)
+    with pytest.warns(UserWarning, match=r"side-by-side search failed \(MemoryError: 20 copies"):
+        best, cands = select(cell.run_settings(tmp_path / "run"), cell.search, tmp_path / "run")
+    assert [c.engine for c in cands] == ["alone", "alone"]

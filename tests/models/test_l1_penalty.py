@@ -20,11 +20,11 @@ from textcause.models.components import MLP, SHERBERT
 TRAINER = dict(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False)
 
 
-def _fit(net_kind: str, l1: float, dim: int = 60, epochs: int = 30) -> PropensityModel:
+def _fit(net_kind: str, l1: float, dim: int = 60, epochs: int = 30, weight_decay: float = 0.0) -> PropensityModel:
     torch.manual_seed(0)
     dm = ToyData(n=400, dim=dim, n_val=100, batch_size=50, seed=1, layout="csr")
     net = MLP(dm.input_dim, hidden_size=10) if net_kind == "mlp" else LogisticRegression(dm.input_dim)
-    model = PropensityModel(net, lr=0.003, l1=l1)
+    model = PropensityModel(net, lr=0.003, l1=l1, weight_decay=weight_decay)
     with tempfile.TemporaryDirectory() as root:
         trainer = L.Trainer(
             max_epochs=epochs,
@@ -93,11 +93,12 @@ def test_bad_l1_settings_are_refused_in_one_sentence():
     assert PropensityModel(LogisticRegression(8), optimizer="lbfgs", weight_decay=0.1).l1 == 0.0
 
 
-def test_adam_steps_all_weights_at_once_with_the_one_at_a_time_arithmetic(monkeypatch):
+@pytest.mark.parametrize("weight_decay", [0.0, 0.01])
+def test_adam_steps_all_weights_at_once_with_the_one_at_a_time_arithmetic(monkeypatch, weight_decay):
     # PropensityModel's Adam uses torch's foreach kernels (4x as fast on an n-gram MLP's weight); the
     # weights after a whole fit with the penalties on a sparse batch's column-major layout must be the
     # ones the per-tensor loop, torch's CPU default, gives
-    trained = _fit("mlp", l1=0.01, epochs=5)
+    trained = _fit("mlp", l1=0.01, epochs=5, weight_decay=weight_decay)
     opt = trained.configure_optimizers()
     assert opt.defaults["foreach"] is True
 
@@ -109,7 +110,7 @@ def test_adam_steps_all_weights_at_once_with_the_one_at_a_time_arithmetic(monkey
             super().__init__(params, **kwargs)
 
     monkeypatch.setattr(torch.optim, "Adam", OneAtATime)
-    alone = _fit("mlp", l1=0.01, epochs=5)
+    alone = _fit("mlp", l1=0.01, epochs=5, weight_decay=weight_decay)
     assert alone.configure_optimizers().defaults["foreach"] is False
     for (name, a), (_, b) in zip(trained.state_dict().items(), alone.state_dict().items()):
         assert torch.equal(a, b), name

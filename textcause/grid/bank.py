@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+import random
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -72,12 +73,24 @@ class BankResult:
     epochs: int
 
 
-def _rng_state() -> tuple[torch.Tensor, bytes]:
-    return torch.get_rng_state(), np.asarray(np.random.get_state()[1]).tobytes()
+def _rng_state() -> tuple[torch.Tensor, Any, Any]:
+    """torch's, NumPy's and Python's global random states (NumPy's and Python's in full, positions included)."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    return torch.get_rng_state(), (kind, bytes(np.asarray(keys).tobytes()), pos, has_gauss, gauss), random.getstate()
+
+
+def _same_rng(a: tuple[torch.Tensor, Any, Any], b: tuple[torch.Tensor, Any, Any]) -> bool:
+    return bool(torch.equal(a[0], b[0])) and a[1] == b[1] and a[2] == b[2]
 
 
 def _forget_sparse_batch(x: Any) -> None:
-    """Drop what a sparse batch tensor cached for its products, so the next candidate prepares it as a lone fit does."""
+    """Drop what a sparse batch tensor cached for its products, so the next candidate prepares it as a lone fit does.
+
+    Not for the numbers: SciPy's kernels take a product only where they give torch's bits
+    (:func:`~textcause.models.components.linear.scipy_agrees`). For speed: afresh, each candidate's
+    gradient takes SciPy's kernel, which needs no transposed copy of the batch (a 20-point bank of
+    8 epochs on Twitter 1,2-gram counts: 15.7-16.7 s against 17.3-17.5 s sharing the batch's forms).
+    """
     from textcause.models.components.linear import _CACHE
 
     if isinstance(x, torch.Tensor) and hasattr(x, _CACHE):
@@ -105,7 +118,6 @@ class CandidateBank(L.LightningModule):
         self.stop_best = [torch.tensor(math.inf)] * k  # EarlyStopping's best score
         self.wait = [0] * k
         self.epochs = [0] * k
-        self._checked = False
 
     def setup(self, stage: str) -> None:
         for model in self.candidates:
@@ -123,10 +135,13 @@ class CandidateBank(L.LightningModule):
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> None:
         optimizers = self.optimizers()
         optimizers = optimizers if isinstance(optimizers, list) else [optimizers]
+        checked = False
         for i, model in enumerate(self.candidates):
             if not self.active[i]:
                 continue
-            before = None if self._checked else _rng_state()
+            # every step, on one candidate (a network that draws does so in each): alone, the draws of
+            # one point would not shift another's, here they would
+            before = None if checked else _rng_state()
             _forget_sparse_batch(batch.get("x"))
             loss = model.training_step(batch, batch_idx)  # type: ignore[operator]
             optimizer = optimizers[i]
@@ -134,10 +149,9 @@ class CandidateBank(L.LightningModule):
             self.manual_backward(loss)
             optimizer.step()
             if before is not None:
-                after = _rng_state()
-                if not (torch.equal(before[0], after[0]) and before[1] == after[1]):
+                if not _same_rng(before, _rng_state()):
                     raise _NotBankable("a training step draws from the global random state")
-                self._checked = True
+                checked = True
         _forget_sparse_batch(batch.get("x"))
 
     def on_train_epoch_end(self) -> None:  # (after the epoch's validation, in Lightning's order)
@@ -193,23 +207,31 @@ _PLAIN_CALLBACKS = ("ResumeCheckpoint", "CausalMetricsCallback", "SaveAndLogConf
 
 
 def _patience(trainer: L.Trainer, model: Any) -> Optional[int]:
-    """The trainer's early stopping patience when its checkpoint and early stopping are the plain ones on
-    ``val_loss`` that the bank mirrors (None: anything else)."""
+    """The early stopping patience when the trainer's checkpoint and early stopping are the plain ones on
+    ``val_loss`` that the bank mirrors and its other callbacks change nothing a fit computes (None: anything else)."""
     from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
     from textcause.callbacks import ResumeCheckpoint
 
-    stopping = [c for c in trainer.callbacks if isinstance(c, EarlyStopping)]
+    stopping = [c for c in trainer.callbacks if type(c) is EarlyStopping]
     best = [c for c in trainer.callbacks if type(c) is ModelCheckpoint]
-    others = [
-        c
-        for c in trainer.callbacks
-        if not isinstance(c, (EarlyStopping, ModelCheckpoint)) or isinstance(c, ResumeCheckpoint)
-    ]
-    if len(best) != 1 or len(stopping) > 1 or any(type(c).__name__ not in _PLAIN_CALLBACKS for c in others):
+    others = [c for c in trainer.callbacks if type(c) not in (EarlyStopping, ModelCheckpoint)]
+    if len(best) != 1 or len(stopping) > 1:
         return None
+    for c in others:
+        if type(c).__name__ not in _PLAIN_CALLBACKS or (
+            isinstance(c, (EarlyStopping, ModelCheckpoint)) and not isinstance(c, ResumeCheckpoint)
+        ):
+            return None  # another checkpoint or early stopping (a subclass included), or an unknown callback
     checkpoint = best[0]
-    if checkpoint.monitor != "val_loss" or checkpoint.mode != "min" or checkpoint.save_top_k != 1:
+    if (
+        checkpoint.monitor != "val_loss"
+        or checkpoint.mode != "min"
+        or checkpoint.save_top_k != 1
+        or getattr(checkpoint, "_every_n_epochs", 1) != 1
+        or getattr(checkpoint, "_every_n_train_steps", 0) != 0
+        or getattr(checkpoint, "_train_time_interval", None) is not None
+    ):
         return None
     if model.early_stopping_patience is not None:
         return int(model.early_stopping_patience)
@@ -230,10 +252,15 @@ def _patience(trainer: L.Trainer, model: Any) -> Optional[int]:
 def _plain_loop(trainer: L.Trainer) -> bool:
     """Whether the trainer's loop is the one the bank reproduces: one CPU process in float32, a
     validation after every whole epoch, no step limits, clipping or accumulation."""
+
+    def whole(limit: Any) -> bool:  # 1.0 is every batch; the integer 1 is one batch
+        return limit is None or (isinstance(limit, float) and limit == 1.0)
+
     return (
         trainer.world_size == 1
         and trainer.num_devices == 1
         and type(trainer.accelerator).__name__ == "CPUAccelerator"
+        and type(trainer.strategy).__name__ == "SingleDeviceStrategy"
         and str(trainer.precision) in ("32-true", "32")
         and trainer.accumulate_grad_batches == 1
         and trainer.gradient_clip_val in (None, 0, 0.0)
@@ -241,9 +268,13 @@ def _plain_loop(trainer: L.Trainer) -> bool:
         and trainer.fit_loop.min_epochs in (None, 0)
         and trainer.fit_loop.min_steps in (None, -1, 0)
         and trainer.check_val_every_n_epoch == 1
-        and trainer.val_check_interval in (1.0, None)
-        and trainer.limit_train_batches in (1.0, None)
-        and trainer.limit_val_batches in (1.0, None)
+        and trainer.val_check_interval in (1.0, 1, None)
+        and getattr(trainer, "_val_check_time_interval", None) is None
+        and whole(trainer.limit_train_batches)
+        and whole(trainer.limit_val_batches)
+        and not trainer.overfit_batches
+        and trainer.reload_dataloaders_every_n_epochs == 0
+        and not any(type(c).__name__ == "Timer" for c in trainer.callbacks)  # max_time
         and not trainer.fast_dev_run
         and trainer.max_epochs is not None
         and trainer.max_epochs > 0
@@ -273,6 +304,10 @@ def bank_scores(
     from textcause.run.settings import run_config
 
     if not points or any(set(p) - set(BANK_OPTIONS) for p in points):
+        return None
+    try:  # as the CLI reads them (YAML gives "1e-3" as a string); anything else is for the lone fits to judge
+        points = [{k: float(v) for k, v in p.items()} for p in points]
+    except (TypeError, ValueError):
         return None
     started = time.perf_counter()
     first = RunSettings(

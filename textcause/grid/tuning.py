@@ -77,7 +77,7 @@ class Candidate:
     seconds: float
     error: Optional[str] = None
     #: how its score was found: ``"alone"`` (its own fit) or ``"bank"`` (side by side, textcause.grid.bank;
-    #: ``seconds`` is then its share of the bank's time, by epochs)
+    #: ``seconds`` is then its share of the bank's time, by epochs; the chosen point's adds its lone refit)
     engine: str = "alone"
     epochs: Optional[int] = None
 
@@ -181,8 +181,16 @@ def _select_in_bank(
     alone; None where no bank applies or the refit disagrees with the bank (then every point is fitted alone)."""
     from textcause.grid.bank import bank_scores
 
-    banked = bank_scores(settings, points, bank_dir=run_dir / "tune" / "bank")
-    shutil.rmtree(run_dir / "tune" / "bank", ignore_errors=True)
+    try:
+        banked = bank_scores(settings, points, bank_dir=run_dir / "tune" / "bank")
+    except Exception as err:  # the lone fits are the reference path: they run, and judge the run
+        warnings.warn(
+            f"The side-by-side search failed ({type(err).__name__}: {err}): every point is fitted alone instead.",
+            stacklevel=2,
+        )
+        banked = None
+    finally:
+        shutil.rmtree(run_dir / "tune" / "bank", ignore_errors=True)
     if banked is None:
         return None
     results, seconds = banked
@@ -199,6 +207,8 @@ def _select_in_bank(
         )
         for p, r in zip(points, results)
     ]
+    if not any(c.score is not None for c in candidates):
+        return None  # the lone fits say why
     space = {k: [p[k] for p in points] for k in points[0]}
     banked_best = _best(candidates, points, space)
     k = candidates.index(banked_best)
@@ -211,8 +221,13 @@ def _select_in_bank(
         )
         shutil.rmtree(run_dir / "tune" / str(k), ignore_errors=True)
         return None
-    chosen = Candidate(alone.params, alone.score, alone.log_dir, alone.seconds, epochs=banked_best.epochs)
+    chosen = Candidate(
+        alone.params, alone.score, alone.log_dir, banked_best.seconds + alone.seconds, epochs=banked_best.epochs
+    )
     candidates[k] = chosen
+    for old in (run_dir / "tune").glob("*"):  # folders of an earlier attempt of this cell, fitted alone
+        if old.is_dir() and old.name.isdigit() and old.name != str(k):
+            shutil.rmtree(old, ignore_errors=True)
     return chosen, candidates
 
 
