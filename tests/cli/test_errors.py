@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 import warnings
 
 import pytest
 
-from textcause.cli.errors import command, friendly_errors, package_warnings
+from textcause.cli.errors import command, friendly_errors, package_warnings, sigterm_as_interrupt
 
 
 class Ambiguous:
@@ -55,6 +59,58 @@ def test_ctrl_c_says_how_to_go_on(capsys):
     assert capsys.readouterr().err.strip() == "interrupted: rerun the same command to resume."
     assert command(interrupted, interrupted="rerun it.") == 130
     assert capsys.readouterr().err.strip() == "interrupted: rerun it."
+
+
+def test_sigterm_ends_a_command_as_ctrl_c_does_and_the_handler_is_put_back(capsys):
+    received = []
+    previous = signal.signal(signal.SIGTERM, lambda *a: received.append("previous"))  # not pytest's death
+    cleaned = []
+
+    def killed():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)  # the handler raises at the next bytecode: never slept through
+        finally:
+            cleaned.append(True)
+
+    try:
+        start = time.monotonic()
+        assert command(killed, sigterm=True) == 143
+        assert time.monotonic() - start < 10 and cleaned == [True] and received == []
+        assert capsys.readouterr().err.strip() == "terminated (SIGTERM): rerun the same command to resume."
+        os.kill(os.getpid(), signal.SIGTERM)  # the previous handler is back
+        assert received == ["previous"]
+        # without sigterm=True the command leaves SIGTERM alone (here: the previous handler)
+        assert command(lambda: os.kill(os.getpid(), signal.SIGTERM)) == 0 and received == ["previous"] * 2
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_sigterm_during_a_trainers_fit_ends_the_command_the_same_way(capsys):
+    from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+    def fit():
+        raise SIGTERMException()  # what Lightning's own handler raises at the next step
+
+    assert command(fit, sigterm=True) == 143
+    assert "terminated (SIGTERM)" in capsys.readouterr().err
+    with pytest.raises(SIGTERMException):
+        command(fit)  # a command that does not ask for it keeps Lightning's exit
+    with pytest.raises(SystemExit):
+        command(lambda: (_ for _ in ()).throw(SystemExit(3)), sigterm=True)
+
+
+def test_sigterm_as_interrupt_does_nothing_outside_the_main_thread():
+    before, seen = signal.getsignal(signal.SIGTERM), []
+
+    def body():
+        with sigterm_as_interrupt():
+            seen.append(signal.getsignal(signal.SIGTERM))
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join()
+    assert seen == [before]
 
 
 def test_package_warnings_become_lines_and_others_stay(capsys, monkeypatch):

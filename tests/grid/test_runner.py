@@ -715,3 +715,26 @@ def test_the_runner_polls_subprocess_workers():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_stopping_workers_terminates_them_and_kills_one_that_ignores_sigterm():
+    from textcause.grid.runner import _stop_workers
+
+    ready = "import signal, sys, time; {}; print('ready', flush=True); time.sleep(60)"
+    polite = subprocess.Popen([sys.executable, "-c", ready.format("pass")], stdout=subprocess.PIPE, text=True)
+    stubborn = subprocess.Popen(
+        [sys.executable, "-c", ready.format("signal.signal(signal.SIGTERM, signal.SIG_IGN)")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        assert polite.stdout.readline() == stubborn.stdout.readline() == "ready\n" and done.wait(30) == 0
+        start = time.monotonic()
+        _stop_workers([polite, stubborn, done], grace=1.0)
+        assert time.monotonic() - start < 10
+        assert (polite.returncode, stubborn.returncode, done.returncode) == (-signal.SIGTERM, -signal.SIGKILL, 0)
+    finally:
+        for p in (polite, stubborn):
+            if p.poll() is None:
+                p.kill()

@@ -9,6 +9,7 @@ long as any worker lives, and ``PR_SET_PDEATHSIG`` on the server never fires.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -88,3 +89,51 @@ def test_a_forked_worker_ends_when_its_runner_is_sigkilled(tmp_path):
             os.kill(worker, signal.SIGKILL)
         if runner.poll() is None:
             runner.kill()
+
+
+@pytest.mark.slow  # a benchmark command with two forked workers on a tiny grid: 20-90 s
+@pytest.mark.skipif(sys.platform != "linux", reason="fork server workers and /proc: Linux")
+def test_a_sigtermed_benchmark_stops_its_workers_and_its_archive_matches_its_store(tmp_path, tiny_corpus):
+    """``kill`` of ``textcause benchmark --workers 2`` (its workers get no signal of their own): the
+    runner used to write its archive, then wait at its exit (multiprocessing joins its children)
+    while both workers ran the rest of the grid, leaving the store ahead of the archive."""
+    import gzip
+    import json
+    import sqlite3
+
+    from tinygrid import grid_spec, write_grid_spec
+
+    models = ("oracle", "unadjusted", "lr_unigram_binary")
+    spec = grid_spec(
+        tiny_corpus, name="tiny", tasks={"linguistic_complexity": [1, 2, 3, 4]}, models=models, seeds=[0, 1]
+    )
+    config, out, archive = write_grid_spec(tmp_path, spec), tmp_path / "out", tmp_path / "kept.jsonl.gz"
+    command = [sys.executable, "-m", "textcause", "benchmark", "--config", str(config), "--out", str(out)]
+    runner = subprocess.Popen([*command, "--workers", "2", "--archive", str(archive)], cwd=ROOT, stderr=subprocess.PIPE)
+
+    def ledger() -> list[tuple[str, int]]:
+        with contextlib.closing(sqlite3.connect(out / "results.db")) as db:
+            return db.execute("SELECT status, pid FROM cells").fetchall()
+
+    try:
+        end = time.monotonic() + 300
+        while time.monotonic() < end and runner.poll() is None:
+            with contextlib.suppress(sqlite3.Error):
+                if any(status == "ok" for status, _ in ledger()):
+                    break
+            time.sleep(0.2)
+        assert runner.poll() is None, f"the grid ended before a cell was seen: {runner.stderr.read().decode()[-600:]}"
+        os.kill(runner.pid, signal.SIGTERM)
+        assert runner.wait(timeout=60) == 143
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    err = runner.stderr.read().decode()
+    assert "terminated (SIGTERM): rerun the same command to resume." in err
+    finished = sum(status == "ok" for status, _ in ledger())
+    workers = {pid for _, pid in ledger() if pid is not None}
+    assert workers and not any(_alive(pid) for pid in workers)  # no worker outlives the runner
+    time.sleep(2)
+    assert sum(status == "ok" for status, _ in ledger()) == finished < 24  # nothing ran on after the stop
+    with gzip.open(archive, "rt", encoding="utf-8") as fh:
+        assert json.loads(fh.readline())["cells"] == finished  # the archive's last write holds every finished cell

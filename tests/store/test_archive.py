@@ -197,6 +197,46 @@ def test_a_grid_run_with_an_archive_restores_from_it_and_keeps_it_current(tmp_pa
     assert "holds the cells of grid 'tiny', not of grid 'other'" in capsys.readouterr().err
 
 
+def test_a_sigterm_gives_the_archive_its_last_write_as_ctrl_c_does(tmp_path, tiny_corpus, capsys, monkeypatch):
+    """``kill`` (or a scheduler's SIGTERM) of ``textcause benchmark`` used to end it before the archive's
+    last rewrite, leaving the file behind its store; now it ends as Ctrl-C does."""
+    import os
+    import signal
+    import time
+
+    import textcause.grid.runner as runner
+    from textcause.grid.keep import GridArchive
+
+    class FinalOnly(GridArchive):  # no periodic rewrite: only the last one can hold the cells
+        def update(self, *, final: bool = False):
+            return super().update(final=True) if final else None
+
+    real_worker, received = runner.run_worker, []
+
+    def worker_then_killed(*args, **kwargs):
+        real_worker(*args, **kwargs)  # every cell finishes in the store
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the run is stopped here, before it ends by itself
+        received.append("slept through")
+
+    monkeypatch.setattr(runner, "GridArchive", FinalOnly)
+    monkeypatch.setattr(runner, "run_worker", worker_then_killed)
+    spec = grid_spec(tiny_corpus, name="tiny", tasks={"linguistic_complexity": [1, 2]}, models=("oracle", "unadjusted"))
+    config = write_grid_spec(tmp_path, spec)
+    archive = tmp_path / "kept" / "tiny.jsonl.gz"
+    recorder = lambda *a: received.append(True)  # noqa: E731 - without the fix, a failed test, not pytest's end
+    previous = signal.signal(signal.SIGTERM, recorder)
+    try:
+        code = benchmark_main(["--config", str(config), "--out", str(tmp_path / "a"), "--archive", str(archive)])
+        assert code == 143 and not received
+        assert signal.getsignal(signal.SIGTERM) is recorder  # put back
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    err = capsys.readouterr().err
+    assert f"tiny: 4 cells (16 result rows) kept in {archive}" in err and "terminated (SIGTERM)" in err
+    assert len(archive_lines(archive)) == 1 + 4 + 16  # the header, the cells and their rows
+
+
 def test_the_archive_is_rewritten_when_the_ledger_changes_at_most_once_a_period(tmp_path, monkeypatch):
     from textcause.grid.keep import GridArchive
 

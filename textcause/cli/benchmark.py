@@ -91,7 +91,8 @@ def benchmark_main(argv: Sequence[str]) -> int:
             freeze_gc=True,  # this command's own process
             worker_start=args.worker_start,
             archive=args.archive,
-        )
+        ),
+        sigterm=True,  # kill or a scheduler's stop ends the run as Ctrl-C does: the archive gets its last write
     )
 
 

@@ -3,7 +3,8 @@
 Every command's body runs through :func:`command`: a ``ValueError`` or ``FileNotFoundError`` (a bad
 path, an unknown task, a malformed config: the package raises them with one sentence saying what is
 wrong) prints ``error: <sentence>`` and exits 2; Ctrl-C says how to go on and exits 130. Set
-``TEXTCAUSE_DEBUG=1`` to see the traceback instead.
+``TEXTCAUSE_DEBUG=1`` to see the traceback instead. A command run with ``sigterm=True`` ends on
+SIGTERM (``kill``, a scheduler's stop) the way it ends on Ctrl-C, its cleanup included, and exits 143.
 
 Mistakes caught by the libraries underneath get one line too (:func:`user_error_line`): an option
 the LightningCLI parser rejects (the key, what was expected, what was given; the full usage only
@@ -18,7 +19,9 @@ import contextlib
 import errno
 import os
 import pickle
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,9 +32,11 @@ from textcause.io import damaged_sentence, is_damaged_torch_file
 from textcause.validation import option_error_sentence
 
 __all__ = [
+    "Terminated",
     "command",
     "friendly_errors",
     "package_warnings",
+    "sigterm_as_interrupt",
     "user_error_line",
 ]
 
@@ -39,19 +44,58 @@ __all__ = [
 RESUME = "rerun the same command to resume."
 
 
-def command(fn: Callable[[], Any], *, interrupted: str = RESUME, offline: bool = True) -> int:
+class Terminated(KeyboardInterrupt):
+    """A SIGTERM, raised in the main thread by :func:`sigterm_as_interrupt`.
+
+    A ``KeyboardInterrupt``, so every ``finally`` and ``except BaseException`` that cleans up after
+    Ctrl-C (a grid's last archive write, a cache's temporary file) runs for it too.
+    """
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, a SIGTERM raises :class:`Terminated` in the main thread instead of ending the process.
+
+    Python's default for SIGTERM ends the process at once, skipping ``finally`` blocks. Outside the
+    main thread (where no handler can be installed) this does nothing. The previous handler is put back.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def command(fn: Callable[[], Any], *, interrupted: str = RESUME, offline: bool = True, sigterm: bool = False) -> int:
     """Run a command's body and return its exit code.
 
     Args:
         fn: the body; an int it returns is the exit code, anything else means 0.
-        interrupted: what to tell the user after Ctrl-C.
+        interrupted: what to tell the user after Ctrl-C (and after SIGTERM, with ``sigterm``).
         offline: keep the Hugging Face hub offline (a command's ``--allow-download`` turns it off).
+        sigterm: end on SIGTERM as on Ctrl-C (:func:`sigterm_as_interrupt`), exit code 143.
     """
     if offline:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("WANDB_MODE", "offline")
     try:
-        code = fn()
+        with sigterm_as_interrupt() if sigterm else contextlib.nullcontext():
+            code = fn()
+    except Terminated:
+        print(f"\nterminated (SIGTERM): {interrupted}", file=sys.stderr)
+        return 143
+    except SystemExit as err:  # Lightning's SIGTERMException: a SIGTERM that arrived during a Trainer's fit
+        if not (sigterm and type(err).__name__ == "SIGTERMException"):
+            raise
+        print(f"\nterminated (SIGTERM): {interrupted}", file=sys.stderr)
+        return 143
     except (ValueError, FileNotFoundError) as err:
         if os.environ.get("TEXTCAUSE_DEBUG"):
             raise

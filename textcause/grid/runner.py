@@ -13,6 +13,7 @@ run. Usage: docs/benchmark.md.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from textcause import store
+from textcause.grid.eta import draw_keys, remaining_work
 from textcause.grid.keep import GridArchive
 from textcause.grid.precheck import check_cells
 from textcause.grid.spec import Grid, load_grid
@@ -42,15 +44,50 @@ __all__ = [
 
 # ---------------------------------------------------------------------------------------- progress
 class ProgressLine:
-    """Prints the progress line when it changes (in place on a terminal) and each new failure."""
+    """Prints the progress line when it changes (in place on a terminal) and each new failure.
 
-    def __init__(self, grid: Grid, engine: Any, since: datetime, *, retry_failed: bool, stream: Any = None) -> None:
+    The ETA is :func:`~textcause.grid.eta.remaining_work`'s: each unfinished cell at the median
+    time of its model's finished cells (from any sitting), twins free, over the workers (``workers``,
+    or the running cells where more run, as with workers on other machines sharing the database).
+    """
+
+    def __init__(
+        self, grid: Grid, engine: Any, since: datetime, *, retry_failed: bool, stream: Any = None, workers: int = 1
+    ) -> None:
         self.grid, self.engine, self.since, self.retry_failed = grid, engine, since, retry_failed
         self.stream = stream or sys.stderr
         self.ids = [c.cell_id for c in grid.cells]
         self.started = time.perf_counter()
         self.last = ""
         self.failures: set[str] = set()
+        self.workers = workers
+        self.keys = draw_keys(grid.cells)
+        self.eta: tuple[tuple[int, int, int], float, float | None] | None = None
+
+    def _eta(self, p: store.Progress, rows: Any) -> float | None:
+        """The seconds left, estimated again when a cell started or finished, or every 30 s (40 ms for
+        840 cells), and counted down in between."""
+        mark, now = (p.ok, p.failed, p.running), time.monotonic()
+        if self.eta is None or self.eta[0] != mark or now - self.eta[1] > 30.0:
+            work = remaining_work(
+                self.grid.cells,
+                rows,
+                workers=max(self.workers, p.running),
+                now=store.utcnow(),
+                is_done=self._done,
+                keys=self.keys,
+            )
+            self.eta = (mark, now, work.seconds)
+        left = self.eta[2]
+        return None if left is None else max(0.0, left - (now - self.eta[1]))
+
+    def _done(self, row: Any) -> bool:
+        """Whether a cell needs no run in this run (as :meth:`store.Progress.describe` counts it)."""
+        if row is None:
+            return False
+        if row.status == "failed" and self.retry_failed:
+            return row.finished_at is not None and row.finished_at >= self.since
+        return bool(row.status in ("ok", "failed"))
 
     def update(self, final: bool = False) -> store.Progress:
         rows = store.ledger(self.engine, self.grid.name)
@@ -66,7 +103,8 @@ class ProgressLine:
                 self.failures.add(row.cell_id)
                 print(("\r\033[K" if tty else "") + f"failed: {row.cell_id}: {row.error}", file=self.stream, flush=True)
                 self.last = ""
-        line = p.describe(self.grid.name, time.perf_counter() - self.started, retry_failed=self.retry_failed)
+        elapsed = time.perf_counter() - self.started
+        line = p.describe(self.grid.name, elapsed, retry_failed=self.retry_failed, eta=self._eta(p, rows))
         changed = line.split(" (")[0] != self.last.split(" (")[0]  # cells done: not just the running count
         if tty:
             print("\r\033[K" + line, end="\n" if final else "", file=self.stream, flush=True)
@@ -150,6 +188,40 @@ class _Forked:
     def returncode(self) -> int | None:
         self.process.join()
         return self.process.exitcode
+
+    def terminate(self) -> None:
+        self.process.terminate()
+
+    def kill(self) -> None:
+        self.process.kill()
+
+
+#: Seconds the runner gives its workers to end after SIGTERM, when it stops early, before SIGKILL.
+STOP_GRACE = 10.0
+
+
+def _stop_workers(procs: list[Any], grace: float = STOP_GRACE) -> None:
+    """End the workers still running: SIGTERM, then SIGKILL for any alive after ``grace`` seconds.
+
+    For a runner that stops early (Ctrl-C, SIGTERM, an error). Without it, a runner sent a signal of
+    its own (``kill``, a scheduler's stop: its workers get none) would wait at its exit for forked
+    workers (multiprocessing joins its children) while they ran the rest of the grid. A worker's
+    unfinished cell stays ``running`` in the ledger and is taken over when the grid resumes.
+    """
+    running = [p for p in procs if p.poll() is None]
+    for p in running:
+        with contextlib.suppress(OSError):
+            p.terminate()
+    end = time.monotonic() + grace
+    while time.monotonic() < end and any(p.poll() is None for p in running):
+        _wait_for_exit(running, min(0.5, max(0.0, end - time.monotonic())))
+    killed = [p for p in running if p.poll() is None]
+    for p in killed:
+        with contextlib.suppress(OSError):
+            p.kill()
+    end = time.monotonic() + 5.0  # reaped (poll), so none is left a zombie
+    while time.monotonic() < end and any(p.poll() is None for p in killed):
+        _wait_for_exit(killed, 0.1)
 
 
 def worker_ended(index: int, code: int, log: str) -> str:
@@ -295,8 +367,9 @@ def run_benchmark(
         file=sys.stderr,
         flush=True,
     )
-    line = ProgressLine(grid, engine, since, retry_failed=retry_failed)
+    line = ProgressLine(grid, engine, since, retry_failed=retry_failed, workers=workers)
     status = 0
+    procs: list[tuple[Any, Any]] = []
     try:
         if workers == 1:
             stop = threading.Event()
@@ -325,7 +398,6 @@ def run_benchmark(
                 shower.join()
         else:
             (out / "logs").mkdir(parents=True, exist_ok=True)
-            procs = []
             args = _worker_args(Path(config), url, out, since, threads, methods, retry_failed, heartbeat)
             command = [sys.executable, "-m", "textcause.grid.worker", *args, "--parent-pid", str(os.getpid())]
             for i in range(workers):
@@ -353,9 +425,11 @@ def run_benchmark(
                     if i not in told:
                         print(f"\nerror: {worker_ended(i, p.returncode, log.name)}.", file=sys.stderr)
                     status = 1
-    except BaseException:  # Ctrl-C or an error: the archive still gets what finished before
-        if keeper is not None:
-            keeper.update(final=True)
+    except BaseException:  # Ctrl-C, SIGTERM (Terminated) or an error: the archive gets what finished
+        _stop_workers([p for p, _ in procs])
+        kept = keeper.update(final=True) if keeper is not None else None
+        if kept is not None:
+            print(f"\n{kept.describe('kept in')}", file=sys.stderr, flush=True)
         raise
     p = line.update(final=True)
     kept = keeper.update(final=True) if keeper is not None else None

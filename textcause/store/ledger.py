@@ -226,25 +226,30 @@ class Progress:
     ok_since: int = 0
     failed_since: int = 0
 
-    def describe(self, name: str, elapsed: float, *, retry_failed: bool = False) -> str:
+    def describe(
+        self, name: str, elapsed: float, *, retry_failed: bool = False, eta: float | None | str = "rate"
+    ) -> str:
         """``smoke: 40/98 cells done (2 failed, 2 running), elapsed 0:01:02, ETA 0:01:30``.
 
-        With ``retry_failed``, cells that failed before this run count as not done. The ETA assumes
-        the remaining cells take as long as those finished in this run.
+        With ``retry_failed``, cells that failed before this run count as not done. ``eta``: the
+        seconds left as the caller estimated them (None: unknown, said as ``?``), or ``"rate"``: the
+        remaining cells take as long as those finished in this run.
         """
         failed = self.failed_since if retry_failed else self.failed
         done = self.ok + failed
         finished = self.ok_since + self.failed_since
         remaining = self.total - done
         if remaining <= 0:
-            eta = _clock(0)
+            eta_text = _clock(0)
+        elif eta != "rate":
+            eta_text = "?" if eta is None or isinstance(eta, str) else _clock(eta)
         elif finished == 0:
-            eta = "?"
+            eta_text = "?"
         else:
-            eta = _clock(elapsed / finished * remaining)
+            eta_text = _clock(elapsed / finished * remaining)
         return (
             f"{name}: {done}/{self.total} cells done ({failed} failed, {self.running} running), "
-            f"elapsed {_clock(elapsed)}, ETA {eta}"
+            f"elapsed {_clock(elapsed)}, ETA {eta_text}"
         )
 
 
