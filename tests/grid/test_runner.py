@@ -738,3 +738,21 @@ def test_stopping_workers_terminates_them_and_kills_one_that_ignores_sigterm():
         for p in (polite, stubborn):
             if p.poll() is None:
                 p.kill()
+
+
+def test_a_second_signal_does_not_cut_the_cleanup_short():
+    from textcause.grid.runner import _signals_held
+
+    received = []
+    previous = signal.signal(signal.SIGTERM, lambda *a: received.append("after"))
+    try:
+        with _signals_held():
+            os.kill(os.getpid(), signal.SIGTERM)  # ignored: the workers' stop and the archive's write go on
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.1)
+        assert received == []
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler is back
+        time.sleep(0.1)
+        assert received == ["after"]
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -237,6 +237,72 @@ def test_a_sigterm_gives_the_archive_its_last_write_as_ctrl_c_does(tmp_path, tin
     assert len(archive_lines(archive)) == 1 + 4 + 16  # the header, the cells and their rows
 
 
+def test_a_sigterm_during_a_fit_in_process_stops_the_grid_and_leaves_the_cell_to_the_rerun(
+    tmp_path, tiny_corpus, capsys, monkeypatch
+):
+    """With one worker (in the command's process), Lightning catches the SIGTERM's KeyboardInterrupt in
+    its fit and exits with code 1; that is a stop, not the cell's failure: the grid ends (143), the
+    cell stays claimed for the rerun, and the archive holds the cell that finished before."""
+    import os
+    import signal
+    import time
+
+    import lightning.pytorch as pl
+    import torch
+
+    import textcause.grid.cell as cell_module
+
+    class Boring(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(2, 1)
+
+        def training_step(self, batch, index):
+            if index == 1:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)  # the stop comes here
+                received.append("slept through")
+            return self.layer(batch).sum()
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    real_fit, received, calls = cell_module.fit_and_evaluate, [], []
+
+    def fit_then_killed(settings):
+        calls.append(settings)
+        if len(calls) == 1:
+            return real_fit(settings)  # the first cell finishes
+        trainer = pl.Trainer(
+            max_epochs=1,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        )
+        trainer.fit(Boring(), torch.utils.data.DataLoader(torch.randn(8, 2), batch_size=2))
+        received.append("fit ended")
+
+    monkeypatch.setattr(cell_module, "fit_and_evaluate", fit_then_killed)
+    spec = grid_spec(tiny_corpus, name="tiny", tasks={"linguistic_complexity": [1, 3]}, models=("unadjusted",))
+    config = write_grid_spec(tmp_path, spec)
+    archive = tmp_path / "kept" / "tiny.jsonl.gz"
+    recorder = lambda *a: received.append("previous handler")  # noqa: E731
+    previous = signal.signal(signal.SIGTERM, recorder)
+    interrupt = signal.getsignal(signal.SIGINT)
+    try:
+        code = benchmark_main(["--config", str(config), "--out", str(tmp_path / "a"), "--archive", str(archive)])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, interrupt)  # Lightning ignores Ctrl-C after an interrupt, for good
+    err = capsys.readouterr().err
+    assert code == 143 and len(calls) == 2 and received == [], err
+    assert "terminated (SIGTERM)" in err and "failed" not in err
+    ledger = store.ledger(store.open_store(f"sqlite:///{tmp_path / 'a' / 'results.db'}"), "tiny")
+    assert sorted(r.status for r in ledger.values()) == ["ok", "running"]  # not "failed": the rerun runs it
+    assert archive_lines(archive)[0]["cells"] == 1
+
+
 def test_the_archive_is_rewritten_when_the_ledger_changes_at_most_once_a_period(tmp_path, monkeypatch):
     from textcause.grid.keep import GridArchive
 

@@ -218,8 +218,10 @@ def run_config_cell(cell: Cell, out_dir: str | Path, *, version: str = "", attem
     """Fit and evaluate a model-config cell in-process; its output goes to ``<out>/runs/<cell_id>/cell.log``.
 
     Never raises for a cell's own error: it comes back as ``status='failed'`` with one row per
-    planned estimator carrying the error. A SIGTERM (the worker was told to stop) is re-raised: it
-    is not the cell's fault, and a rerun runs the cell again.
+    planned estimator carrying the error. A stop is re-raised: it is not the cell's fault, and a
+    rerun runs the cell again. That is Lightning's ``SIGTERMException`` (a worker told to stop), and
+    a Ctrl-C or :class:`~textcause.cli.errors.Terminated` (the command's SIGTERM) during a fit, which
+    Lightning turns into ``sys.exit(1)``: its ``KeyboardInterrupt`` is raised again.
     """
     run_dir = Path(out_dir) / "runs" / cell.cell_id
     shutil.rmtree(run_dir, ignore_errors=True)  # a previous attempt's checkpoints must not be picked up
@@ -245,6 +247,8 @@ def run_config_cell(cell: Cell, out_dir: str | Path, *, version: str = "", attem
 
         if isinstance(err, SIGTERMException):
             raise
+        if isinstance(err.__context__, KeyboardInterrupt):  # Lightning's exit(1) after Ctrl-C or SIGTERM in a fit
+            raise err.__context__ from None
         error = f"the run exited with code {err.code}: {_last_line(log.getvalue())}"
     except Exception as err:
         error = f"{type(err).__name__}: {err}"

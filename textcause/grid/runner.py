@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -196,6 +197,45 @@ class _Forked:
         self.process.kill()
 
 
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored within the block (main thread only; their handlers put back after)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+
+
+class _Child:
+    """A ``multiprocessing`` child with the ``poll`` / ``terminate`` / ``kill`` that :func:`_stop_workers` uses."""
+
+    def __init__(self, process: Any) -> None:
+        self.process = process
+
+    def poll(self) -> int | None:
+        return self.process.exitcode
+
+    def terminate(self) -> None:
+        self.process.terminate()
+
+    def kill(self) -> None:
+        self.process.kill()
+
+
+def _other_children(procs: list[Any]) -> list[Any]:
+    """This process's ``multiprocessing`` children that are not in ``procs`` (a worker started just
+    as the stop came, before it was listed), which the interpreter would otherwise wait for at exit."""
+    import multiprocessing
+
+    known = {id(p.process) for p in procs if isinstance(p, _Forked)}
+    return [_Child(c) for c in multiprocessing.active_children() if id(c) not in known]
+
+
 #: Seconds the runner gives its workers to end after SIGTERM, when it stops early, before SIGKILL.
 STOP_GRACE = 10.0
 
@@ -230,8 +270,6 @@ def worker_ended(index: int, code: int, log: str) -> str:
     A negative code is the signal that ended it (``subprocess`` and ``multiprocessing`` alike);
     SIGKILL is named as what it most often is, the kernel's out-of-memory killer.
     """
-    import signal
-
     if code < 0:
         try:
             name = signal.Signals(-code).name
@@ -426,10 +464,11 @@ def run_benchmark(
                         print(f"\nerror: {worker_ended(i, p.returncode, log.name)}.", file=sys.stderr)
                     status = 1
     except BaseException:  # Ctrl-C, SIGTERM (Terminated) or an error: the archive gets what finished
-        _stop_workers([p for p, _ in procs])
-        kept = keeper.update(final=True) if keeper is not None else None
-        if kept is not None:
-            print(f"\n{kept.describe('kept in')}", file=sys.stderr, flush=True)
+        with _signals_held():  # a second Ctrl-C or SIGTERM must not cut the cleanup short
+            _stop_workers([p for p, _ in procs] + _other_children([p for p, _ in procs]))
+            kept = keeper.update(final=True) if keeper is not None else None
+            if kept is not None:
+                print(f"\n{kept.describe('kept in')}", file=sys.stderr, flush=True)
         raise
     p = line.update(final=True)
     kept = keeper.update(final=True) if keeper is not None else None
