@@ -127,3 +127,24 @@ def test_package_warnings_become_lines_and_others_stay(capsys, monkeypatch):
         warnings.warn_explicit("from elsewhere", UserWarning, "/elsewhere/mod.py", 7)
     assert capsys.readouterr().err == "warning: from the package\n"
     assert shown == [("from elsewhere", "/elsewhere/mod.py", 7)]  # shown the way Python shows it, once
+
+
+def test_a_stop_that_a_library_turned_into_an_exit_or_an_error_is_still_a_stop(capsys):
+    from textcause.interrupts import Terminated
+
+    def raised_while_handling(stop, then):
+        def body():
+            try:
+                raise stop
+            except KeyboardInterrupt:
+                raise then  # noqa: B904 - the implicit context, as Lightning's sys.exit(1) in a fit has
+
+        return body
+
+    assert command(raised_while_handling(Terminated(), SystemExit(1))) == 143
+    assert capsys.readouterr().err.strip() == "terminated (SIGTERM): rerun the same command to resume."
+    assert command(raised_while_handling(KeyboardInterrupt(), SystemExit(1))) == 130
+    assert capsys.readouterr().err.strip() == "interrupted: rerun the same command to resume."
+    assert command(raised_while_handling(Terminated(), RuntimeError("teardown failed"))) == 143
+    with pytest.raises(SystemExit):  # an exit with no stop behind it stays an exit
+        command(lambda: (_ for _ in ()).throw(SystemExit(1)))

@@ -756,3 +756,26 @@ def test_a_second_signal_does_not_cut_the_cleanup_short():
         assert received == ["after"]
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_only_children_started_by_the_run_are_stopped_with_its_workers():
+    import multiprocessing
+
+    from textcause.grid.runner import _children, _other_children, _stop_workers
+
+    context = multiprocessing.get_context("fork")
+    mine = context.Process(target=time.sleep, args=(60,))  # the caller's own child, before the run
+    mine.start()
+    try:
+        before = _children()
+        late = context.Process(target=time.sleep, args=(60,))  # a worker started as the stop came
+        late.start()
+        others = _other_children([], before)
+        assert [c.process for c in others] == [late]
+        _stop_workers(others, grace=5.0)
+        assert late.exitcode == -signal.SIGTERM and mine.is_alive()
+    finally:
+        for p in (mine, late):
+            if p.is_alive():
+                p.kill()
+            p.join(5)

@@ -19,15 +19,14 @@ import contextlib
 import errno
 import os
 import pickle
-import signal
 import sys
-import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from textcause.interrupts import Terminated, interrupt_behind, sigterm_as_interrupt
 from textcause.io import damaged_sentence, is_damaged_torch_file
 from textcause.validation import option_error_sentence
 
@@ -42,35 +41,6 @@ __all__ = [
 
 #: What Ctrl-C tells the user of a resumable command.
 RESUME = "rerun the same command to resume."
-
-
-class Terminated(KeyboardInterrupt):
-    """A SIGTERM, raised in the main thread by :func:`sigterm_as_interrupt`.
-
-    A ``KeyboardInterrupt``, so every ``finally`` and ``except BaseException`` that cleans up after
-    Ctrl-C (a grid's last archive write, a cache's temporary file) runs for it too.
-    """
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, a SIGTERM raises :class:`Terminated` in the main thread instead of ending the process.
-
-    Python's default for SIGTERM ends the process at once, skipping ``finally`` blocks. Outside the
-    main thread (where no handler can be installed) this does nothing. The previous handler is put back.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def raise_terminated(signum: int, frame: Any) -> None:
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def command(fn: Callable[[], Any], *, interrupted: str = RESUME, offline: bool = True, sigterm: bool = False) -> int:
@@ -88,29 +58,43 @@ def command(fn: Callable[[], Any], *, interrupted: str = RESUME, offline: bool =
     try:
         with sigterm_as_interrupt() if sigterm else contextlib.nullcontext():
             code = fn()
-    except Terminated:
-        print(f"\nterminated (SIGTERM): {interrupted}", file=sys.stderr)
-        return 143
-    except SystemExit as err:  # Lightning's SIGTERMException: a SIGTERM that arrived during a Trainer's fit
-        if not (sigterm and type(err).__name__ == "SIGTERMException"):
+    except Terminated as err:
+        return _stopped(err, interrupted)
+    except SystemExit as err:
+        # Lightning's exit(1) after catching a Ctrl-C or our SIGTERM in a fit (a method cell's, say), or
+        # its SIGTERMException (a SIGTERM during a fit with no handler of ours): a stop, said as one
+        if sigterm and type(err).__name__ == "SIGTERMException":
+            return _stopped(Terminated(), interrupted)
+        stop = interrupt_behind(err)
+        if stop is None:
             raise
-        print(f"\nterminated (SIGTERM): {interrupted}", file=sys.stderr)
-        return 143
+        return _stopped(stop, interrupted)
     except (ValueError, FileNotFoundError) as err:
         if os.environ.get("TEXTCAUSE_DEBUG"):
             raise
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"\ninterrupted: {interrupted}", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:
+        return _stopped(err, interrupted)
     except Exception as err:
+        stop = interrupt_behind(err)  # raised while a library handled a Ctrl-C or our SIGTERM
+        if stop is not None:
+            return _stopped(stop, interrupted)
         line = None if os.environ.get("TEXTCAUSE_DEBUG") else user_error_line(err)
         if line is None:
             raise
         print(f"error: {line}", file=sys.stderr)
         return 2
     return code if isinstance(code, int) and not isinstance(code, bool) else 0
+
+
+def _stopped(stop: KeyboardInterrupt, interrupted: str) -> int:
+    """Say a stop and give its exit code: 143 for SIGTERM (:class:`Terminated`), 130 for Ctrl-C."""
+    if isinstance(stop, Terminated):
+        print(f"\nterminated (SIGTERM): {interrupted}", file=sys.stderr)
+        return 143
+    print(f"\ninterrupted: {interrupted}", file=sys.stderr)
+    return 130
 
 
 def user_error_line(err: BaseException) -> str | None:

@@ -33,6 +33,7 @@ from typing import Any
 from textcause import store
 from textcause.estimators.registry import DEFAULT_ESTIMATORS
 from textcause.grid.tuning import fit_tuned
+from textcause.interrupts import interrupt_behind
 from textcause.paths import PROJECT_ROOT
 from textcause.run.fit import EvaluationSettings, RunSettings, captured, fit_and_evaluate
 from textcause.simulation.tasks import spec_key
@@ -220,8 +221,9 @@ def run_config_cell(cell: Cell, out_dir: str | Path, *, version: str = "", attem
     Never raises for a cell's own error: it comes back as ``status='failed'`` with one row per
     planned estimator carrying the error. A stop is re-raised: it is not the cell's fault, and a
     rerun runs the cell again. That is Lightning's ``SIGTERMException`` (a worker told to stop), and
-    a Ctrl-C or :class:`~textcause.cli.errors.Terminated` (the command's SIGTERM) during a fit, which
-    Lightning turns into ``sys.exit(1)``: its ``KeyboardInterrupt`` is raised again.
+    a Ctrl-C or :class:`~textcause.interrupts.Terminated` (the command's SIGTERM) that Lightning's fit
+    turned into ``sys.exit(1)``, or that anything else raised an error while handling
+    (:func:`~textcause.interrupts.interrupt_behind`): its ``KeyboardInterrupt`` is raised again.
     """
     run_dir = Path(out_dir) / "runs" / cell.cell_id
     shutil.rmtree(run_dir, ignore_errors=True)  # a previous attempt's checkpoints must not be picked up
@@ -247,10 +249,14 @@ def run_config_cell(cell: Cell, out_dir: str | Path, *, version: str = "", attem
 
         if isinstance(err, SIGTERMException):
             raise
-        if isinstance(err.__context__, KeyboardInterrupt):  # Lightning's exit(1) after Ctrl-C or SIGTERM in a fit
-            raise err.__context__ from None
+        stop = interrupt_behind(err)  # Lightning's exit(1) after a Ctrl-C or SIGTERM in a fit
+        if stop is not None:
+            raise stop from None
         error = f"the run exited with code {err.code}: {_last_line(log.getvalue())}"
     except Exception as err:
+        stop = interrupt_behind(err)  # e.g. a callback that failed while Lightning handled the interrupt
+        if stop is not None:
+            raise stop from None
         error = f"{type(err).__name__}: {err}"
     finally:
         (run_dir / "cell.log").write_text(log.getvalue(), encoding="utf-8")

@@ -30,6 +30,7 @@ import numpy as np
 
 from textcause import store
 from textcause.grid.cell import Cell, CellOutcome, cell_meta, run_config_cell
+from textcause.interrupts import interrupt_behind
 from textcause.methods.adapters import ConfigPropensity, as_method, fresh_copy
 from textcause.methods.inputs import TaskInputs, data_settings, task_settings
 from textcause.methods.protocols import effect_estimator, method_kind, method_name, representation_options
@@ -320,7 +321,15 @@ def run_method_cell(
             rows = [{**meta_task, **r} for r in fn(cell, method, task, name, timings)]
     except MethodError as err:
         error = str(err)
+    except SystemExit as err:  # a method whose Lightning fit was stopped: exit(1) after the interrupt
+        stop = interrupt_behind(err)
+        if stop is None:
+            raise
+        raise stop from None
     except Exception as err:
+        stop = interrupt_behind(err)  # a stop is not the method's failure: the rerun runs the cell
+        if stop is not None:
+            raise stop from None
         error = f"{type(err).__name__}: {err}"
     finally:
         if run_dir is not None:

@@ -208,7 +208,8 @@ def _signals_held() -> Iterator[None]:
         yield
     finally:
         for sig, handler in held.items():
-            signal.signal(sig, handler)
+            if handler is not None:  # None: installed outside Python, cannot be put back
+                signal.signal(sig, handler)
 
 
 class _Child:
@@ -227,13 +228,19 @@ class _Child:
         self.process.kill()
 
 
-def _other_children(procs: list[Any]) -> list[Any]:
-    """This process's ``multiprocessing`` children that are not in ``procs`` (a worker started just
-    as the stop came, before it was listed), which the interpreter would otherwise wait for at exit."""
+def _children() -> set[Any]:
+    """This process's live ``multiprocessing`` children."""
     import multiprocessing
 
+    return set(multiprocessing.active_children())
+
+
+def _other_children(procs: list[Any], before: set[Any]) -> list[Any]:
+    """The ``multiprocessing`` children started since ``before`` (:func:`_children`) that are not in
+    ``procs``: a worker started just as the stop came, before it was listed, which the interpreter
+    would otherwise wait for at exit. Children the caller had before are not touched."""
     known = {id(p.process) for p in procs if isinstance(p, _Forked)}
-    return [_Child(c) for c in multiprocessing.active_children() if id(c) not in known]
+    return [_Child(c) for c in _children() - before if id(c) not in known]
 
 
 #: Seconds the runner gives its workers to end after SIGTERM, when it stops early, before SIGKILL.
@@ -408,6 +415,7 @@ def run_benchmark(
     line = ProgressLine(grid, engine, since, retry_failed=retry_failed, workers=workers)
     status = 0
     procs: list[tuple[Any, Any]] = []
+    before: set[Any] | None = None  # the children before the workers (multi-worker runs)
     try:
         if workers == 1:
             stop = threading.Event()
@@ -436,6 +444,7 @@ def run_benchmark(
                 shower.join()
         else:
             (out / "logs").mkdir(parents=True, exist_ok=True)
+            before = _children()
             args = _worker_args(Path(config), url, out, since, threads, methods, retry_failed, heartbeat)
             command = [sys.executable, "-m", "textcause.grid.worker", *args, "--parent-pid", str(os.getpid())]
             for i in range(workers):
@@ -465,7 +474,8 @@ def run_benchmark(
                     status = 1
     except BaseException:  # Ctrl-C, SIGTERM (Terminated) or an error: the archive gets what finished
         with _signals_held():  # a second Ctrl-C or SIGTERM must not cut the cleanup short
-            _stop_workers([p for p, _ in procs] + _other_children([p for p, _ in procs]))
+            listed = [p for p, _ in procs]
+            _stop_workers(listed + ([] if before is None else _other_children(listed, before)))
             kept = keeper.update(final=True) if keeper is not None else None
             if kept is not None:
                 print(f"\n{kept.describe('kept in')}", file=sys.stderr, flush=True)
