@@ -23,6 +23,7 @@ RANKS = {
     "textcause.progress": 0,
     "textcause.startup": 0,
     "textcause.version": 0,
+    "textcause.interrupts": 0,
     "textcause.estimators": 1,
     "textcause.specs": 1,
     "textcause.metrics": 2,
