@@ -4,7 +4,8 @@ A grid's cells differ in cost by three orders of magnitude (an oracle row in und
 network on the blogs for minutes, the first cell of an encoder for half an hour), and the order in
 which workers take them is not random (a resumed run takes up where the last one stopped). The rate
 of the cells finished so far then says little about the rest: a blog grid that began with its
-bigram networks showed an ETA of 37 h for about 15 h of work.
+bigram networks showed an ETA of 37 h at 42 cells, where this estimate gave about 10 h
+(``benchmarks/eta_replay.py`` replays a finished grid to compare both with the truth).
 
 :func:`remaining_work` estimates each unfinished cell by the median time of the finished cells of
 its model on its corpus (then its model on any corpus of the grid, then every finished cell), counts

@@ -172,22 +172,13 @@ def _fork_server(worker_start: str) -> Any:
     return context
 
 
-class _Forked:
-    """A forked worker (:func:`textcause.grid.worker.forked_main`) with ``subprocess.Popen``'s
-    ``poll`` / ``returncode``, so the runner watches both kinds alike."""
+class _Child:
+    """A ``multiprocessing`` child with the ``poll`` / ``terminate`` / ``kill`` that :func:`_stop_workers` uses."""
 
-    def __init__(self, context: Any, argv: list[str], log: str, grid: Grid) -> None:
-        from textcause.grid.worker import forked_main
-
-        self.process = context.Process(target=forked_main, args=(argv, log, os.getcwd(), dict(os.environ), grid))
-        self.process.start()
+    def __init__(self, process: Any) -> None:
+        self.process = process
 
     def poll(self) -> int | None:
-        return self.process.exitcode
-
-    @property
-    def returncode(self) -> int | None:
-        self.process.join()
         return self.process.exitcode
 
     def terminate(self) -> None:
@@ -195,6 +186,22 @@ class _Forked:
 
     def kill(self) -> None:
         self.process.kill()
+
+
+class _Forked(_Child):
+    """A forked worker (:func:`textcause.grid.worker.forked_main`) with ``subprocess.Popen``'s
+    ``poll`` / ``returncode`` / ``terminate`` / ``kill``, so the runner watches both kinds alike."""
+
+    def __init__(self, context: Any, argv: list[str], log: str, grid: Grid) -> None:
+        from textcause.grid.worker import forked_main
+
+        self.process = context.Process(target=forked_main, args=(argv, log, os.getcwd(), dict(os.environ), grid))
+        self.process.start()
+
+    @property
+    def returncode(self) -> int | None:
+        self.process.join()
+        return self.process.exitcode
 
 
 @contextlib.contextmanager
@@ -210,22 +217,6 @@ def _signals_held() -> Iterator[None]:
         for sig, handler in held.items():
             if handler is not None:  # None: installed outside Python, cannot be put back
                 signal.signal(sig, handler)
-
-
-class _Child:
-    """A ``multiprocessing`` child with the ``poll`` / ``terminate`` / ``kill`` that :func:`_stop_workers` uses."""
-
-    def __init__(self, process: Any) -> None:
-        self.process = process
-
-    def poll(self) -> int | None:
-        return self.process.exitcode
-
-    def terminate(self) -> None:
-        self.process.terminate()
-
-    def kill(self) -> None:
-        self.process.kill()
 
 
 def _children() -> set[Any]:
