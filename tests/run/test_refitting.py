@@ -39,6 +39,19 @@ def test_an_lbfgs_cell_gets_a_refitting_interval_beside_the_test_sample_one(tiny
     assert [r.get("refit_ci_low") for r in again.rows] == [r.get("refit_ci_low") for r in out.rows]
 
 
+def test_a_tuned_lr_cell_takes_refit_reps_and_gets_its_refitting_interval(tiny_corpus, tmp_path):
+    """The tuned LR refits its chosen penalty through scikit-learn: a grid asking for refitting intervals
+    gives its cells ``refit_reps`` (a grid of it ran 40 cells with none before this was recognised)."""
+    (plain,) = cells(tiny_corpus, ["lr_tuned_unigram_binary"])
+    (cell,) = cells(tiny_corpus, ["lr_tuned_unigram_binary"], refit_reps=4)
+    assert cell.refit_reps == 4 and cell.config_hash != plain.config_hash
+    out = run_config_cell(cell, tmp_path / "a")
+    assert out.status == "ok", out.error
+    rows = {r["estimator"]: r for r in out.rows}
+    for name in ("ipw", "stratified", "matching"):
+        assert rows[name]["refit_ci_low"] < rows[name]["refit_ci_high"] and rows[name]["refit_reps"] == 4
+
+
 def test_only_lbfgs_propensity_cells_take_refit_reps(tiny_corpus):
     """A network, SHERBERT or the oracle never gets a refitting interval, so its cell stays the cell it was."""
     for model in ("nn_unigram_binary", "oracle", "joint_lr_bigram_binary"):

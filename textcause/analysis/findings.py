@@ -26,12 +26,14 @@ from textcause.analysis.findings_base import (
     ESTIMATORS,
     FEW,
     LDA_MODELS,
+    MIN_ROLES,
     MIN_SEEDS,
     MOST,
     NGRAM_MODELS,
     NOMINAL_RATE,
     ORDER_MODEL,
     PAPER_MODELS,
+    PAPER_ROLES,
     RATE_SEEDS,
     REFERENCES,
     SEEDS,
@@ -51,6 +53,7 @@ from textcause.analysis.findings_base import (
     seed_interval,
     seed_span,
     span,
+    too_few_roles,
     verdict_with,
     why_open,
 )
@@ -101,17 +104,20 @@ RULES: dict[str, str] = {
         "On Order of Text 2, each of the paper's models and estimators against its unadjusted "
         "estimate, on |bias|. Reproduced: significantly smaller in none; refuted: in more than "
         "half; mixed: otherwise. OrderCountNet is built to read post order, that is to break this "
-        "finding: its numbers are in the evidence, not in the count."
+        "finding: its numbers are in the evidence, not in the count. Not judged with fewer than "
+        f"{MIN_ROLES} of the paper's {len(PAPER_ROLES)} models."
     ),
     "e": (
         "On the placebo level, each of the paper's methods (model with IPTW or stratification), "
         "fails or passes by its false-discovery rate. Reproduced: more than half (`MOST`) fail; "
-        "refuted: at most a quarter (`FEW`) do; mixed: otherwise."
+        "refuted: at most a quarter (`FEW`) do; mixed: otherwise. Not judged with fewer than "
+        f"{MIN_ROLES} of the paper's {len(PAPER_ROLES)} models."
     ),
     "f": (
         "On the placebo level, SHERBERT with stratification against the paper's other methods. "
         "Reproduced: SHERBERT's stratified estimate passes and no other method does; refuted: it "
-        "fails, or more than half of the others pass; mixed: otherwise."
+        "fails, or more than half of the others pass; mixed: otherwise. Not judged with fewer than "
+        f"{MIN_ROLES} of the paper's {len(PAPER_ROLES)} models."
     ),
     "g": (
         "SHERBERT against each n-gram model with the same estimator, on |bias|, with the full "
@@ -274,6 +280,9 @@ def _order(data: pd.DataFrame, summary: pd.DataFrame) -> tuple[str, str]:
         )
     if ORDER_MODEL not in ours:
         text += f"; {ORDER_MODEL} (ours, built to break this finding) has no rows here"
+    few = too_few_roles(judged["model"], "Order of Text 2 comparisons")
+    if few:
+        return "not judged", f"{few}; {text}"
     return verdict_with(units, rule, why_open(judged, units["all"], "comparisons"), text)
 
 
@@ -293,6 +302,9 @@ def _placebo(data: pd.DataFrame, summary: pd.DataFrame) -> tuple[str, str]:
         f"{fails} of {n} of the paper's methods fail ({fails / n:.3f}), {int((paper['state'] == 'passes').sum())} "
         f"pass; false discoveries over {seed_span(rates['n'])} seeds [exact 95% interval]: {rate_cells(rates)}"
     )
+    few = too_few_roles(paper["model"], "placebo rates")
+    if few:
+        return "not judged", f"{few}; {text}"
     return verdict_with(units, rule, rate_why(paper), text)
 
 
@@ -329,6 +341,9 @@ def _only_sherbert(data: pd.DataFrame, summary: pd.DataFrame) -> tuple[str, str]
             else ""
         )
     )
+    few = too_few_roles(paper["model"], "placebo rates")
+    if few:
+        return "not judged", f"{few}; {text}"
     return verdict_with(units, rule, rate_why(paper[is_sh | paper.index.isin(others.index)]), text)
 
 

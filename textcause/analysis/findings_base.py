@@ -21,12 +21,14 @@ __all__ = [
     "ESTIMATORS",
     "FEW",
     "LDA_MODELS",
+    "MIN_ROLES",
     "MIN_SEEDS",
     "MOST",
     "NGRAM_MODELS",
     "NOMINAL_RATE",
     "ORDER_MODEL",
     "PAPER_MODELS",
+    "PAPER_ROLES",
     "RATE_SEEDS",
     "REFERENCES",
     "SEEDS",
@@ -46,6 +48,7 @@ __all__ = [
     "seed_interval",
     "seed_span",
     "span",
+    "too_few_roles",
     "verdict_with",
     "why_open",
 ]
@@ -65,6 +68,21 @@ NGRAM_MODELS = (
 LDA_MODELS = ("lr_tuned_lda", "lr_lda", "nn_lda")
 SHERBERT_MODELS = ("sherbert", "sherbert_pooled")
 PAPER_MODELS = NGRAM_MODELS + LDA_MODELS + SHERBERT_MODELS
+#: The paper's nine models (section 6.1: a simple NN and an LR on each of four representations, and
+#: SHERBERT), each met by any of its names here (tuned or not, pooled or token-level SHERBERT).
+PAPER_ROLES: dict[str, tuple[str, ...]] = {
+    "LR 1-gram": ("lr_tuned_unigram_binary", "lr_unigram_binary"),
+    "LR 1,2-gram": ("lr_tuned_bigram_binary", "lr_bigram_binary"),
+    "LR 1,2-gram counts": ("lr_tuned_bigram_counts", "lr_bigram_counts"),
+    "LR LDA": ("lr_tuned_lda", "lr_lda"),
+    "Simple NN 1-gram": ("nn_unigram_binary",),
+    "Simple NN 1,2-gram": ("nn_bigram_binary",),
+    "Simple NN 1,2-gram counts": ("nn_bigram_counts",),
+    "Simple NN LDA": ("nn_lda",),
+    "SHERBERT": SHERBERT_MODELS,
+}
+#: A claim about the paper's methods as a whole ((d), (e), (f)) is judged only on more than half of its models.
+MIN_ROLES = len(PAPER_ROLES) // 2 + 1
 #: The references: they are not methods the findings judge.
 REFERENCES = ("oracle", "unadjusted")
 #: The estimators whose bias the paper plots (Fig. 4): stratification and IPTW.
@@ -217,6 +235,24 @@ def verdict_with(units: dict[str, list[str]], rule: Any, why: str, text: str) ->
     """The verdict of ``rule`` on ``units`` and its sentence (``why`` is prefixed when the verdict is "not judged")."""
     verdict = decide(units, rule)
     return verdict, (f"{why}; {text}" if verdict == "not judged" else text)
+
+
+def too_few_roles(models: Any, what: str) -> str:
+    """Why a claim about the paper's methods as a whole cannot be judged on ``models``; empty when it can.
+
+    ``models`` are the models with usable rows; the claim needs :data:`MIN_ROLES` of the paper's
+    nine (:data:`PAPER_ROLES`). With fewer, a verdict would describe the few models a grid happened
+    to run (a variant grid's LR and SHERBERT, a grid stopped halfway), not the paper's methods.
+    """
+    have = set(models)
+    roles = [role for role, names in PAPER_ROLES.items() if have & set(names)]
+    if len(roles) >= MIN_ROLES:
+        return ""
+    named = ", ".join(roles) if roles else "none"
+    return (
+        f"only {len(roles)} of the paper's {len(PAPER_ROLES)} models have {what} ({named}): a claim about its "
+        f"methods as a whole is judged on {MIN_ROLES} or more"
+    )
 
 
 def why_open(table: pd.DataFrame, states: list[str], what: str) -> str:

@@ -72,7 +72,7 @@ def build_parser(prog: str = "evaluate.py") -> CommandParser:
         type=int,
         default=0,
         help="replicates of a refitting interval: the propensity model refit on resampled training users "
-        "(L-BFGS models only; 0: none)",
+        "(the tuned LR and L-BFGS models only; 0: none)",
     )
     parser.add_argument(
         "--evaluation.refit_kind",

@@ -142,9 +142,11 @@ def model_config_hash(
 
 
 def refits_cheaply(path: Path, overrides: Mapping[str, Any]) -> bool:
-    """Whether a model config trains a ``PropensityModel`` by L-BFGS: the models that get a refitting
-    interval (:mod:`textcause.run.refitting`). Only their cells take ``refit_reps`` (and a new config
-    hash); every other cell of a grid with ``refit_reps`` stays the cell it was."""
+    """Whether a model config's model gets a refitting interval (:mod:`textcause.run.refitting`): a
+    ``PropensityModel`` trained by L-BFGS, or a class that always refits (``refittable = True`` on the
+    class: the tuned LR, :class:`textcause.models.tuned_lr.TunedLogisticRegression`, which refits its
+    chosen penalty through scikit-learn). Only their cells take ``refit_reps`` (and a new config hash);
+    every other cell of a grid with ``refit_reps`` stays the cell it was."""
     import yaml
 
     try:
@@ -156,7 +158,26 @@ def refits_cheaply(path: Path, overrides: Mapping[str, Any]) -> bool:
         return False
     init = model.get("init_args") if isinstance(model.get("init_args"), dict) else {}
     optimizer = overrides.get("model.init_args.optimizer", init.get("optimizer", "adam"))
-    return str(model.get("class_path", "")).rsplit(".", 1)[-1] == "PropensityModel" and optimizer == "lbfgs"
+    class_path = str(model.get("class_path", ""))
+    if class_path.rsplit(".", 1)[-1] == "PropensityModel":
+        return optimizer == "lbfgs"
+    return _always_refits(class_path)
+
+
+def _always_refits(class_path: str) -> bool:
+    """Whether the class at ``class_path`` declares ``refittable = True`` itself (not a property that
+    depends on how an instance trains); False for a class that cannot be imported."""
+    import importlib
+    import inspect
+
+    module, _, name = class_path.rpartition(".")
+    if not module:
+        return False
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError):
+        return False
+    return inspect.getattr_static(cls, "refittable", None) is True
 
 
 def method_config_hash(

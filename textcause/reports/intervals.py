@@ -28,8 +28,8 @@ INTERVAL_KINDS = (
     "**Test-sample interval** (`ci_low`, `ci_high`; every estimator): the percentile bootstrap over the "
     "evaluated test users with the fitted propensities held fixed. It describes one fitted model's "
     "test-sample noise: a new draw of training users gives a new model whose estimate can fall outside it.",
-    "**Refitting interval** (`refit_ci_low`, `refit_ci_high`; cells run with `refit_reps`, L-BFGS models "
-    "only): each replicate refits the propensity model by its own recipe on a bootstrap resample of the "
+    "**Refitting interval** (`refit_ci_low`, `refit_ci_high`; cells run with `refit_reps`; the tuned LR "
+    "and L-BFGS models only): each replicate refits the propensity model by its own recipe on a bootstrap resample of the "
     "training users and resamples the test users; the basic (default) or percentile bootstrap interval of "
     "those replicates, as each row's `refit_ci_method` says. It describes the method (fit, then estimate) "
     "at this training size; a tuned penalty and the fitted representation (vocabulary, topics, scaling) "

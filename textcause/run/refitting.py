@@ -2,7 +2,8 @@
 
 :func:`add_refit_intervals` fills the ``refit_*`` columns (:mod:`textcause.metrics.schema`) of a run's
 propensity-estimator rows with :func:`textcause.estimators.refit.refit_interval`, refitting the model
-by its own recipe (:meth:`textcause.models.PropensityModel.refit`) once per replicate. It is asked for
+by its own recipe (:meth:`textcause.models.PropensityModel.refit`; the tuned LR's
+:meth:`~textcause.models.tuned_lr.TunedLogisticRegression.refit` refits its chosen penalty and C) once per replicate. It is asked for
 with ``EvaluationSettings.refit_reps > 0`` (``evaluate.py RUN --refit-reps 100``, a grid's
 ``evaluation: {refit_reps: 100}``); a model that does not refit cheaply (anything not trained by
 full-batch L-BFGS on a feature matrix: networks, SHERBERT, OrderCountNet, the joint models, an L-BFGS
@@ -51,7 +52,8 @@ def refit_unavailable(model: Any, data: Any, world_size: int = 1, max_steps: int
     if not getattr(model, "refittable", False):
         return (
             f"{name} ({type(model).__name__}) is not refit for a refitting interval: only a PropensityModel "
-            "trained by full-batch L-BFGS (the linear n-gram and topic models) refits cheaply enough, once per replicate"
+            "trained by full-batch L-BFGS (the linear n-gram and topic models) or the tuned LR refits cheaply "
+            "enough, once per replicate"
         )
     if getattr(data.features, "vectors", None) is not None:
         return f"{name} reads post embeddings: only a feature-matrix model is refit for a refitting interval"
