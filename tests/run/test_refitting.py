@@ -52,8 +52,26 @@ def test_a_tuned_lr_cell_takes_refit_reps_and_gets_its_refitting_interval(tiny_c
         assert rows[name]["refit_ci_low"] < rows[name]["refit_ci_high"] and rows[name]["refit_reps"] == 4
 
 
-def test_only_lbfgs_propensity_cells_take_refit_reps(tiny_corpus):
-    """A network, SHERBERT or the oracle never gets a refitting interval, so its cell stays the cell it was."""
+@pytest.mark.parametrize(
+    "class_path, refits",
+    [
+        ("textcause.models.TunedLogisticRegression", True),
+        ("TunedLogisticRegression", True),  # a short name, as LightningCLI takes it
+        ("textcause.models.JointModel", False),  # refittable is a property there: by instance, not planned
+        ("textcause.models.NoSuchModel", False),
+        ("mypackage.models.Tuned", False),  # not imported while planning a grid
+    ],
+)
+def test_which_model_classes_a_grid_plans_refits_for(tmp_path, class_path, refits):
+    from textcause.grid.entries import refits_cheaply
+
+    path = tmp_path / "model.yaml"
+    path.write_text(f"model:\n  class_path: {class_path}\n")
+    assert refits_cheaply(path, {}) is refits
+
+
+def test_only_refitting_models_take_refit_reps(tiny_corpus):
+    """A network, the oracle or a joint model never gets a refitting interval, so its cell stays the cell it was."""
     for model in ("nn_unigram_binary", "oracle", "joint_lr_bigram_binary"):
         (plain,) = cells(tiny_corpus, [model])
         (asked,) = cells(tiny_corpus, [model], refit_reps=4)

@@ -3,7 +3,8 @@
 Weld et al. draw the conclusions of :data:`FINDINGS`; :data:`PAPER` quotes the sentence each comes
 from. :func:`findings_table` judges each on every corpus of the results on its own: one row per
 (finding, corpus) with ``evidence`` (our numbers), the ``rule`` and a ``verdict``: ``reproduced``,
-``refuted``, ``mixed``, ``not judged`` (the seeds cannot decide it; the evidence says why) or
+``refuted``, ``mixed``, ``not judged`` (the seeds cannot decide it, or a claim about all of the
+paper's methods has too few of its models; the evidence says why) or
 ``no data``. No verdict is written by hand: each is its rule applied to the seed summary
 (:func:`textcause.analysis.inference.seed_summary`) and to paired comparisons over seeds
 (:func:`textcause.analysis.inference.compare`), with the thresholds of

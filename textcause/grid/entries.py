@@ -8,6 +8,8 @@ method, the method's fingerprint of code and parameters instead of the file
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,8 +145,8 @@ def model_config_hash(
 
 def refits_cheaply(path: Path, overrides: Mapping[str, Any]) -> bool:
     """Whether a model config's model gets a refitting interval (:mod:`textcause.run.refitting`): a
-    ``PropensityModel`` trained by L-BFGS, or a class that always refits (``refittable = True`` on the
-    class: the tuned LR, :class:`textcause.models.tuned_lr.TunedLogisticRegression`, which refits its
+    ``PropensityModel`` trained by L-BFGS, or a textcause class that always refits (``refittable = True``
+    on the class: the tuned LR, :class:`textcause.models.tuned_lr.TunedLogisticRegression`, which refits its
     chosen penalty through scikit-learn). Only their cells take ``refit_reps`` (and a new config hash);
     every other cell of a grid with ``refit_reps`` stays the cell it was."""
     import yaml
@@ -160,24 +162,31 @@ def refits_cheaply(path: Path, overrides: Mapping[str, Any]) -> bool:
     optimizer = overrides.get("model.init_args.optimizer", init.get("optimizer", "adam"))
     class_path = str(model.get("class_path", ""))
     if class_path.rsplit(".", 1)[-1] == "PropensityModel":
-        return optimizer == "lbfgs"
+        return str(optimizer) == "lbfgs"
     return _always_refits(class_path)
 
 
+@functools.cache
 def _always_refits(class_path: str) -> bool:
-    """Whether the class at ``class_path`` declares ``refittable = True`` itself (not a property that
-    depends on how an instance trains); False for a class that cannot be imported."""
-    import importlib
-    import inspect
+    """Whether the textcause class at ``class_path`` has ``refittable = True`` as a plain class attribute
+    (its own or a base's; not a property that depends on how an instance trains).
 
-    module, _, name = class_path.rpartition(".")
-    if not module:
+    A short name (``TunedLogisticRegression``, as LightningCLI accepts it) is looked up in
+    ``textcause.models``. Classes outside textcause are not imported here (planning a grid runs no
+    other package's code) and get no ``refit_reps``; neither does a class whose module fails to import
+    (the cell then fails with the import error when it runs, as it would without refitting).
+    """
+    from textcause.run.class_paths import class_from_path
+
+    if "." not in class_path:
+        class_path = f"textcause.models.{class_path}"
+    if not class_path.startswith("textcause."):
         return False
     try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError, ValueError):
+        cls = class_from_path(class_path)
+    except Exception:  # a module that fails to import (SyntaxError, RuntimeError, ...): plan no refits
         return False
-    return inspect.getattr_static(cls, "refittable", None) is True
+    return cls is not None and inspect.getattr_static(cls, "refittable", None) is True
 
 
 def method_config_hash(

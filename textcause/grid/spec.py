@@ -243,7 +243,7 @@ class GridConfig(Plan):
                                       # chosen on each cell's validation split (textcause.grid.tuning)
     evaluation: {n_boot: 1000, split: test, estimators: [ipw, stratified, matching], effect_n_boot: 0}
                                       # (also aipw, tmle: run for models with outcome predictions;
-                                      # refit_reps: 100 adds refitting intervals for L-BFGS models)
+                                      # refit_reps: 100 adds refitting intervals for the L-BFGS and tuned LRs)
     threads: 1                        # torch threads per worker (default: cores // workers)
     """
 

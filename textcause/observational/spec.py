@@ -118,7 +118,7 @@ class Evaluation:
     ``estimators`` may name the doubly robust ``aipw`` and ``tmle``: they are run for the models that
     give outcome predictions, and skipped with a warning for the others. ``refit_reps`` (0: none, else
     at least 2) adds the refitting interval (:mod:`textcause.run.refitting`) to the models that refit
-    cheaply (the L-BFGS logistic regressions); the other models' rows keep the test-sample interval only.
+    cheaply (the L-BFGS and the tuned logistic regressions); the other models' rows keep the test-sample interval only.
     """
 
     n_boot: int = key(ints(low=0), default=1000)

@@ -238,7 +238,7 @@ def findings_section(data: pd.DataFrame) -> list[Block]:
         Para(
             "Weld et al.'s conclusions, each with the sentence of the paper it comes from, checked on each corpus "
             "of these results: every verdict (reproduced, refuted, mixed; not judged when the seeds cannot decide "
-            "it, with why; no data when the finding's models or task levels are missing) is its rule applied to "
+            "it, or a claim about all of the paper's methods has fewer than 5 of its 9 models, with why; no data when the finding's models or task levels are missing) is its rule applied to "
             "the numbers (`textcause.analysis.findings`). Twin levels count once; the estimators are IPTW and "
             "stratification; a method enters a level only with 2 or more seeds; across-seed intervals use the "
             "corrected variance (1/J + n_test/n_train) sd^2; 'significantly' means the corrected resampled t-test "

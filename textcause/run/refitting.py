@@ -3,11 +3,11 @@
 :func:`add_refit_intervals` fills the ``refit_*`` columns (:mod:`textcause.metrics.schema`) of a run's
 propensity-estimator rows with :func:`textcause.estimators.refit.refit_interval`, refitting the model
 by its own recipe (:meth:`textcause.models.PropensityModel.refit`; the tuned LR's
-:meth:`~textcause.models.tuned_lr.TunedLogisticRegression.refit` refits its chosen penalty and C) once per replicate. It is asked for
-with ``EvaluationSettings.refit_reps > 0`` (``evaluate.py RUN --refit-reps 100``, a grid's
-``evaluation: {refit_reps: 100}``); a model that does not refit cheaply (anything not trained by
-full-batch L-BFGS on a feature matrix: networks, SHERBERT, OrderCountNet, the joint models, an L-BFGS
-model trained in mini-batches) gets a warning that names it and empty columns, never an interval of
+:meth:`~textcause.models.tuned_lr.TunedLogisticRegression.refit` refits its chosen penalty and C)
+once per replicate. It is asked for with ``EvaluationSettings.refit_reps > 0`` (``evaluate.py RUN
+--refit-reps 100``, a grid's ``evaluation: {refit_reps: 100}``); a model that does not refit cheaply
+(anything but the tuned LR and a model trained by full-batch L-BFGS on a feature matrix: networks,
+SHERBERT, OrderCountNet, the joint models, an L-BFGS model trained in mini-batches) gets a warning that names it and empty columns, never an interval of
 something else; so does an estimator whose replicates fail (its other rows keep theirs, and every
 row keeps its test-sample interval). The refit repeats the Trainer's recipe as :func:`recipe` reads it
 from the trainer: the epoch limit (each epoch one full-batch L-BFGS step) and the early-stopping
