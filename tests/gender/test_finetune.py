@@ -287,3 +287,24 @@ def test_a_checkpoint_that_could_never_save_is_refused_before_training(gender_co
     err = capsys.readouterr().err
     assert "The checkpoint watches 'val_loss' but validation is switched off" in err
     assert "Traceback" not in err and not list(tmp_path.rglob("*.ckpt"))
+
+
+@pytest.mark.parametrize("extra", [("--trainer.min_epochs", "1"), ("--trainer.check_val_every_n_epoch", "2")])
+def test_a_fine_tune_whose_settings_skip_validation_still_leaves_a_checkpoint_the_probe_loads(
+    gender_corpus, tiny_encoder, tmp_path, capsys, extra
+):
+    """Settings under which Lightning stops at max_steps without validating: the final weights are
+    saved as final-step=N.ckpt (best-*.ckpt would need a validation loss), with a warning, and they probe."""
+    from textcause.cli.gender import finetune_main
+
+    args = fit_args(gender_corpus, tiny_encoder, tmp_path, "finetune.yaml", "--trainer.max_steps", "2", *extra)[1:]
+    with pytest.warns(UserWarning, match=r"No validation ran before the fine-tune stopped at step 2 .* not validated"):
+        assert finetune_main(args) == 0
+    folder = tmp_path / "lightning_logs" / "version_0" / "checkpoints"
+    assert not list(folder.glob("best-*.ckpt"))
+    (ckpt,) = folder.glob("final-step=2.ckpt")
+    assert torch.load(ckpt, map_location="cpu", weights_only=False)["global_step"] == 2
+    w = tmp_path / "years.txt"
+    w.write_text("1850\n1950\n2000\n", encoding="utf-8")
+    code = gender_main(["probe", "--model", str(ckpt), "--w-file", str(w), "--out", str(tmp_path / "p")])
+    assert code == 0, capsys.readouterr().err

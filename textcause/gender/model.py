@@ -19,8 +19,12 @@ hyperparameters, as :class:`~textcause.models.PropensityModel` does.
 A fine-tune always validates where it stops: when ``trainer.max_steps`` ends training inside an
 epoch (Lightning would validate only at the epoch's end, which never comes), the model asks the
 trainer to stop after that step, which runs validation first, so a ``ModelCheckpoint`` watching
-``val_loss`` (``configs/gender/*.yaml``) saves ``best-*.ckpt``. A checkpoint watching a validation
-metric with validation switched off (``limit_val_batches: 0``) is refused before training.
+``val_loss`` (``configs/gender/*.yaml``) saves ``best-*.ckpt``. Where the trainer's settings still
+skip that validation (``min_epochs`` not yet met, ``check_val_every_n_epoch`` above the epochs run),
+so that the checkpoint saved nothing, the final weights are saved as ``final-step=N.ckpt`` beside
+where ``best-*.ckpt`` would be, with a warning that names the file and says they were not validated.
+A checkpoint watching a validation metric with validation switched off (``limit_val_batches: 0``) is
+refused before training.
 """
 
 from __future__ import annotations
@@ -104,6 +108,26 @@ class GenderMaskedModel(FineTunedEncoder):
         # early-stopping path), so the checkpoint watching val_loss has a value to save.
         if trainer.max_steps is not None and 0 <= trainer.max_steps <= trainer.global_step:
             trainer.should_stop = True
+
+    def on_train_end(self) -> None:
+        # A checkpoint watching a validation metric that never got a value saved nothing: leave the
+        # final weights, named for what they are, so a fine-tune always ends with a loadable file.
+        trainer = self.trainer
+        watched = [c for c in trainer.checkpoint_callbacks if str(getattr(c, "monitor", "") or "").startswith("val_")]
+        if not watched or any(getattr(c, "best_model_path", "") for c in watched):
+            return
+        folder = getattr(watched[0], "dirpath", None)
+        if not folder:
+            return
+        path = f"{folder}/final-step={trainer.global_step}.ckpt"
+        trainer.save_checkpoint(path)
+        if trainer.is_global_zero:
+            warnings.warn(
+                f"No validation ran before the fine-tune stopped at step {trainer.global_step} (min_epochs or "
+                f"check_val_every_n_epoch skipped it), so the checkpoint watching {watched[0].monitor!r} saved "
+                f"nothing; the final weights, not validated, are in {path}.",
+                stacklevel=1,
+            )
 
     def masked_logits(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits (float32) and labels at the masked positions of a batch, flattened."""

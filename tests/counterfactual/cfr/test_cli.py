@@ -91,3 +91,33 @@ def test_blas_threads_caps_the_pools_during_evaluation():
     assert [p["num_threads"] for p in threadpool_info()] == before
     with blas_threads(None):
         assert [p["num_threads"] for p in threadpool_info()] == before
+
+
+def test_the_docs_tables_are_the_runs_csv_numbers(tmp_path, tiny_encoder, capsys, monkeypatch):
+    """benchmarks/cfr_tables.py (docs/cfr.md's tables) prints a run's own numbers, rounded, in place."""
+    import csv
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "out"
+    assert main(["cfr", "--config", str(write_config(tmp_path, tiny_encoder)), "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    spec = importlib.util.spec_from_file_location(
+        "cfr_tables", Path(__file__).resolve().parents[3] / "benchmarks" / "cfr_tables.py"
+    )
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    with open(out / "tiny_cfr.csv", newline="", encoding="utf-8") as f:
+        rows = {(r["section"], r["method"], r["metric"]): r for r in csv.DictReader(f)}
+    monkeypatch.setattr(sys, "argv", ["cfr_tables.py", "tiny=" + str(out / "tiny_cfr.csv")])
+    tables.main()
+    printed = capsys.readouterr().out
+    pip = rows[("cfr", "cfr", "pip")]
+    assert f"{float(pip['value']):.3f} [{float(pip['lo']):.3f}, {float(pip['hi']):.3f}]" in printed
+    gaps = [f"{float(rows[('tpr', 'cfr_augmented', k)]['value']):.3f}" for k in ("mean_abs_gap", "weighted_abs_gap")]
+    assert f"{gaps[0]} / {gaps[1]}" in printed
+    monkeypatch.setattr(sys, "argv", ["cfr_tables.py", "tiny=" + str(tmp_path / "missing.csv")])
+    with pytest.raises(SystemExit):
+        tables.main()
+    assert "each run must be LABEL=CSV with an existing CSV" in capsys.readouterr().err
