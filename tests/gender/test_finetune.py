@@ -273,6 +273,7 @@ def test_a_fine_tune_shorter_than_an_epoch_leaves_a_checkpoint_the_probe_loads(
     (ckpt,) = (tmp_path / "lightning_logs" / "version_0" / "checkpoints").glob("best-*.ckpt")
     state = torch.load(ckpt, map_location="cpu", weights_only=False)
     assert state["global_step"] == 2  # stopped inside the first epoch (8 batches), not at its end
+    assert not list(ckpt.parent.glob("final-step=*.ckpt"))  # validated: no unvalidated copy beside it
     w = tmp_path / "years.txt"
     w.write_text("1850\n1950\n2000\n", encoding="utf-8")
     code = gender_main(["probe", "--model", str(ckpt), "--w-file", str(w), "--out", str(tmp_path / "p")])
@@ -308,3 +309,32 @@ def test_a_fine_tune_whose_settings_skip_validation_still_leaves_a_checkpoint_th
     w.write_text("1850\n1950\n2000\n", encoding="utf-8")
     code = gender_main(["probe", "--model", str(ckpt), "--w-file", str(w), "--out", str(tmp_path / "p")])
     assert code == 0, capsys.readouterr().err
+
+
+def test_a_save_last_checkpoint_without_validation_is_not_saved_twice(gender_corpus, tiny_encoder, tmp_path):
+    """With save_last, ModelCheckpoint leaves last.ckpt itself when no validation ran: no final-step copy."""
+    import warnings
+
+    from textcause.cli.gender import finetune_main
+
+    callback = {
+        "class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+        "init_args": {"monitor": "val_loss", "save_top_k": 1, "save_last": True},
+    }
+    args = fit_args(
+        gender_corpus,
+        tiny_encoder,
+        tmp_path,
+        "finetune.yaml",
+        "--trainer.max_steps",
+        "2",
+        "--trainer.check_val_every_n_epoch",
+        "2",
+        "--trainer.callbacks",
+        json.dumps([callback]),
+    )[1:]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert finetune_main(args) == 0
+    assert list(tmp_path.rglob("last.ckpt")) and not list(tmp_path.rglob("final-step=*.ckpt"))
+    assert not [w for w in caught if "No validation ran" in str(w.message)]

@@ -114,8 +114,10 @@ class GenderMaskedModel(FineTunedEncoder):
         # final weights, named for what they are, so a fine-tune always ends with a loadable file.
         trainer = self.trainer
         watched = [c for c in trainer.checkpoint_callbacks if str(getattr(c, "monitor", "") or "").startswith("val_")]
-        if not watched or any(getattr(c, "best_model_path", "") for c in watched):
-            return
+        if not watched or any(getattr(c, "best_model_path", "") or getattr(c, "last_model_path", "") for c in watched):
+            return  # a checkpoint was saved (the best, or save_last's last.ckpt)
+        if any(c.monitor in trainer.callback_metrics for c in watched):
+            return  # validation ran: a callback that saved nothing was told to (save_top_k 0)
         folder = getattr(watched[0], "dirpath", None)
         if not folder:
             return
