@@ -16,8 +16,15 @@ weighted by class share). The numbers are the CSV's, rounded to 3 decimals; noth
 from __future__ import annotations
 
 import argparse
-import csv
+import sys
 from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# the report's own formatting and row lookup (textcause/reports/cfr.py)
+from textcause.reports.cfr import _ci, _get, _num, _signed
 
 INTERVENTIONS = [
     ("erasure", "orthogonal erasure (CFR's)", True),
@@ -33,54 +40,42 @@ EFFECT = ["identity", "erasure", "cfr", "leace_erasure", "leace_mean_cfr", "orac
 TPR = ["original", "erased", "leace_erased", "cfr_augmented", "leace_mean_cfr_augmented", "text_augmented"]
 
 
-def read(path: str) -> dict[tuple[str, str, str, str], tuple[float, float | None, float | None]]:
-    """``(section, method, metric, class) -> (value, lo, hi)`` of one run's CSV."""
-    out = {}
-    with open(path, newline="", encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            lo = float(row["lo"]) if row["lo"] else None
-            hi = float(row["hi"]) if row["hi"] else None
-            out[(row["section"], row["method"], row["metric"], row["klass"])] = (float(row["value"]), lo, hi)
-    return out
+def read(path: str) -> Any:
+    """One run's CSV as the frame :mod:`textcause.reports.cfr` reads (section, method, metric, klass, value, lo, hi)."""
+    import pandas as pd
+
+    return pd.read_csv(path)
 
 
-def f3(x: float, sign: bool = False) -> str:
-    return f"{x:+.3f}" if sign else f"{x:.3f}"
+def value(r: Any, section: str, method: str, metric: str) -> str:
+    """The row's value, 3 decimals (``-`` when the run has no such row)."""
+    row = _get(r, section, method, metric)
+    return _num(None if row is None else row["value"])
 
 
-def interval(v: tuple[float, float | None, float | None], sign: bool = False) -> str:
-    value, lo, hi = v
-    if lo is None or hi is None:
-        return f3(value, sign)
-    return f"{f3(value, sign)} [{f3(lo, sign)}, {f3(hi, sign)}]"
-
-
-def pip_atv(runs: list[tuple[str, dict]]) -> list[str]:
+def pip_atv(runs: list[tuple[str, Any]]) -> list[str]:
     head = ["data", "Yhat acc.", "identity"] + [label for _, label, _ in INTERVENTIONS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for label, r in runs:
-        acc = f3(r[("classifier", "original", "accuracy", "")][0])
+        acc = value(r, "classifier", "original", "accuracy")
         if "no bias" in label:
-            cells = [
-                f"{f3(r[('cfr', m, 'pip', '')][0])} / {f3(r[('cfr', m, 'atv', '')][0])}"
-                for m in ["identity"] + [m for m, _, _ in INTERVENTIONS]
-            ]
+            methods = ["identity"] + [m for m, _, _ in INTERVENTIONS]
+            cells = [f"{value(r, 'cfr', m, 'pip')} / {value(r, 'cfr', m, 'atv')}" for m in methods]
             lines.append(f"| {label}, PIP / ATV | {acc} | " + " | ".join(cells) + " |")
             continue
-        pip = [f3(r[("cfr", "identity", "pip", "")][0])]
-        atv = [f3(r[("cfr", "identity", "atv", "")][0])]
+        pip, atv = [value(r, "cfr", "identity", "pip")], [value(r, "cfr", "identity", "atv")]
         for method, _, with_ci in INTERVENTIONS:
-            p = r[("cfr", method, "pip", "")]
-            pip.append(interval(p) if method in ("cfr", "leace_mean_cfr") else f3(p[0]))
-            d = r[("cfr", method, "atv_vs_identity", "")]
-            diff = interval(d, sign=True) if with_ci else f3(d[0], sign=True)
-            atv.append(f"{f3(r[('cfr', method, 'atv', '')][0])} ({diff})")
+            with_pip_ci = method in ("cfr", "leace_mean_cfr")
+            pip.append(_ci(_get(r, "cfr", method, "pip")) if with_pip_ci else value(r, "cfr", method, "pip"))
+            diff = _get(r, "cfr", method, "atv_vs_identity")
+            shown = _ci(diff, signed=True) if with_ci else _signed(None if diff is None else diff["value"])
+            atv.append(f"{value(r, 'cfr', method, 'atv')} ({shown})")
         lines.append(f"| {label}, PIP | {acc} | " + " | ".join(pip) + " |")
         lines.append(f"| {label}, ATV | | " + " | ".join(atv) + " |")
     return lines
 
 
-def effect_probe(runs: list[tuple[str, dict]]) -> list[str]:
+def effect_probe(runs: list[tuple[str, Any]]) -> list[str]:
     lines = [
         "| data | effect error: identity / orth. erasure / CFR (Lemberger et al.) / LEACE erasure / LEACE + class "
         "mean / oracle CFR | probe AUC before, after orthogonal, LEACE, oracle erasure (accuracy after orthogonal "
@@ -90,15 +85,14 @@ def effect_probe(runs: list[tuple[str, dict]]) -> list[str]:
     for label, r in runs:
         if "no bias" in label:
             continue
-        errors = " / ".join(f3(r[("cfr", m, "effect_error", "")][0]) for m in EFFECT)
-        aucs = ", ".join(f3(r[("probe", m, "auc", "")][0]) for m in ("none", "orth", "leace", "oracle"))
-        after = f3(r[("probe", "orth", "accuracy", "")][0])
-        majority = f3(r[("probe", "orth", "majority", "")][0])
+        errors = " / ".join(value(r, "cfr", m, "effect_error") for m in EFFECT)
+        aucs = ", ".join(value(r, "probe", m, "auc") for m in ("none", "orth", "leace", "oracle"))
+        after, majority = value(r, "probe", "orth", "accuracy"), value(r, "probe", "orth", "majority")
         lines.append(f"| {label} | {errors} | {aucs} ({after} vs {majority}) |")
     return lines
 
 
-def tpr(runs: list[tuple[str, dict]]) -> list[str]:
+def tpr(runs: list[tuple[str, Any]]) -> list[str]:
     lines = [
         "| data | original | orth.-erased (CFR's) | LEACE-erased | original + CFR (Lemberger et al.) | original + "
         "LEACE class-mean CFR | original + true texts |",
@@ -107,9 +101,7 @@ def tpr(runs: list[tuple[str, dict]]) -> list[str]:
     for label, r in runs:
         if "no bias" in label:
             continue
-        cells = [
-            f"{f3(r[('tpr', m, 'mean_abs_gap', '')][0])} / {f3(r[('tpr', m, 'weighted_abs_gap', '')][0])}" for m in TPR
-        ]
+        cells = [f"{value(r, 'tpr', m, 'mean_abs_gap')} / {value(r, 'tpr', m, 'weighted_abs_gap')}" for m in TPR]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines
 
