@@ -34,8 +34,9 @@ STORED = {
     "weld/twitter/linguistic_complexity-1/sherbert_pooled/s0": (
         "e52c23e0753478bdb3488d73c14102ce01ce3858f53084e1bb0d0a3e3276ce56"
     ),
+    # changed on 2026-12-07 on purpose: the grid now chooses OrderCountNet's input_norm per cell
     "weld/twitter/linguistic_complexity-1/order_count/s0": (
-        "ca552268667b75b4eee857e7c724006609dabd28ec703016c76d4ac185ba1011"
+        "fde83ab0ed773dc3270d4bc736c3c5536480c077bc41a32b3faf7756c3017455"
     ),
 }
 

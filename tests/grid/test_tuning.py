@@ -48,7 +48,7 @@ def test_the_shipped_weld_grids_tune_every_network_and_agree():
     twitter = load_grid(ROOT / "configs" / "benchmark" / "weld_twitter.yaml")
     tuned = {c.model for c in weld.cells if c.search}  # the LRs choose their penalty inside their own fit
     networks = {f"nn_{r}" for r in ("unigram_binary", "bigram_binary", "bigram_counts", "lda")}
-    assert tuned == networks | {"sherbert_pooled"}
+    assert tuned == networks | {"sherbert_pooled", "order_count"}
     sherbert = next(c for c in weld.cells if c.model == "sherbert_pooled")
     assert dict(sherbert.search) == {"model.init_args.lr": (0.001, 0.003)}  # the YAML's 0.001 is a candidate
     nn = next(c for c in weld.cells if c.model == "nn_bigram_binary")
@@ -58,6 +58,8 @@ def test_the_shipped_weld_grids_tune_every_network_and_agree():
         "model.init_args.l1": (0.0, 0.001, 0.003, 0.01, 0.02),
         "model.init_args.lr": (0.001, 0.003),
     }
+    order_count = next(c for c in weld.cells if c.model == "order_count")
+    assert dict(order_count.search) == {"model.init_args.net.init_args.input_norm": (False, True)}
     hashes = {c.cell_id: (c.config_hash, c.search) for c in weld.cells}
     assert all(hashes[c.cell_id] == (c.config_hash, c.search) for c in twitter.cells)
 

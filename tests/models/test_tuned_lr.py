@@ -212,8 +212,9 @@ def test_the_weld_grids_use_the_tuned_lr_and_search_the_networks_learning_rate()
         assert config["data"]["representation"] == rep
     searched = {c.model: dict(c.search) for c in weld.cells if c.search}
     networks = {f"nn_{r}" for r in ("unigram_binary", "bigram_binary", "bigram_counts", "lda")}
-    assert set(searched) == networks | {"sherbert_pooled"}
+    assert set(searched) == networks | {"sherbert_pooled", "order_count"}
     wd, l1, lr = (f"model.init_args.{k}" for k in ("weight_decay", "l1", "lr"))
     assert all(set(searched[n]) == {wd, l1, lr} for n in networks - {"nn_lda"})  # the penalty kind too
     assert set(searched["nn_lda"]) == {wd, lr}  # 20 topic proportions: nothing for an L1 penalty to select
     assert set(searched["sherbert_pooled"]) == {"model.init_args.lr"}
+    assert searched["order_count"] == {"model.init_args.net.init_args.input_norm": (False, True)}
