@@ -234,14 +234,17 @@ def test_input_norm_makes_the_network_blind_to_the_encoders_scale():
 
 def test_input_norm_counts_at_a_sentence_encoders_scale():
     # Components near 1 / sqrt(384) = 0.05, as all-MiniLM-L6-v2's unit-length vectors: without the
-    # LayerNorm the position embeddings (std 0.02) drown the content and the count is not learnt
-    # (observed 0.50, the blog corpus's failure in miniature); with it, 0.91.
-    accuracies = {}
-    for input_norm in (False, True):
-        torch.manual_seed(0)
-        net = OrderCountNet(D, 16, n_heads=2, max_positions=64, dropout=0.0, input_norm=input_norm)
-        accuracies[input_norm] = held_out_accuracy(net, "count", seed=0, scale=0.05)
-    assert accuracies[False] < 0.6 < 0.85 < accuracies[True]
+    # LayerNorm the position embeddings (sd 0.02) swamp the content and the count is learnt badly or
+    # not at all. Observed over seeds 0-4: plain 0.50, 0.81, 0.76, 0.57, 0.78; LayerNorm 0.90-0.92.
+    accuracies: dict[bool, list[float]] = {False: [], True: []}
+    for seed in range(3):
+        for input_norm in (False, True):
+            torch.manual_seed(seed)
+            net = OrderCountNet(D, 16, n_heads=2, max_positions=64, dropout=0.0, input_norm=input_norm)
+            accuracies[input_norm].append(held_out_accuracy(net, "count", seed=seed, scale=0.05))
+    plain, normed = np.array(accuracies[False]), np.array(accuracies[True])
+    assert (normed > 0.85).all() and (normed > plain).all()
+    assert normed.mean() - plain.mean() > 0.1  # observed 0.22
 
 
 @pytest.mark.parametrize("trained_with", [False, True])
@@ -254,6 +257,12 @@ def test_a_checkpoint_of_the_other_input_norm_gets_one_sentence(trained_with):
     )
     with pytest.raises(ValueError, match=match):
         other.load_state_dict(state)
+    with pytest.raises(ValueError, match=match):  # not with strict=False either: that would be silently wrong
+        other.load_state_dict(state, strict=False)
+    parent = torch.nn.Module()  # nested, as PropensityModel holds it: keys "net.*"
+    parent.net = OrderCountNet(D, 16, n_heads=2, input_norm=not trained_with)
+    with pytest.raises(ValueError, match=match):
+        parent.load_state_dict({f"net.{k}": v for k, v in state.items()})
     OrderCountNet(D, 16, n_heads=2, input_norm=trained_with).load_state_dict(state)  # the same kind loads
 
 

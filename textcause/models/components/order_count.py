@@ -20,12 +20,13 @@ all concatenated into a small MLP head. The input contract and padding guarantee
 :mod:`textcause.models.components.hierarchical`.
 
 ``input_norm=True`` puts a LayerNorm on each post vector first. A sentence encoder's unit-length
-vectors have components near ``1 / sqrt(D)`` (0.05 for D = 384), so their projection is on the scale
-of the freshly initialised position embeddings; on the Blog corpus the positions drowned the content
-at some task levels (treatment accuracy 0.60-0.63 at Linguistic Complexity 3 and 4 and Sample Size 3,
-against 0.89-0.90 with the LayerNorm), while on Twitter the plain network had the lower validation
-loss in 9 of 9 probe cells. The default stays the plain network (every stored checkpoint is one); the
-weld grids choose between the two per cell on the validation loss (docs/baselines.md).
+vectors have components near ``1 / sqrt(D)`` (0.05 for D = 384), so their projection starts on the
+scale of the position embeddings (sd 0.02). In some Blog cells the plain network fitted positions
+instead of content (test accuracy 0.61 at Linguistic Complexity 3 and 4 and Sample Size 3, against
+0.89-0.90 with the LayerNorm); on Twitter the plain network had the lower validation loss in 47 of
+the grid's 55 fitted cells, the LayerNorm in 8, by 0.004-0.007. The default stays the plain network
+(every stored checkpoint is one); the weld grids choose between the two per cell on the validation
+loss (docs/baselines.md).
 """
 
 from __future__ import annotations
@@ -126,9 +127,14 @@ class OrderCountNet(nn.Module):
     def _load_from_state_dict(
         self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
     ):  # type: ignore[no-untyped-def]
-        """A checkpoint from before ``input_norm`` (no ``in_norm`` weights) gets one sentence, not a key list."""
+        """A checkpoint of the other ``input_norm`` setting is refused in one sentence, not a key list.
+
+        Refused with ``strict=False`` too (torch passes ``strict=True`` here whatever the caller's): the
+        LayerNorm's weights would be missing (left at their initial values) or ignored, a network other
+        than the one trained, with no error.
+        """
         has_norm = f"{prefix}in_norm.weight" in state_dict
-        if strict and has_norm != (self.in_norm is not None) and f"{prefix}content.weight" in state_dict:
+        if has_norm != (self.in_norm is not None) and f"{prefix}content.weight" in state_dict:
             raise ValueError(
                 f"This OrderCountNet checkpoint was trained with input_norm={has_norm} and the network "
                 f"was built with input_norm={not has_norm}; set model.init_args.net.init_args.input_norm: "
