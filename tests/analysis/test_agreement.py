@@ -105,6 +105,23 @@ def test_the_report_blocks(frame):
     assert "| SHERBERT | Signal Intensity 2 | ATE (stratified) | 0.366 | 0.201 | -0.165 | 2 / 2 |" in md
 
 
+def test_no_r_on_clustered_values():
+    """Five pairs whose values all sit within 0.05 on one corpus (every model at chance, say): r would
+    correlate noise (appendix G), so it is withheld and the table says why; the differences stay."""
+    rows = []
+    for corpus, values in (("twitter", [0.080, 0.085, 0.090, 0.082, 0.088]), ("blogs", [0.05, 0.20, 0.10, 0.30, 0.15])):
+        for (task, level), v in zip(LEVELS, values):
+            rows += rows_of(corpus, "sherbert_pooled", task, level, v)
+    table = cross_corpus_agreement(pd.DataFrame(rows), "twitter", "blogs")
+    strat = table[(table["scope"] == "all") & (table["quantity"] == "ATE (stratified)")].iloc[0]
+    assert strat["n"] == 5 and bool(strat["clustered"]) and np.isnan(strat["pearson_r"])
+    assert np.isfinite(stats.pearsonr([0.080, 0.085, 0.090, 0.082, 0.088], [0.05, 0.20, 0.10, 0.30, 0.15]).statistic)
+    assert strat["mean_abs_diff"] == pytest.approx(np.mean(np.abs(np.array([-0.03, 0.115, 0.01, 0.218, 0.062]))))
+    md = to_markdown(agreement_blocks(table))
+    assert "| all | all | ATE (stratified) | 5 | 0 | " in md and "| - (b) |" in md
+    assert "(b) nor where one corpus's values span less than 0.05" in md
+
+
 def test_families_come_from_the_paper_names():
     assert [
         model_family(m) for m in ("oracle", "lr_bigram_counts", "nn_unigram_binary", "nn_lda", "sherbert_pooled")

@@ -63,14 +63,36 @@ def oracle(bias_lc3):
     )
 
 
-@pytest.mark.parametrize("bias, verdict", [(0.0, "reproduced"), (0.06, "not judged"), (0.2, "refuted")])
+@pytest.mark.parametrize(
+    "bias, verdict", [(0.0, "reproduced"), (0.055, "not judged"), (0.06, "refuted"), (0.2, "refuted")]
+)
 def test_oracle_verdict_follows_its_bias(bias, verdict):
     got, evidence = finding(oracle(bias), "a")
     assert got == verdict
     assert f"largest IPTW on Linguistic Complexity 3: {bias:+.3f}" in evidence or bias == 0.0
     assert "over 2 distinct levels" in evidence
-    # +0.06 is outside ±0.05, but its interval (5 seeds, corrected variance) straddles the bound: no verdict.
-    assert evidence.startswith("5 seeds cannot support 1 of 4 oracle means: outside ±0.05") == (bias == 0.06)
+    # 5 seeds with sd 0.0079: the t interval is ±0.0098. At +0.055 it straddles +0.05: no verdict;
+    # at +0.06 it lies wholly outside (from +0.0502).
+    opened = "5 seeds cannot support 1 of 4 oracle means: the across-seed interval reaches beyond ±0.05"
+    assert evidence.startswith(opened) == (bias == 0.055)
+
+
+def test_oracle_mean_inside_the_bound_is_not_enough():
+    """A mean within ±0.05 whose seeds scatter too much to place it there decides nothing (as in (b), (d), (g))."""
+    rows = method("linguistic_complexity", 1, "oracle", {"ipw": 0.0, "stratified": 0.0})
+    rows += method("linguistic_complexity", 3, "oracle", {"ipw": 0.03, "stratified": 0.0}, scale=8.0)
+    got, evidence = finding(rows, "a")
+    assert got == "not judged"
+    # sd 0.063 over 5 seeds (IPTW and stratified at level 3): +0.030 [-0.049, +0.109]
+    assert "largest IPTW on Linguistic Complexity 3: +0.030 [-0.049, +0.109]" in evidence
+    assert "2 of 4 (level, estimator) intervals within ±0.050, 0 wholly outside" in evidence
+    assert evidence.startswith(
+        "5 seeds cannot support 2 of 4 oracle means: the across-seed interval reaches beyond ±0.05 without lying "
+        "wholly outside it (IPTW on Linguistic Complexity 3 [-0.049, +0.109]; Stratified on Linguistic Complexity 3"
+    )
+    # the same scatter with the mean at 0.2: the interval lies wholly outside, a verdict either way
+    rows[-10:-5] = [{**r, "ate": r["ate"] + 0.17} for r in rows[-10:-5]]
+    assert finding(rows, "a")[0] == "refuted"
 
 
 # ----------------------------------------------------------------------------- (b) LDA
@@ -314,7 +336,8 @@ def test_one_seed_is_not_judged():
     assert set(table["verdict"]) == {"no data"}
     assert table.loc["a", "evidence"] == "no oracle rows with IPTW or stratified estimates (with at least 2 seeds)"
     two = [r for r in oracle(0.0) + placebo(("lr_bigram_binary",)) if r["seed"] < 2]
-    assert finding(two, "a")[0] == "reproduced"
+    # 2 seeds (0.00 and +0.01): the t interval (12.7 sd / sqrt 2) reaches beyond ±0.05
+    assert finding(two, "a")[0] == "not judged"
     # LR 1,2-gram fails on 2 of 2 seeds (interval from 0.158); 0 of 2 decides nothing for the others.
     verdict, evidence = finding(two, "e")
     assert verdict == "not judged" and evidence.startswith("2 seeds cannot support 8 of 10 placebo rates")

@@ -14,6 +14,7 @@ from textcause.analysis.names import MODEL_FREE, estimator_order, model_family, 
 
 __all__ = [
     "MIN_PAIRS_FOR_R",
+    "MIN_SPREAD_FOR_R",
     "PAIR_COLUMNS",
     "agreement_pairs",
     "cross_corpus_agreement",
@@ -29,6 +30,10 @@ _AGREEMENT_QUANTITIES = (
 )
 #: Pearson r is printed only over at least this many pairs (appendix G: r miscommunicates clustered values).
 MIN_PAIRS_FOR_R = 5
+#: ... and only where each corpus's values span at least this much: values that all sit within a band
+#: this narrow (every model at chance on Order of Text 2, say) make r a correlation of noise (appendix G's
+#: clustered values), whatever the number of pairs. The findings' tolerance on bias, ±0.05, is the scale.
+MIN_SPREAD_FOR_R = 0.05
 #: The columns of :func:`agreement_pairs`.
 PAIR_COLUMNS = [
     "task",
@@ -89,10 +94,12 @@ def _agree(g: pd.DataFrame) -> dict[str, float]:
     a, b = g["value_a"].to_numpy(), g["value_b"].to_numpy()
     nonzero = a != 0
     r = float("nan")
-    if a.size >= MIN_PAIRS_FOR_R and not np.allclose(a, a[0]) and not np.allclose(b, b[0]):
+    clustered = bool(a.size and min(np.ptp(a), np.ptp(b)) < MIN_SPREAD_FOR_R)
+    if a.size >= MIN_PAIRS_FOR_R and not clustered:
         r = float(stats.pearsonr(a, b).statistic)
     return {
         "n": int(a.size),
+        "clustered": clustered,
         "n_one_seed": int(g["one_seed"].sum()),
         "mean_abs_diff": float(np.mean(np.abs(b - a))),
         "mean_ratio": float(np.mean(b[nonzero] / a[nonzero])) if nonzero.any() else float("nan"),
@@ -162,8 +169,8 @@ def cross_corpus_agreement(df: Any, corpus_a: str | None = None, corpus_b: str |
     Returns:
         Rows ``scope``, ``group``, ``quantity``, ``n`` (pairs), ``n_one_seed`` (pairs with one seed on
         a side), ``mean_abs_diff`` (``|b - a|``), ``mean_ratio`` (``b / a``, over ``a != 0``) and
-        ``pearson_r`` (NaN with fewer than :data:`MIN_PAIRS_FOR_R` pairs or a constant side); the
-        pairs themselves in ``attrs["pairs"]``.
+        ``pearson_r`` (NaN with fewer than :data:`MIN_PAIRS_FOR_R` pairs, or where ``clustered``: a
+        corpus's values span less than :data:`MIN_SPREAD_FOR_R`); the pairs themselves in ``attrs["pairs"]``.
     """
     pairs = agreement_pairs(df, corpus_a, corpus_b)
     labels = [q[0] for q in _AGREEMENT_QUANTITIES]
@@ -183,7 +190,7 @@ def cross_corpus_agreement(df: Any, corpus_a: str | None = None, corpus_b: str |
                 g = sub[sub["quantity"] == label]
                 if len(g):
                     rows.append({"scope": scope, "group": group, "quantity": label, **_agree(g)})
-    columns = ["scope", "group", "quantity", "n", "n_one_seed", "mean_abs_diff", "mean_ratio", "pearson_r"]
+    columns = ["scope", "group", "quantity", "n", "clustered", "n_one_seed", "mean_abs_diff", "mean_ratio", "pearson_r"]
     out = pd.DataFrame(rows, columns=columns)
     out.attrs.update(corpus_a=pairs.attrs["corpus_a"], corpus_b=pairs.attrs["corpus_b"], pairs=pairs)
     return out

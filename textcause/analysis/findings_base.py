@@ -45,7 +45,6 @@ __all__ = [
     "placebo_rates",
     "rate_cells",
     "rate_why",
-    "seed_interval",
     "seed_span",
     "span",
     "too_few_roles",
@@ -161,13 +160,6 @@ def span(values: Any, fmt: str = "+.3f") -> str:
         return "-"
     lo, hi = format(min(v), fmt), format(max(v), fmt)
     return lo if lo == hi else f"{lo} to {hi}"
-
-
-def seed_interval(row: Any) -> tuple[float, float]:
-    """The across-seed interval of a summary row's mean bias; NaN with fewer than 2 seeds."""
-    if row.n_seeds < MIN_SEEDS or not np.isfinite(row.sd_bias):
-        return float("nan"), float("nan")
-    return corrected_interval(row.mean_bias, row.sd_bias, int(row.n_seeds), row.test_train_ratio)
 
 
 def models_present(summary: pd.DataFrame, names: Any) -> list[str]:

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from textcause.analysis.agreement import MIN_PAIRS_FOR_R, cross_corpus_agreement, largest_disagreements
+from textcause.analysis.agreement import (
+    MIN_PAIRS_FOR_R,
+    MIN_SPREAD_FOR_R,
+    cross_corpus_agreement,
+    largest_disagreements,
+)
 from textcause.analysis.names import model_labels
 from textcause.reports.figures import agreement_figure, save_figure
 from textcause.reports.markup import Block, Heading, Image, Para, Table
@@ -59,7 +64,7 @@ def agreement_blocks(table: pd.DataFrame, top: int = 5) -> list[Block]:
                 str(r.n_one_seed) + (" ⚑" if r.n_one_seed else ""),
                 fmt(r.mean_abs_diff),
                 fmt(r.mean_ratio),
-                fmt(r.pearson_r) if r.n >= MIN_PAIRS_FOR_R else "- (a)",
+                "- (a)" if r.n < MIN_PAIRS_FOR_R else ("- (b)" if r.clustered else fmt(r.pearson_r)),
             ]
             for r in sub.itertuples()
         ]
@@ -74,7 +79,9 @@ def agreement_blocks(table: pd.DataFrame, top: int = 5) -> list[Block]:
             "estimate (no text model: one draw repeated across levels) are shown apart below. Ratio is "
             f"{b}:{a} (over non-zero {a} values; unstable near 0, e.g. the placebo ATE). (a) Pearson r is not given "
             f"on fewer than {MIN_PAIRS_FOR_R} pairs (with 2 it is ±1 by construction; appendix G: r miscommunicates "
-            "clustered values). ⚑: pairs with a single seed on one side, a draw rather than a seed mean."
+            f"clustered values); (b) nor where one corpus's values span less than {MIN_SPREAD_FOR_R:.2f} (clustered: "
+            "e.g. every model at chance on Order of Text 2, where r would correlate noise). ⚑: pairs with a single "
+            "seed on one side, a draw rather than a seed mean."
         ),
         Table(header, rows(dependent), align),
     ]
