@@ -60,6 +60,30 @@ def test_cfr_equals_the_hand_computation(alpha):
     np.testing.assert_allclose(cfr.erase(cfr.counterfactual(X, 1 - Z)), erased, atol=1e-10)
 
 
+def test_alpha_is_on_the_authors_mlp_scale():
+    """MLPRegressor's minibatch loss (1/2b)(SSE + alpha ||w||^2) is, over an epoch, a ridge penalty alpha * n / b."""
+    # 3 units a class: scikit-learn's min(200, n) batch is the whole class, so the penalty is alpha itself
+    assert fit_regression_cfr(X, Z, alpha=0.3).penalty == pytest.approx((0.3, 0.3))
+    # minibatches of 2 over 3 units: 1.5 x alpha, the hand computation with that penalty
+    cfr = fit_regression_cfr(X, Z, alpha=0.3, batch_size=2)
+    assert cfr.penalty == pytest.approx((0.45, 0.45)) and cfr.alpha == 0.3
+    _, _, fits, expected = by_hand(0.45)
+    np.testing.assert_allclose(cfr.coef[1], fits[1][1], atol=1e-10)
+    np.testing.assert_allclose(cfr.counterfactual(X, 1 - Z), expected, atol=1e-10)
+    # batch_size None: alpha is the ridge penalty itself, whatever the class sizes
+    plain = fit_regression_cfr(X, Z, alpha=0.45, batch_size=None)
+    assert plain.penalty == pytest.approx((0.45, 0.45))
+    np.testing.assert_allclose(plain.coef, cfr.coef, atol=1e-12)
+    # classes of unequal size get penalties in proportion: 400 and 600 units, batches of 200
+    rng = np.random.default_rng(0)
+    z = np.repeat([0, 1], [400, 600])
+    x = rng.normal(size=(1000, 5)) + np.outer(z, [1.0, 0, 0, 0, 0])
+    big = fit_regression_cfr(x, z, alpha=0.05)
+    assert big.penalty == pytest.approx((0.1, 0.15))
+    np.testing.assert_allclose(big.coef[0], fit_regression_cfr(x, z, alpha=0.1, batch_size=None).coef[0], atol=1e-12)
+    np.testing.assert_allclose(big.coef[1], fit_regression_cfr(x, z, alpha=0.15, batch_size=None).coef[1], atol=1e-12)
+
+
 def test_the_coordinate_depends_on_the_erased_representation():
     # unlike a class-mean shift, two units of one class get different added-back coordinates
     cfr = fit_regression_cfr(X, Z, alpha=0.3)
@@ -114,6 +138,7 @@ def test_the_old_class_mean_cfr_is_still_there_and_differs():
     [
         (X, np.zeros(6, dtype=int), {}, "both values"),
         (X, Z, {"alpha": -1.0}, "'alpha' parameter"),
+        (X, Z, {"batch_size": 0}, "'batch_size' parameter"),
         (np.ones((4, 3)), np.array([0, 1, 0, 1]), {}, "class means are equal"),
         (X[:5], Z, {}, "inconsistent numbers of samples"),
     ],

@@ -60,7 +60,7 @@ from textcause.counterfactual.cfr.metrics import (
     weighted_abs_gap,
 )
 from textcause.counterfactual.cfr.pairs import CounterfactualPairs
-from textcause.counterfactual.cfr.regression import DEFAULT_ALPHA, RegressionCFR, fit_regression_cfr
+from textcause.counterfactual.cfr.regression import DEFAULT_ALPHA, MLP_BATCH, RegressionCFR, fit_regression_cfr
 from textcause.validation import check_consistent_length, check_int, check_real, check_subset
 
 METHODS = (
@@ -99,7 +99,9 @@ class CFRSettings:
         C: the inverse regularisation of the classifier Yhat (on standardised representations).
         probe_C: the concept probe's.
         n_samples: draws per unit of the stochastic CFRs.
-        cfr_alpha: the ridge penalty of the CFR's per-class regressions (0: least squares).
+        cfr_alpha: the penalty of the CFR's per-class regressions (0: least squares), on the scale of
+            the authors' ``MLPRegressor`` (class z's ridge penalty: ``cfr_alpha * n_z / min(cfr_batch, n_z)``).
+        cfr_batch: that minibatch size (200, ``MLPRegressor``'s); None: ``cfr_alpha`` is the ridge penalty.
         svd_tol: the erasers' singular-value threshold (``concept-erasure``'s ``svd_tol``).
         n_boot: bootstrap replicates of the intervals (0: none).
         methods: the interventions compared (``identity`` is always among them).
@@ -111,6 +113,7 @@ class CFRSettings:
     probe_C: float = 1.0
     n_samples: int = 20
     cfr_alpha: float = DEFAULT_ALPHA
+    cfr_batch: int | None = MLP_BATCH
     svd_tol: float = 0.01
     n_boot: int = 200
     methods: tuple[str, ...] = METHODS
@@ -123,6 +126,8 @@ class CFRSettings:
         check_real(self.probe_C, "probe_C", owner, low=0.0, low_open=True)
         check_int(self.n_samples, "n_samples", owner, low=1)
         check_real(self.cfr_alpha, "cfr_alpha", owner, low=0.0)
+        if self.cfr_batch is not None:
+            check_int(self.cfr_batch, "cfr_batch", owner, low=1)
         check_real(self.svd_tol, "svd_tol", owner, low=0.0, low_open=True)
         check_int(self.n_boot, "n_boot", owner, low=0)
         check_subset(self.methods, "methods", owner, METHODS)
@@ -271,7 +276,7 @@ def evaluate_cfr(x: Any, x_cf: Any, pairs: CounterfactualPairs, settings: CFRSet
 
     clf = make_classifier(settings.C).fit(xt, yt)
     probe = make_classifier(settings.probe_C, tol=1e-8).fit(xt, zt)
-    cfr = fit_regression_cfr(xt, zt, alpha=settings.cfr_alpha)
+    cfr = fit_regression_cfr(xt, zt, alpha=settings.cfr_alpha, batch_size=settings.cfr_batch)
     leace = fit_editor(xt, zt, method="leace", svd_tol=settings.svd_tol)
     oracle = fit_editor(xt, zt, method="oracle", svd_tol=settings.svd_tol)
     fitted = time.perf_counter()

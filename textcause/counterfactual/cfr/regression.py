@@ -34,9 +34,18 @@ For a binary concept Z and training representations X (n, d):
 
 Where this differs from the authors' code, and why: they fit step 3 with scikit-learn's
 ``MLPRegressor`` (no hidden layer, adam, early stopping on a validation share, ``alpha`` 5e-2 in
-the notebooks), which approximates this ridge objective (its penalty, summed over minibatches of
-200, is alpha * n / 200 on this scale); here the objective is solved exactly (numpy ``lstsq``),
-so the fit is deterministic and needs no validation split. ``GaussianMixture`` adds
+the BiasInBios and gender-balanced EEEC notebooks, 5e-4 in the race one, 1e-4 by default in
+``CFR.py``), which approximates this ridge objective. ``MLPRegressor``'s loss on a minibatch of
+``b = min(200, n)`` units is ``(1 / 2b) (sum of squared errors + alpha ||w||^2)``; over an epoch's
+``n / b`` minibatches that is ``(1 / 2b) (sum over all units + (alpha n / b) ||w||^2)``, a ridge
+penalty of ``alpha * n / b`` on the summed squared error. ``alpha`` is therefore taken on the
+authors' scale: the ridge penalty of class z is ``alpha * n_z / min(batch_size, n_z)``
+(``batch_size`` 200, scikit-learn's default; ``batch_size=None`` uses ``alpha`` as the penalty
+itself). With early stopping scikit-learn first holds out a tenth of the units, so the authors'
+n is about 0.9 n_z, and their early stopping shrinks the fit further, by an amount that depends
+on the run; here
+the objective is solved exactly (numpy ``lstsq``), so the fit is deterministic and needs no
+validation split. ``GaussianMixture`` adds
 ``reg_covar`` (1e-6) to the variance; here the variance is the residuals' own.
 Everything is float64 numpy in, numpy out.
 """
@@ -51,8 +60,11 @@ import numpy as np
 from textcause.counterfactual.cfr.erasure import _as_binary, _as_matrix
 from textcause.validation import check_consistent_length, check_int, check_real
 
-#: The ridge penalty of the authors' notebooks (``LinearConceptValueAssignmentWithMSEloss.alpha``, orth).
+#: The ``MLPRegressor`` penalty of the authors' BiasInBios notebook (``alpha``; see :data:`MLP_BATCH`).
 DEFAULT_ALPHA = 5e-2
+
+#: ``MLPRegressor``'s minibatch (``batch_size="auto"``: ``min(200, n)``), which sets ``alpha``'s scale.
+MLP_BATCH = 200
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +77,8 @@ class RegressionCFR:
         intercept: (2,) b_z.
         noise_mean: (2,) m_z, the mean residual of the fitting units with Z = z.
         noise_var: (2,) s_z^2, their (ddof 0) residual variance.
-        alpha: the ridge penalty the regressions were fitted with.
+        alpha: the penalty as given (on ``MLPRegressor``'s scale unless ``batch_size`` was None).
+        penalty: (2,) the ridge penalty each class's regression was fitted with.
     """
 
     direction: np.ndarray
@@ -74,6 +87,7 @@ class RegressionCFR:
     noise_mean: np.ndarray
     noise_var: np.ndarray
     alpha: float
+    penalty: tuple[float, float] = (0.0, 0.0)
 
     def coordinate(self, x: Any) -> np.ndarray:
         """c(x) = u . x for each row."""
@@ -136,13 +150,17 @@ def ridge(features: np.ndarray, target: np.ndarray, alpha: float) -> tuple[np.nd
     return w, float(mean_t - mean_f @ w)
 
 
-def fit_regression_cfr(x: Any, z: Any, *, alpha: float = DEFAULT_ALPHA) -> RegressionCFR:
+def fit_regression_cfr(
+    x: Any, z: Any, *, alpha: float = DEFAULT_ALPHA, batch_size: int | None = MLP_BATCH
+) -> RegressionCFR:
     """Fit the Lemberger et al. CFR on (x, z) (see the module docstring).
 
     Args:
         x: (n, d) representations.
         z: (n,) 0 / 1 concept values (both present).
-        alpha: the ridge penalty of the per-class regressions (>= 0; 0: least squares).
+        alpha: the penalty of the per-class regressions (>= 0; 0: least squares), on the scale of
+            the authors' ``MLPRegressor``: class z's ridge penalty is ``alpha * n_z / min(batch_size, n_z)``.
+        batch_size: that minibatch size (``MLPRegressor``'s 200); None: ``alpha`` is the ridge penalty itself.
 
     Raises:
         ValueError: bad shapes, non-finite values, a concept with one value, equal class means.
@@ -159,6 +177,8 @@ def fit_regression_cfr(x: Any, z: Any, *, alpha: float = DEFAULT_ALPHA) -> Regre
         True
     """
     check_real(alpha, "alpha", "fit_regression_cfr", low=0.0)
+    if batch_size is not None:
+        batch_size = check_int(batch_size, "batch_size", "fit_regression_cfr", low=1)
     x = _as_matrix(x, "x")
     z = _as_binary(z)
     check_consistent_length(x, z)
@@ -168,10 +188,12 @@ def fit_regression_cfr(x: Any, z: Any, *, alpha: float = DEFAULT_ALPHA) -> Regre
     c = x @ u
     erased = x - np.outer(c, u)
     coef, intercept = np.zeros((2, x.shape[1])), np.zeros(2)
-    noise_mean, noise_var = np.zeros(2), np.zeros(2)
+    noise_mean, noise_var, penalty = np.zeros(2), np.zeros(2), [0.0, 0.0]
     for v in (0, 1):
         rows = z == v
-        coef[v], intercept[v] = ridge(erased[rows], c[rows], alpha)
+        n_z = int(rows.sum())
+        penalty[v] = float(alpha) if batch_size is None else float(alpha) * n_z / min(batch_size, n_z)
+        coef[v], intercept[v] = ridge(erased[rows], c[rows], penalty[v])
         resid = c[rows] - erased[rows] @ coef[v] - intercept[v]
         noise_mean[v], noise_var[v] = resid.mean(), resid.var()
-    return RegressionCFR(u, coef, intercept, noise_mean, noise_var, float(alpha))
+    return RegressionCFR(u, coef, intercept, noise_mean, noise_var, float(alpha), (penalty[0], penalty[1]))

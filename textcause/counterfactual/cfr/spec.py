@@ -21,7 +21,8 @@
     C: 1.0                       # the classifier's inverse regularisation
     probe_C: 1.0                 # the concept probe's
     n_samples: 20                # draws of the stochastic CFRs
-    cfr_alpha: 0.05              # the ridge penalty of the CFR's per-class regressions (Lemberger et al.'s notebooks)
+    cfr_alpha: 0.05              # the CFR's per-class regressions' penalty, on the scale of the authors' MLPRegressor
+    cfr_batch: 200               # ... whose minibatch sets it: class z's ridge penalty is cfr_alpha * n_z / min(200, n_z)
     svd_tol: 0.01                # the erasers' singular-value threshold
     n_boot: 200                  # bootstrap replicates of the intervals
     methods: [identity, erasure, cfr, cfr_stochastic, leace_erasure, leace_mean_cfr, leace_mean_cfr_stochastic,
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from textcause.counterfactual.cfr.evaluate import METHODS, CFRSettings
-from textcause.counterfactual.cfr.regression import DEFAULT_ALPHA
+from textcause.counterfactual.cfr.regression import DEFAULT_ALPHA, MLP_BATCH
 from textcause.io import content_key
 from textcause.specs import NAME_DOC, SpecFile, holds, ints, key, one_of, read_yaml, reals, some_of
 
@@ -82,6 +83,7 @@ class CFRSpec:
     probe_C: float = key(reals(low=0, low_open=True), default=1.0)
     n_samples: int = key(ints(low=1), default=20)
     cfr_alpha: float = key(reals(low=0), default=DEFAULT_ALPHA)
+    cfr_batch: Optional[int] = key(ints(low=1), default=MLP_BATCH)
     svd_tol: float = key(reals(low=0, low_open=True), default=0.01)
     n_boot: int = key(ints(low=0), default=200)
     methods: list[str] = key(some_of(METHODS), default=list(METHODS))
