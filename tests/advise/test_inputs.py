@@ -6,6 +6,7 @@ import pytest
 import yaml
 from advise.advise_corpus import advise_dict, write_study_corpus
 
+from textcause.advise.calibrate import grid_spec
 from textcause.advise.inputs import (
     REFERENCE_WORDS,
     REFIT_REPS,
@@ -14,6 +15,7 @@ from textcause.advise.inputs import (
     default_workers,
     plan_minutes,
     prepare,
+    search_factor,
 )
 from textcause.advise.spec import advise_from_dict
 
@@ -111,6 +113,8 @@ def test_fewer_seeds_than_the_verdict_needs_are_refused(tmp_path):
         ({"candidates": ["oracle"]}, r"the candidate 'oracle' reads the true propensity"),
         ({"treatment": {"column": "group", "treated": "a"}}, r"give both 'treatment.treated' and 'treatment.control'"),
         ({"seeds": 0}, r"'seeds' must be an int >= 1"),
+        ({"tune": {"nn_lda": {"model.init_args.lr": [0.01]}}}, r"'tune' names models that are not candidates"),
+        ({"tune": {"lr_unigram_binary": {"model.init_args.lr": 0.01}}}, r"'tune' must be a mapping from model names"),
     ],
 )
 def test_config_mistakes_are_one_sentence(tmp_path, extra, message):
@@ -129,3 +133,26 @@ def test_the_command_says_a_bad_input_in_one_line_and_exits_2(tmp_path, capsys):
         "error: Advise config '<command line>': the treatment column 'score' is missing for 5 of 240 users "
         "(e.g. 'u0'): fill it or drop those users before advising."
     )
+
+
+def test_a_search_reaches_the_calibration_grid_the_real_fit_and_the_budget(tmp_path):
+    """``tune`` is searched in every calibration cell and in the real fit alike, and the budget counts its fits."""
+    corpus = write_study_corpus(tmp_path / "c.jsonl.gz")
+    space = {"model.init_args.lr": [0.001, 0.01], "model.init_args.l1": [0.0, 0.01]}
+    tuned, prepared = _prepare(tmp_path, corpus, candidates=["nn_unigram_binary"], tune={"nn_unigram_binary": space})
+    assert grid_spec(tuned, prepared)["tune"] == {"nn_unigram_binary": space}
+    study = yaml.safe_load(prepared.study.read_text(encoding="utf-8"))
+    assert study["tune"] == {"nn_unigram_binary": space}
+    plain, plain_prepared = _prepare(tmp_path / "plain", corpus, candidates=["nn_unigram_binary"])
+    assert "tune" not in grid_spec(plain, plain_prepared)
+    assert "tune" not in yaml.safe_load(plain_prepared.study.read_text(encoding="utf-8"))  # earlier studies unchanged
+    # an n-gram network's optimiser points share one fit (3 fits at most, as measured); any other search
+    # (SHERBERT's learning rate: bf16 and dropout, fitted point by point; another option) a fit a point
+    lr = (("model.init_args.lr", (0.001, 0.003)),)
+    assert search_factor(tuned.tune["nn_unigram_binary"], "nn") == 3.0
+    assert search_factor(lr, "nn") == 2.0 and search_factor(lr, "embeddings") == 2.0
+    assert search_factor(tuned.tune["nn_unigram_binary"], "embeddings") == 4.0
+    assert search_factor((("model.init_args.net.init_args.input_norm", (False, True)),), "embeddings") == 2.0
+    assert search_factor((), "nn") == 1.0
+    ratio = plan_minutes(tuned, prepared.info)["calibration"] / plan_minutes(plain, plain_prepared.info)["calibration"]
+    assert ratio == pytest.approx(3.0)

@@ -121,6 +121,14 @@ def base_spec(**changes):
             {"model_overrides": {"lr_lda": {"trainer.max_epochs": 1}}},
             r"'model_overrides' must be a mapping from model names of 'models'",
         ),
+        (
+            {"tune": {"lr_lda": {"model.init_args.lr": [0.01]}}},
+            r"'tune' must be a mapping from model names of 'models' to search spaces",
+        ),
+        (
+            {"tune": {"unadjusted": {"model.init_args.lr": []}}},
+            r"'tune' must be a mapping from model names of 'models' to search spaces",
+        ),
         ({"overrides": {"": 1}}, r"'overrides' must be a mapping of train.py options"),
         ({"filter": {"kind": []}}, r"'filter' must be a mapping \{meta field: value or non-empty list of values\}"),
         (
@@ -576,3 +584,37 @@ def test_refit_reps_gives_refitting_intervals_and_rows_keep_the_tuned_choice(stu
     assert "refit_reps" not in obs_run.load_spec(study["config"]).content  # the default keeps earlier keys
     with pytest.raises(ValueError, match=r"'evaluation.refit_reps' must be 0 \(no refitting interval\) or an int >= 2"):
         spec_from_dict(base_spec(evaluation={"refit_reps": 1}), source="toy.yaml")
+
+
+def test_tune_searches_a_model_on_validation_and_records_the_choice(study, monkeypatch):
+    """A study's ``tune`` fits every point of a model's space, keeps the lowest validation loss (as a
+    grid's tune does) and says what it chose in the rows' ``tuned``; another space reruns the model."""
+    space = {"model.init_args.lr": [0.0001, 0.01]}
+    spec = base_spec(
+        corpus=str(study["corpus"]),
+        filter={"kind": "human"},
+        models=["unadjusted", "nn_unigram_binary"],
+        overrides={"data.min_users": 2, "trainer.max_epochs": 2},
+        tune={"nn_unigram_binary": space},
+        evaluation={"n_boot": 20},
+        seed=1,
+    )
+    parsed = spec_from_dict(spec, source="toy.yaml")
+    assert parsed.tune == {"nn_unigram_binary": (("model.init_args.lr", (0.0001, 0.01)),)}
+    config = study["root"] / "tuned.yaml"
+    config.write_text(yaml.safe_dump(spec))
+    monkeypatch.setenv("TEXTCAUSE_CACHE", str(study["root"] / "cache"))
+    out = study["root"] / "tuned-out"
+    obs_run.run_study(config, out, echo=lambda line: None)
+    record = json.loads((out / "models" / "nn_unigram_binary.json").read_text())
+    assert record["status"] == "ok" and record["candidates"] == 2, record
+    chosen = json.loads(record["rows"][0]["tuned"])
+    assert chosen["model.init_args.lr"] in (0.0001, 0.01)
+    scores = json.loads((out / "runs" / "nn_unigram_binary" / "tune" / "candidates.json").read_text())
+    losses = {c["params"]["model.init_args.lr"]: c["score"] for c in scores["candidates"]}
+    assert scores["chosen"] == chosen and chosen["model.init_args.lr"] == min(losses, key=losses.get)
+    untuned = json.loads((out / "models" / "unadjusted.json").read_text())
+    assert "candidates" not in untuned and "tuned" not in untuned["rows"][0]
+    key = obs_run.model_key(parsed, "nn_unigram_binary", parsed.models[1][1])
+    other = spec_from_dict({**spec, "tune": {"nn_unigram_binary": {"model.init_args.lr": [0.001]}}}, source="toy.yaml")
+    assert obs_run.model_key(other, "nn_unigram_binary", other.models[1][1]) != key  # another space: fitted again

@@ -49,6 +49,8 @@ def grid_spec(spec: AdviseSpec, prepared: Prepared) -> dict[str, Any]:
     per_model = {n: dict(v) for n, v in spec.model_overrides.items() if v}
     if per_model:
         grid["model_overrides"] = per_model
+    if spec.tune:
+        grid["tune"] = {n: {k: list(v) for k, v in space} for n, space in spec.tune.items()}
     grid.pop("threads")
     return grid
 

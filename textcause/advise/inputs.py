@@ -188,6 +188,7 @@ def prepare(spec: AdviseSpec, out: str | Path) -> Prepared:
         seed=spec.split_seed,
         overrides={**dict(study.get("overrides") or {}), **dict(spec.overrides)},
         model_overrides={Path(p).stem: dict(spec.model_overrides.get(n, ())) for n, p in spec.candidates},
+        tune={Path(p).stem: {k: list(v) for k, v in spec.tune[n]} for n, p in spec.candidates if n in spec.tune},
         evaluation={
             "n_boot": spec.n_boot,
             "split": "test",
@@ -196,6 +197,8 @@ def prepare(spec: AdviseSpec, out: str | Path) -> Prepared:
         },
     )
     study["model_overrides"] = {k: v for k, v in study["model_overrides"].items() if v}
+    if not study["tune"]:
+        del study["tune"]  # a study written before searches existed keeps its text, so its results stay valid
     path = out / "study.yaml"
     text = "# Written by textcause advise from " + spec.source + "\n" + yaml.safe_dump(study, sort_keys=True)
     if not path.exists() or path.read_text(encoding="utf-8") != text:
@@ -306,12 +309,33 @@ def default_workers(cells: int, *, cpus: int | None = None, available_gib: float
     return max(1, min(int(cpus), by_memory, int(cells)))
 
 
+def search_factor(search: Any, kind: str = "nn") -> float:
+    """How many single fits of :data:`RATES` a cell of a model of ``kind`` with ``search`` costs.
+
+    ``search`` is ``((option, values), ...)``. An n-gram network (``kind`` ``nn``) whose points differ
+    only in the optimiser (:data:`textcause.grid.bank.BANK_OPTIONS`) trains them side by side in one
+    fit and then the chosen one alone; measured in the weld Twitter grid (4,120 users), its 20-point
+    search took 41 s (1-grams), 82 s (1,2-grams) and 195 s (1,2-gram counts) a cell, 0.6 to 3.0 times
+    :func:`cell_seconds`' 65 s for one fit: counted as 3. Any other search (SHERBERT's, whose bf16 and
+    dropout the bank does not reproduce, or another option) fits each point on its own: one fit a point.
+    """
+    from textcause.grid.bank import BANK_OPTIONS
+
+    points = math.prod(len(v) for _, v in search) if search else 1
+    if points == 1:
+        return 1.0
+    if kind == "nn" and all(k in BANK_OPTIONS for k, _ in search):
+        return min(3.0, float(points))
+    return float(points)
+
+
 def plan_minutes(spec: AdviseSpec, info: dict[str, Any], workers: int = 1) -> dict[str, float]:
     """Estimated wall minutes of the calibration on ``workers`` processes and of the estimate (one fit
     per candidate, in one process)."""
     n = int(info["n_users"])
     words = float(info.get("mean_words", float(info["mean_posts"]) * REFERENCE_WORDS / 60.0))
-    per_model = [cell_seconds(model_kind(p), n, words) for _, p in spec.candidates]
+    kinds = [(m, model_kind(p)) for m, p in spec.candidates]
+    per_model = [cell_seconds(k, n, words) * search_factor(spec.tune.get(m, ()), k) for m, k in kinds]
     per_model += [cell_seconds("method", n, words)] * len(spec.methods)
     levels = sum(len(v) for v in spec.tasks.values())
     cells = levels * spec.seeds * len(per_model)

@@ -26,6 +26,7 @@ and then, for both::
     calibration: {tasks: {...}, overrides: {...}}   # task levels (default CALIBRATION_TASKS)
     overrides: {trainer.max_epochs: 10}             # train.py options for every model, both stages
     model_overrides: {nn_lda: {trainer.max_epochs: 5}}
+    tune: {nn_lda: {model.init_args.lr: [0.01, 0.03]}}   # searched in every calibration cell and the real fit
     evaluation: {n_boot: 300, estimators: [ipw, stratified, matching]}
 
 Parsing imports neither torch nor Lightning; every mistake is one ``ValueError`` sentence naming
@@ -39,7 +40,16 @@ from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
 from textcause.estimators.registry import PROPENSITY_ESTIMATORS
-from textcause.observational.spec import Values, is_oracle_config, model_configs, options, options_ok, per_model_ok
+from textcause.observational.spec import (
+    TUNE_DOC,
+    Values,
+    is_oracle_config,
+    model_configs,
+    options,
+    options_ok,
+    per_model_ok,
+    tune_ok,
+)
 from textcause.paths import config_dir, model_config_names, model_config_path
 from textcause.specs import NAME_DOC, SpecFile, holds, ints, key, one_of, read_yaml, reals, some_of
 
@@ -132,6 +142,7 @@ class AdviseConfig:
     calibration: Calibration = key(default=Calibration())
     overrides: dict = key(holds(options_ok), default={}, doc="a mapping of train.py options")
     model_overrides: dict[str, Optional[dict]] = key(holds(per_model_ok), default={})
+    tune: dict = key(holds(tune_ok), default={}, doc=TUNE_DOC.replace("'models'", "'candidates'"))  # type: ignore[type-arg]
     evaluation: AdviseEvaluation = key(default=AdviseEvaluation())
 
 
@@ -151,6 +162,8 @@ class AdviseSpec:
         e_value: whether an E-value is asked for.
         tasks: the calibration task levels; calibration_overrides: options for calibration cells.
         overrides, model_overrides: train.py options for every / one model.
+        tune: per candidate name, a search space ``((option, (value, ...)), ...)``, searched in every
+            calibration cell and in the real fit alike (the lowest validation loss is evaluated).
         n_boot, estimators: the evaluation settings.
         source: the config file (for messages).
     """
@@ -173,6 +186,7 @@ class AdviseSpec:
     calibration_overrides: tuple[tuple[str, Any], ...] = ()
     overrides: tuple[tuple[str, Any], ...] = ()
     model_overrides: dict[str, tuple[tuple[str, Any], ...]] = field(default_factory=dict, hash=False)
+    tune: dict[str, tuple[tuple[str, tuple[Any, ...]], ...]] = field(default_factory=dict, hash=False)
     n_boot: int = 300
     estimators: tuple[str, ...] = ("ipw", "stratified", "matching")
     source: str = "<dict>"
@@ -238,6 +252,9 @@ def advise_from_dict(spec: dict[str, Any], *, source: str = "<dict>", default_na
     unknown = set(config.model_overrides) - {n for n, _ in candidates}
     if unknown:
         raise file.fail(f"'model_overrides' names models that are not candidates: {sorted(unknown)}.")
+    unknown = set(config.tune) - {n for n, _ in candidates}
+    if unknown:
+        raise file.fail(f"'tune' names models that are not candidates: {sorted(unknown)}.")
     return AdviseSpec(
         name=file.name_or(config.name, default_name),
         description=config.description.strip(),
@@ -257,6 +274,7 @@ def advise_from_dict(spec: dict[str, Any], *, source: str = "<dict>", default_na
         calibration_overrides=options(config.calibration.overrides),
         overrides=options(config.overrides),
         model_overrides={m: options(v) for m, v in config.model_overrides.items()},
+        tune={m: tuple(sorted((str(k), tuple(v)) for k, v in space.items())) for m, space in config.tune.items()},
         n_boot=config.evaluation.n_boot,
         estimators=tuple(config.evaluation.estimators),
         source=source,

@@ -78,7 +78,9 @@ def run_model(spec: ObservationalSpec, model: str, path: Path, config: Path, out
     """Fit, predict and evaluate one model on the one run path; never raises for the model's own error.
 
     The record's rows are the run's result rows without the run's identity columns, except
-    :data:`KEPT_META`. With the study's ``evaluation.refit_reps``, a model that refits (the L-BFGS
+    :data:`KEPT_META`. A model with a search space in the study's ``tune`` fits every point on the
+    training users, keeps the one with the lowest validation loss (:func:`textcause.grid.tuning.fit_tuned`)
+    and evaluates that one; its rows' ``tuned`` says what it chose. With the study's ``evaluation.refit_reps``, a model that refits (the L-BFGS
     logistic regressions, the tuned one included: :func:`textcause.run.refitting.refit_unavailable`)
     also gets the refitting interval (``refit_ci_*``); another keeps empty ``refit_ci_*`` and its
     ``fit.log`` says why.
@@ -118,7 +120,14 @@ def run_model(spec: ObservationalSpec, model: str, path: Path, config: Path, out
                     refit_reps=spec.refit_reps,
                 ),
             )
-            result = fit_and_evaluate(settings)
+            search = spec.tune.get(model)
+            if search:  # every point fitted, the lowest validation loss evaluated (as a grid's tune)
+                from textcause.grid.tuning import fit_tuned
+
+                result, _, candidates = fit_tuned(settings, search)
+                record["candidates"] = len(candidates)
+            else:
+                result = fit_and_evaluate(settings)
             pred = result.predictions
             record["train_seconds"] = result.train_seconds
             record["accuracy_ci"] = list(

@@ -35,11 +35,13 @@ from textcause.observational.spec import (
     MODELS_DOC,
     OPTIONS_DOC,
     PER_MODEL_DOC,
+    TUNE_DOC,
     Evaluation,
     model_names,
     options,
     options_ok,
     per_model_ok,
+    tune_ok,
 )
 from textcause.paths import default_configs
 from textcause.specs import NAME_DOC, SpecFile, holds, ints, is_name, key, read_yaml
@@ -66,10 +68,6 @@ CORPORA_DOC = f"a non-empty list of corpus names or paths, or a mapping {{name: 
 METHODS_DOC = "a non-empty list of 'package.module:Name' specs or a mapping {name: spec}"
 VARIANTS_DOC = (
     f"a non-empty mapping from variant names {NAME_DOC} to train.py options (each corpus runs once per variant)"
-)
-TUNE_DOC = (
-    "a mapping from model names of 'models' to search spaces {train.py option: [value, ...]} "
-    "(non-empty lists of distinct scalar values)"
 )
 Tasks = Union[str, list[str], dict[str, Union[Literal["all"], int, list[int], None]]]
 
@@ -195,24 +193,6 @@ def _corpora_ok(value: Any) -> bool:
     return bool(names) and len(set(names)) == len(names) and all(map(is_name, names))
 
 
-def _tune_ok(value: Any) -> bool:
-    def space_ok(space: Any) -> bool:
-        return (
-            isinstance(space, Mapping)
-            and bool(space)
-            and options_ok(space)
-            and all(
-                isinstance(v, list)
-                and v
-                and all(isinstance(x, (str, int, float, bool)) for x in v)
-                and len({repr(x) for x in v}) == len(v)
-                for v in space.values()
-            )
-        )
-
-    return isinstance(value, Mapping) and all(isinstance(k, str) and space_ok(v) for k, v in value.items())
-
-
 def _variants_ok(value: Any) -> bool:
     return bool(value) and all(is_name(k) for k in value) and per_model_ok(value)
 
@@ -253,7 +233,7 @@ class GridConfig(Plan):
     methods: Union[str, list[str], dict[str, str], None] = key(holds(_methods_ok), default=None, doc=METHODS_DOC)
     overrides: dict = key(holds(options_ok), default={}, doc=OPTIONS_DOC)
     model_overrides: dict[str, Optional[dict]] = key(holds(per_model_ok), default={}, doc=PER_MODEL_DOC)
-    tune: dict = key(holds(_tune_ok), default={}, doc=TUNE_DOC)
+    tune: dict = key(holds(tune_ok), default={}, doc=TUNE_DOC)
     variants: Optional[dict[str, Optional[dict]]] = key(holds(_variants_ok), default=None, doc=VARIANTS_DOC)
     threads: Optional[int] = key(ints(low=1), default=None)
 

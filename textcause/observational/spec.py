@@ -33,8 +33,10 @@ __all__ = [
     "OPTIONS_DOC",
     "PER_MODEL_DOC",
     "MODELS_DOC",
+    "TUNE_DOC",
     "options_ok",
     "per_model_ok",
+    "tune_ok",
     "options",
     "Values",
     "Treatment",
@@ -74,6 +76,32 @@ def options_ok(value: Mapping[Any, Any]) -> bool:
 def per_model_ok(value: Mapping[Any, Any]) -> bool:
     """Whether ``value`` maps names to option mappings (or null)."""
     return all(isinstance(k, str) and k and options_ok(v or {}) for k, v in value.items())
+
+
+TUNE_DOC = (
+    "a mapping from model names of 'models' to search spaces {train.py option: [value, ...]} "
+    "(non-empty lists of distinct scalar values)"
+)
+
+
+def tune_ok(value: Any) -> bool:
+    """Whether ``value`` maps model names to search spaces (see :data:`TUNE_DOC`)."""
+
+    def space_ok(space: Any) -> bool:
+        return (
+            isinstance(space, Mapping)
+            and bool(space)
+            and options_ok(space)
+            and all(
+                isinstance(v, list)
+                and v
+                and all(isinstance(x, (str, int, float, bool)) for x in v)
+                and len({repr(x) for x in v}) == len(v)
+                for v in space.values()
+            )
+        )
+
+    return isinstance(value, Mapping) and all(isinstance(k, str) and space_ok(v) for k, v in value.items())
 
 
 def options(value: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
@@ -155,6 +183,8 @@ class StudyConfig:
     models: [unadjusted, lr_unigram_binary, ...]   # configs/<model>.yaml (or paths); no oracle
     overrides: {trainer.max_epochs: 30}            # any train.py option, for every model
     model_overrides: {order_count: {trainer.max_epochs: 10}}
+    tune: {sherbert_pooled: {model.init_args.lr: [0.001, 0.003]}}   # per model: its points are fitted,
+                                    # the lowest validation loss is evaluated (as a grid's tune)
     evaluation: {n_boot: 1000, split: test, estimators: [ipw, stratified, matching], refit_reps: 0}
     ```
     """
@@ -180,6 +210,7 @@ class StudyConfig:
     model_overrides: dict[str, Optional[dict]] = key(  # type: ignore[type-arg]
         holds(per_model_ok), default={}, doc=PER_MODEL_DOC
     )
+    tune: dict = key(holds(tune_ok), default={}, doc=TUNE_DOC)  # type: ignore[type-arg]
     evaluation: Evaluation = key(default=Evaluation())
 
 
@@ -206,6 +237,8 @@ class ObservationalSpec:
         models: ``(name, config path)`` per propensity model.
         overrides: train.py options for every model, as ``(dotted key, value)`` pairs.
         model_overrides: per model name, more such pairs (applied after ``overrides``).
+        tune: per model name, a search space ``((option, (value, ...)), ...)``: every point is fitted
+            and the one with the lowest validation loss evaluated (:func:`textcause.grid.tuning.fit_tuned`).
         n_boot, split, estimators, refit_reps: the evaluation settings.
         source: the config file (for messages).
         text: the config file's text.
@@ -234,6 +267,7 @@ class ObservationalSpec:
     seed: int = 0
     overrides: tuple[tuple[str, Any], ...] = ()
     model_overrides: dict[str, tuple[tuple[str, Any], ...]] = field(default_factory=dict, hash=False)
+    tune: dict[str, tuple[tuple[str, tuple[Any, ...]], ...]] = field(default_factory=dict, hash=False)
     n_boot: int = 1000
     split: str = "test"
     estimators: tuple[str, ...] = DEFAULT_ESTIMATORS
@@ -371,6 +405,7 @@ def spec_from_dict(
     models = model_configs(model_names(config.models) or (), file)
     per_model = config.model_overrides
     file.check(check_that, set(per_model) <= {m for m, _ in models}, per_model, "model_overrides", None, PER_MODEL_DOC)
+    file.check(check_that, set(config.tune) <= {m for m, _ in models}, config.tune, "tune", None, TUNE_DOC)
     return ObservationalSpec(
         name=file.name_or(config.name, default_name),
         description=config.description.strip(),
@@ -387,6 +422,7 @@ def spec_from_dict(
         models=models,
         overrides=options(config.overrides),
         model_overrides={m: options(v) for m, v in per_model.items()},
+        tune={m: tuple(sorted((str(k), tuple(v)) for k, v in space.items())) for m, space in config.tune.items()},
         n_boot=config.evaluation.n_boot,
         split=config.evaluation.split,
         estimators=config.evaluation.estimators,
