@@ -133,6 +133,7 @@ def test_dose_response_by_hand() -> None:
     assert t.per_strength == pytest.approx(ref.slope) and t.monotone and t.per_strength_ci[0] > 0
     text = " ".join(verdicts(table, [t]))
     assert "GROWS" in text and "COVERS 0" in text
+    assert ref.pvalue < 1e-4 and "p < 0.0001," in text and "0.0000" not in text  # not "p 0.0000"
     assert mean_interval(np.array([1.0]))[0] == 1.0 and np.isnan(mean_interval(np.array([1.0]))[2])
 
 

@@ -182,6 +182,13 @@ def _f(x: float, digits: int = 3) -> str:
     return "-" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
 
 
+def _p(p: float) -> str:
+    """A p-value as a reader takes it: "< 0.0001" rather than "0.0000" below the last digit shown."""
+    if p is None or not math.isfinite(p):
+        return "-"
+    return "< 0.0001" if p < 0.0001 else f"{p:.4f}"
+
+
 def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
 
@@ -230,7 +237,7 @@ def verdicts(table: pd.DataFrame, trends: list[Trend]) -> list[str]:
         rows = table[table["probe"] == t.probe].sort_values("strength")
         line = (
             f"{_f(t.per_strength)} points per unit of strength ({pct}% CI {_f(t.per_strength_ci[0])} to "
-            f"{_f(t.per_strength_ci[1])}, p {_f(t.p_value, 4)}, over {t.n_units} fine-tunes)"
+            f"{_f(t.per_strength_ci[1])}, p {_p(t.p_value)}, over {t.n_units} fine-tunes)"
         )
         if t.min_seeds < MIN_VERDICT_SEEDS:
             out.append(
