@@ -12,9 +12,9 @@ moved on. Each report folder under ``docs/reports/`` gets the report's figures (
 ``report.md`` and ``seed_summary.csv`` (not ``report.html``: the documentation site renders the
 Markdown); ``docs/reports/weld-blogs/agreement.md`` gets appendix G's agreement table
 (``benchmarks/corpus_table.py --agreement``). A report whose grid is not whole gets a banner that
-says how many of the grid's cells it holds: the count is of the cells that the grid's config
-defines and the archive holds finished with the config's own hash, so a cell run under an older
-config does not count. The findings matrix for ``docs/results.md`` is printed last
+says how many of the grid's cells it holds: the count is of the cells that the grid's config and
+its 20-seed references (``weld_*_seeds20.yaml``) define and the archive holds finished with the
+config's own hash, so a cell run under an older config does not count. The findings matrix for ``docs/results.md`` is printed last
 (``benchmarks/findings_table.py --matrix`` over the weld and variant grids).
 """
 
@@ -57,17 +57,33 @@ def source(archive: str) -> str:
     return f"`{archive}` as committed with it, imported by `textcause results import`"
 
 
-def done_cells(db: Path, config: str) -> tuple[int, int]:
-    """(cells of ``config`` finished in ``db`` with the config's hash, cells ``config`` defines)."""
+#: The 20-seed references that run beside a grid into the same store (their seeds 0-4 are its cells).
+REFERENCES = {
+    "configs/benchmark/weld_twitter.yaml": "configs/benchmark/weld_twitter_seeds20.yaml",
+    "configs/benchmark/weld_blogs.yaml": "configs/benchmark/weld_blogs_seeds20.yaml",
+    "configs/benchmark/weld_twitter_robust.yaml": "configs/benchmark/weld_twitter_robust_seeds20.yaml",
+}
+
+
+def done_cells(db: Path, config: str) -> tuple[int, int, int, int]:
+    """Finished cells of ``config`` in ``db`` (with the config's hash) and the cells it defines, then the
+    same for the cells its 20-seed references add (their seeds 5-19)."""
     from textcause.grid.spec import load_grid
 
-    grid = load_grid(ROOT / config)
+    main = {c.cell_id: c.config_hash for c in load_grid(ROOT / config).cells}
+    extra: dict[str, str] = {}
+    if config in REFERENCES:
+        extra = {c.cell_id: c.config_hash for c in load_grid(ROOT / REFERENCES[config]).cells if c.cell_id not in main}
     with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
         done = dict(con.execute("select cell_id, config_hash from cells where status = 'ok'").fetchall())
-    return sum(done.get(c.cell_id) == c.config_hash for c in grid.cells), len(grid.cells)
+
+    def count(cells: dict[str, str]) -> int:
+        return sum(done.get(cell) == digest for cell, digest in cells.items())
+
+    return count(main), len(main), count(extra), len(extra)
 
 
-def write_one(db: Path, name: str, out: Path, done: int, total: int, today: str) -> None:
+def write_one(db: Path, name: str, out: Path, counts: tuple[int, int, int, int], today: str) -> None:
     """Write the report folder ``out`` from ``db``: figures, report.md, seed_summary.csv."""
     from textcause.reports.report import write_report
 
@@ -83,10 +99,12 @@ def write_one(db: Path, name: str, out: Path, done: int, total: int, today: str)
         kept = f" (corpora {', '.join(corpora)})" if corpora else ""
         lines = (built / "report.md").read_text(encoding="utf-8").splitlines()
         lines = [f"- Source: {source(archive)}{kept}" if line.startswith("- Source: ") else line for line in lines]
-        if done < total:
+        done, total, extra_done, extra_total = counts
+        if done < total or extra_done < extra_total:
             status = f", [status](../../results.md#{anchor})" if anchor else ""
+            refs = f", and {extra_done} of the {extra_total} cells of its 20-seed references" if extra_total else ""
             banner = (
-                f"> **Partial: {done} of the grid's {total} cells** ({today}, `{config}`; the rerun goes on "
+                f"> **Partial: {done} of the grid's {total} cells{refs}** ({today}, `{config}`; the rerun goes on "
                 f'between sittings{status}). Findings read "no data" or "not judged" where models or '
                 "seeds are still missing."
             )
@@ -94,11 +112,12 @@ def write_one(db: Path, name: str, out: Path, done: int, total: int, today: str)
         (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def write_agreement(db: Path, out: Path, done: int, total: int, today: str) -> None:
+def write_agreement(db: Path, out: Path, counts: tuple[int, int, int, int], today: str) -> None:
     """Write ``out/agreement.md``: appendix G's table, Twitter beside blogs."""
     from corpus_table import agreement
 
     archive = REPORTS["weld-blogs"][0]
+    done, total = counts[0], counts[1]
     partial = f", with **{done} of the Blogs grid's {total} cells**: the pairs below are those both corpora have"
     head = [
         "# Appendix G: Twitter vs blogs (the weld grid" + (", partial)" if done < total else ")"),
@@ -143,15 +162,17 @@ def main() -> None:
         counts = {}
         for report, (archive, config, _, _) in REPORTS.items():
             counts[report] = done_cells(stores[Path(archive).name], config)
-            print(f"{report}: {counts[report][0]} of {counts[report][1]} cells of {config}", file=sys.stderr)
+            done, total, extra_done, extra_total = counts[report]
+            refs = f"; {extra_done} of the {extra_total} more of its 20-seed references" if extra_total else ""
+            print(f"{report}: {done} of {total} cells of {config}{refs}", file=sys.stderr)
         if args.check:
             return
         for report in args.only:
             db = stores[Path(REPORTS[report][0]).name]
-            write_one(db, report, out / report, *counts[report], today)
+            write_one(db, report, out / report, counts[report], today)
             print(f"wrote {out / report}/", file=sys.stderr)
             if report == "weld-blogs":
-                write_agreement(db, out / report, *counts[report], today)
+                write_agreement(db, out / report, counts[report], today)
                 print(f"wrote {out / report / 'agreement.md'}", file=sys.stderr)
         from findings_table import main as findings_main
 

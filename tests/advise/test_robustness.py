@@ -70,6 +70,17 @@ def test_each_kind_of_model_gets_its_refit(monkeypatch):
     nn = plan_for("nn_unigram_binary", model_config_path("nn_unigram_binary"), n_train=80)
     assert nn.approximated and nn.representation == "unigram_binary" and nn.c_per_user == pytest.approx(100.0)
     assert nn.note.startswith("approximated: the model (PropensityModel)")
+    # a searched network's stand-in takes the decay it chose (its rows' tuned), not its YAML's 0.01
+    searched = '{"model.init_args.l1":0.003,"model.init_args.lr":0.003,"model.init_args.weight_decay":0.0}'
+    assert (
+        plan_for("nn_unigram_binary", model_config_path("nn_unigram_binary"), n_train=80, tuned=searched).c_per_user
+        == 80
+    )
+    decayed = searched.replace('"model.init_args.weight_decay":0.0', '"model.init_args.weight_decay":0.02')
+    assert (
+        plan_for("nn_unigram_binary", model_config_path("nn_unigram_binary"), n_train=80, tuned=decayed).c_per_user
+        == 50
+    )
     method = plan_for("blind", None, n_train=80)
     assert method.approximated and method.representation == "bigram_binary" and "an outside method" in method.note
     chosen = {"penalty": "l1", "C": 0.5, "feature_scaling": "maxabs"}

@@ -44,3 +44,20 @@ def test_compact_layout_is_smaller():
     wide = grid_figure(summary, ["linguistic_complexity"], cols)
     small = grid_figure(summary, ["linguistic_complexity"], cols, compact=True)
     assert small.get_figwidth() < wide.get_figwidth() and small.get_figheight() < wide.get_figheight()
+
+
+def test_a_figure_saved_twice_gives_the_same_bytes(tmp_path):
+    """A report regenerated from unchanged results leaves its committed figures unchanged: no date in
+    the SVG, ids salted by the file's stem rather than drawn at random."""
+    from textcause.reports.figures import save_figure
+
+    summary = _summary(5)
+
+    def draw(out):
+        fig = grid_figure(summary, ["linguistic_complexity"], [("acc", None, "treatment_accuracy")], interval="seeds")
+        return save_figure(fig, out, "fig", formats=("png", "svg"))
+
+    first, second = draw(tmp_path / "a"), draw(tmp_path / "b")
+    for a, b in zip(first, second):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    assert b"<dc:date>" not in first[1].read_bytes()

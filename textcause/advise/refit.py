@@ -169,6 +169,20 @@ def tuned_of(record: dict[str, Any]) -> str | None:
     return next((str(r["tuned"]) for r in record.get("rows") or [] if r.get("tuned")), None)
 
 
+def _searched(tuned: str | None) -> dict[str, Any]:
+    """The options a searched model chose (its rows' ``tuned`` JSON, as a grid's or a study's ``tune:``
+    records it); ``{}`` for none."""
+    import json
+
+    if not tuned:
+        return {}
+    try:
+        row = json.loads(tuned)
+    except ValueError:
+        return {}
+    return row if isinstance(row, dict) else {}
+
+
 def _tuned_choice(checkpoint: str | None, tuned: str | None = None) -> dict[str, Any]:
     """What a ``TunedLogisticRegression`` chose (``{"penalty", "C", "l1_ratio"}``, and ``feature_scaling``
     when read from its checkpoint).
@@ -216,6 +230,7 @@ def plan_for(
         checkpoint: its run's checkpoint (the tuned LR's choice is read from it without ``tuned``).
         tuned: the tuned LR's choice as its result rows record it (:func:`tuned_of`); its feature
             scaling is then the config's (``model.init_args.feature_scaling``, default ``maxabs``).
+            For a searched network, the weight decay it chose replaces its config's in the stand-in.
 
     >>> plan_for("unadjusted", None, n_train=100).kind
     'constant'
@@ -232,6 +247,9 @@ def plan_for(
     own_rep = rep in NGRAM_KINDS
     feats = rep if own_rep else FALLBACK_REPRESENTATION
     wd = _weight_decay(cfg, overrides)
+    searched = _searched(tuned)
+    if "model.init_args.weight_decay" in searched:  # a searched network: the decay it chose, not its YAML's
+        wd = float(searched["model.init_args.weight_decay"] or 0.0)
     optimizer = str(((cfg.get("model") or {}).get("init_args") or {}).get("optimizer", "adam"))
     if cls.endswith("TunedLogisticRegression"):
         chosen = _tuned_choice(checkpoint, tuned)

@@ -289,13 +289,19 @@ def agreement_figure(table: pd.DataFrame) -> plt.Figure:
 
 
 def save_figure(fig: plt.Figure, out_dir: str | Path, stem: str, formats: Sequence[str] = ("png", "svg")) -> list[Path]:
-    """Write ``fig`` as ``out_dir/stem.<fmt>`` for each format (atomically) and close it."""
+    """Write ``fig`` as ``out_dir/stem.<fmt>`` for each format (atomically) and close it.
+
+    The same figure gives the same bytes on every run (no date in an SVG or PDF, SVG ids salted by
+    ``stem`` rather than drawn at random), so a report regenerated from unchanged results leaves its
+    committed figures unchanged.
+    """
     paths = []
     try:
         for fmt in formats:
             dest = Path(out_dir) / f"{stem}.{fmt}"
-            with atomic_path(dest) as tmp:
-                fig.savefig(tmp, format=fmt, dpi=150)
+            metadata = {"Date": None} if fmt in ("svg", "pdf") else None
+            with atomic_path(dest) as tmp, plt.rc_context({"svg.hashsalt": stem}):
+                fig.savefig(tmp, format=fmt, dpi=150, metadata=metadata)
             paths.append(dest)
     finally:
         plt.close(fig)
