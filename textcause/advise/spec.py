@@ -42,7 +42,9 @@ from typing import Any, Literal, Optional, Union
 from textcause.estimators.registry import PROPENSITY_ESTIMATORS
 from textcause.observational.spec import (
     TUNE_DOC,
+    Search,
     Values,
+    as_search,
     is_oracle_config,
     model_configs,
     options,
@@ -186,7 +188,7 @@ class AdviseSpec:
     calibration_overrides: tuple[tuple[str, Any], ...] = ()
     overrides: tuple[tuple[str, Any], ...] = ()
     model_overrides: dict[str, tuple[tuple[str, Any], ...]] = field(default_factory=dict, hash=False)
-    tune: dict[str, tuple[tuple[str, tuple[Any, ...]], ...]] = field(default_factory=dict, hash=False)
+    tune: dict[str, Search] = field(default_factory=dict, hash=False)
     n_boot: int = 300
     estimators: tuple[str, ...] = ("ipw", "stratified", "matching")
     source: str = "<dict>"
@@ -274,7 +276,7 @@ def advise_from_dict(spec: dict[str, Any], *, source: str = "<dict>", default_na
         calibration_overrides=options(config.calibration.overrides),
         overrides=options(config.overrides),
         model_overrides={m: options(v) for m, v in config.model_overrides.items()},
-        tune={m: tuple(sorted((str(k), tuple(v)) for k, v in space.items())) for m, space in config.tune.items()},
+        tune={m: as_search(space) for m, space in config.tune.items()},
         n_boot=config.evaluation.n_boot,
         estimators=tuple(config.evaluation.estimators),
         source=source,

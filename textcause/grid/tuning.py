@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from textcause.io import atomic_write_json
+from textcause.observational.spec import Search, as_search
 from textcause.run.evaluation import tuned_label
 from textcause.run.fit import EvaluationSettings, RunResult, RunSettings, evaluate_run, fit_and_evaluate
 
@@ -41,15 +42,8 @@ __all__ = [
     "select",
 ]
 
-#: What a search space looks like in a cell: ``((dotted option, (value, ...)), ...)``, sorted by option.
-Search = tuple[tuple[str, tuple[Any, ...]], ...]
 #: The candidates' own evaluation: the validation split, no interval (selection never sees the test split).
 SELECTION = EvaluationSettings(n_boot=0, split="val", estimators=("ipw",))
-
-
-def as_search(space: Optional[Mapping[str, Sequence[Any]]]) -> Search:
-    """A search space mapping as a hashable, ordered :data:`Search` (``{}`` / None: no search)."""
-    return tuple(sorted((str(k), tuple(v)) for k, v in (space or {}).items()))
 
 
 def grid_points(search: Search) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ names the config file and the key.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
@@ -34,6 +34,8 @@ __all__ = [
     "PER_MODEL_DOC",
     "MODELS_DOC",
     "TUNE_DOC",
+    "Search",
+    "as_search",
     "options_ok",
     "per_model_ok",
     "tune_ok",
@@ -76,6 +78,15 @@ def options_ok(value: Mapping[Any, Any]) -> bool:
 def per_model_ok(value: Mapping[Any, Any]) -> bool:
     """Whether ``value`` maps names to option mappings (or null)."""
     return all(isinstance(k, str) and k and options_ok(v or {}) for k, v in value.items())
+
+
+#: What a search space looks like in a cell: ``((dotted option, (value, ...)), ...)``, sorted by option.
+Search = tuple[tuple[str, tuple[Any, ...]], ...]
+
+
+def as_search(space: Optional[Mapping[str, Sequence[Any]]]) -> Search:
+    """A search space mapping as a hashable, ordered :data:`Search` (``{}`` / None: no search)."""
+    return tuple(sorted((str(k), tuple(v)) for k, v in (space or {}).items()))
 
 
 TUNE_DOC = (
@@ -267,7 +278,7 @@ class ObservationalSpec:
     seed: int = 0
     overrides: tuple[tuple[str, Any], ...] = ()
     model_overrides: dict[str, tuple[tuple[str, Any], ...]] = field(default_factory=dict, hash=False)
-    tune: dict[str, tuple[tuple[str, tuple[Any, ...]], ...]] = field(default_factory=dict, hash=False)
+    tune: dict[str, Search] = field(default_factory=dict, hash=False)
     n_boot: int = 1000
     split: str = "test"
     estimators: tuple[str, ...] = DEFAULT_ESTIMATORS
@@ -422,7 +433,7 @@ def spec_from_dict(
         models=models,
         overrides=options(config.overrides),
         model_overrides={m: options(v) for m, v in per_model.items()},
-        tune={m: tuple(sorted((str(k), tuple(v)) for k, v in space.items())) for m, space in config.tune.items()},
+        tune={m: as_search(space) for m, space in config.tune.items()},
         n_boot=config.evaluation.n_boot,
         split=config.evaluation.split,
         estimators=config.evaluation.estimators,
